@@ -1,0 +1,41 @@
+# All set-up happens here: `make demo` and `make test` work on a fresh Debian 12/13 as root.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test unit lint typecheck bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { apt-get update -qq && apt-get install -y -qq python3 python3-venv python3-pip; }
+	@$(PYTHON) -m venv --help >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-venv; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: venv
+	$(VENV)/bin/mlsub plan examples/train_resnet.py --cluster examples/cluster.yaml
+	$(VENV)/bin/mlsub plan examples/train_resnet.py --cluster examples/cluster.yaml --json
+
+lint: venv
+	$(VENV)/bin/ruff check slurm_mlsched tests bench
+	$(VENV)/bin/ruff format --check slurm_mlsched tests bench
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+unit: venv
+	$(PY) -m pytest -q tests
+
+test: venv lint typecheck
+	$(PY) -m pytest -q tests
+
+bench: venv
+	$(PY) -m bench.run --out docs/benchmarks.md
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build

@@ -1,0 +1,356 @@
+"""Job options: defaults < ``# mlsub:`` script header < command-line flags.
+
+A job script may carry its options in header lines, like ``#SBATCH``::
+
+    #!/usr/bin/env python3
+    # mlsub: --workers 8 --ps auto --model resnet-50
+    # mlsub: --epochs 2 --batches-per-epoch 2000
+    import torch  # the header ended at the first line that is not blank and not a comment
+
+The header is the run of blank and ``#`` lines at the top of the file (after an optional
+``#!`` line); only lines starting ``# mlsub:`` (or ``#mlsub:``) are read, tokenized like a
+shell (:mod:`shlex`: quotes work, ``$VARS`` are not expanded). A docstring or any code
+ends the header.
+
+Defaults (documented in ``docs/user-guide.md``):
+
+* worker: 1 GPU, 4 CPUs, 16 GiB; PS (MODEL.md §2 **(choice)**): 0 GPU, 2 CPUs, 8 GiB;
+* ``--ps auto``: PSs sized by the bandwidth rule (⌈W·b_ex/B_ex⌉);
+* ``--epochs 1``; ``--workers`` and ``--batches-per-epoch`` have no default;
+* ``--step-time`` / ``--model-size`` without ``--model``: b_ex = 100 MB/s (≈ 1 GbE) and
+  b_in = 1000 MB/s unless ``--bw-ex`` / ``--bw-in`` are given; with ``--model`` those
+  flags override the profile's bandwidths;
+* memory sizes are Slurm-style: a bare number is MiB, ``8G`` = 8 GiB.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Literal
+
+from ..errors import InputError
+from ..model import Form, JobProfile, JobRequest, Resources
+from ..model.units import parse_mem_mib
+from .profiles import get_profile
+
+#: MODEL.md §2 defaults for a worker and a PS (documented in docs/user-guide.md).
+DEFAULT_GPUS_PER_WORKER = 1
+DEFAULT_CPUS_PER_WORKER = 4
+DEFAULT_MEM_PER_WORKER_MIB = 16 * 1024.0
+DEFAULT_CPUS_PER_PS = 2
+DEFAULT_MEM_PER_PS_MIB = 8 * 1024.0
+#: Bandwidths used with --step-time/--model-size when --bw-ex/--bw-in are not given (MB/s).
+DEFAULT_BW_EX_MBPS = 100.0  # about 1 GbE
+DEFAULT_BW_IN_MBPS = 1000.0
+DEFAULT_POLICY = "yu-rr"
+
+PsCount = int | Literal["auto"]
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """Everything a user says about one job, merged and validated (MiB for memory)."""
+
+    workers: int | None = None
+    ps: PsCount = "auto"
+    gpus_per_worker: int = DEFAULT_GPUS_PER_WORKER
+    cpus_per_worker: int = DEFAULT_CPUS_PER_WORKER
+    mem_per_worker: float = DEFAULT_MEM_PER_WORKER_MIB
+    cpus_per_ps: int = DEFAULT_CPUS_PER_PS
+    mem_per_ps: float = DEFAULT_MEM_PER_PS_MIB
+    epochs: int = 1
+    batches_per_epoch: int | None = None
+    model: str | None = None
+    step_time: float | None = None
+    model_size: float | None = None
+    bw_ex: float | None = None
+    bw_in: float | None = None
+    policy: str = DEFAULT_POLICY
+    seed: int = 0
+    name: str = ""
+    partition: str | None = None  # kept for the live path; plan ignores it
+    form: Form = Form.NON_ELASTIC
+
+    @property
+    def workload(self) -> float:
+        """V = epochs × batches per epoch (mini-batches)."""
+        return float(self.epochs * (self.batches_per_epoch or 0))
+
+
+# --- converters: one per kind of value, each accepting a string or an already-typed value ---
+
+Converter = Callable[[str, object], object]
+
+
+def _bad(option: str, value: object, problem: str, hint: str = "") -> InputError:
+    return InputError(
+        f"option {option} {problem}, got {value!r}",
+        hint=hint,
+        context={"option": option, "value": value},
+    )
+
+
+def _integer(minimum: int) -> Callable[[str, object], int]:
+    def convert(option: str, value: object) -> int:
+        hint = f"write {option} N with a whole number N >= {minimum}"
+        number: object = value
+        if isinstance(value, str):
+            try:
+                number = int(value.strip())
+            except ValueError:
+                raise _bad(option, value, "must be a whole number", hint) from None
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise _bad(option, value, "must be a whole number", hint)
+        if number < minimum:
+            raise _bad(option, value, f"must be >= {minimum}", hint)
+        return number
+
+    return convert
+
+
+def _positive_float(option: str, value: object) -> float:
+    hint = f"write {option} X with a number X > 0"
+    number: object = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise _bad(option, value, "must be a number", hint) from None
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        raise _bad(option, value, "must be a number", hint)
+    if not (number > 0 and math.isfinite(number)):
+        raise _bad(option, value, "must be a finite number > 0", hint)
+    return float(number)
+
+
+def _memory(option: str, value: object) -> float:
+    hint = "give a Slurm-style size: '8G' (GiB), '512M' (MiB), or a bare number of MiB"
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _bad(option, value, "must be a memory size", hint)
+    try:
+        return parse_mem_mib(value)
+    except ValueError:
+        raise _bad(option, value, "is not a memory size", hint) from None
+
+
+def _ps(option: str, value: object) -> PsCount:
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        count = _integer(1)(option, value)
+    except InputError:
+        raise _bad(
+            option, value, "must be 'auto' or a whole number >= 1", "e.g. --ps auto, --ps 2"
+        ) from None
+    return count
+
+
+def _text(option: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(option, value, "must be a non-empty string", f"write {option} TEXT")
+    return value.strip()
+
+
+def _form(option: str, value: object) -> Form:
+    try:
+        return Form(str(value).strip().lower())
+    except ValueError:
+        valid = ", ".join(f.value for f in Form)
+        raise _bad(option, value, "is not a placement form", f"choose one of: {valid}") from None
+
+
+#: field name -> (command-line option, converter). The header accepts exactly these.
+OPTIONS: dict[str, tuple[str, Converter]] = {
+    "workers": ("--workers", _integer(1)),
+    "ps": ("--ps", _ps),
+    "gpus_per_worker": ("--gpus-per-worker", _integer(0)),
+    "cpus_per_worker": ("--cpus-per-worker", _integer(1)),
+    "mem_per_worker": ("--mem-per-worker", _memory),
+    "cpus_per_ps": ("--cpus-per-ps", _integer(1)),
+    "mem_per_ps": ("--mem-per-ps", _memory),
+    "epochs": ("--epochs", _integer(1)),
+    "batches_per_epoch": ("--batches-per-epoch", _integer(1)),
+    "model": ("--model", _text),
+    "step_time": ("--step-time", _positive_float),
+    "model_size": ("--model-size", _positive_float),
+    "bw_ex": ("--bw-ex", _positive_float),
+    "bw_in": ("--bw-in", _positive_float),
+    "policy": ("--policy", _text),
+    "seed": ("--seed", _integer(0)),
+    "name": ("--name", _text),
+    "partition": ("--partition", _text),
+    "form": ("--form", _form),
+}
+_BY_FLAG = {flag: name for name, (flag, _) in OPTIONS.items()}
+assert set(OPTIONS) == {f.name for f in fields(JobOptions)}, "OPTIONS out of sync"
+
+
+# --- the header ----------------------------------------------------------------------------
+
+
+def parse_script_header(text: str, source: str) -> list[str]:
+    """The tokens of the ``# mlsub:`` lines at the top of a script (pure)."""
+    tokens: list[str] = []
+    lines = text.splitlines()
+    start = 1 if lines and lines[0].startswith("#!") else 0
+    for number, line in enumerate(lines[start:], start=start + 1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
+            break
+        body = stripped[1:].lstrip()
+        if not body.startswith("mlsub:"):
+            continue
+        try:
+            tokens.extend(shlex.split(body[len("mlsub:") :]))
+        except ValueError as exc:
+            raise InputError(
+                f"{source} line {number}: cannot read the '# mlsub:' line: {exc}",
+                hint="close the quotes on that line",
+                context={"file": source, "line": number},
+            ) from None
+    return tokens
+
+
+def read_script_header(path: str | Path) -> list[str]:
+    """Read ``path`` and return its header tokens."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(
+            f"cannot read job script {source}: {exc.strerror or exc}",
+            hint="check the SCRIPT path",
+            context={"file": source},
+        ) from None
+    return parse_script_header(text, source)
+
+
+def _header_values(args: Sequence[str], source: str) -> dict[str, str]:
+    """``--flag value`` / ``--flag=value`` tokens -> raw values by field name (last wins)."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        flag, eq, inline = token.partition("=")
+        name = _BY_FLAG.get(flag)
+        if name is None:
+            raise InputError(
+                f"{source}: unknown option {token!r}",
+                hint=f"valid options: {', '.join(sorted(_BY_FLAG))}",
+                context={"file": source, "option": token},
+            )
+        if eq:
+            out[name] = inline
+            i += 1
+        elif i + 1 < len(args):
+            out[name] = args[i + 1]
+            i += 2
+        else:
+            raise InputError(
+                f"{source}: option {flag} needs a value",
+                hint=f"write '{flag} VALUE'",
+                context={"file": source, "option": flag},
+            )
+    return out
+
+
+def merge_options(
+    header_args: Sequence[str],
+    cli_overrides: Mapping[str, object],
+    *,
+    header_source: str = "'# mlsub:' header",
+) -> JobOptions:
+    """Defaults < script header < command line; every value checked and converted.
+
+    ``cli_overrides`` maps :class:`JobOptions` field names to values given on the command
+    line (``None`` = not given); values may be strings or already typed.
+    """
+    merged: dict[str, object] = dict(_header_values(header_args, header_source))
+    for name, value in cli_overrides.items():
+        if name not in OPTIONS:
+            raise ValueError(f"not a job option: {name!r}")
+        if value is not None:
+            merged[name] = value
+    converted = {name: OPTIONS[name][1](OPTIONS[name][0], raw) for name, raw in merged.items()}
+    return replace(JobOptions(), **converted)  # type: ignore[arg-type]
+
+
+# --- the request ---------------------------------------------------------------------------
+
+
+def _require(value: int | None, option: str) -> int:
+    if value is None:
+        raise InputError(
+            f"option {option} is not set",
+            hint=f"pass {option} N on the command line or in the script's '# mlsub:' header",
+            context={"option": option},
+        )
+    return value
+
+
+def profile_of(opts: JobOptions) -> JobProfile:
+    """The speed profile: ``--model`` from the table, or ``--step-time`` + ``--model-size``."""
+    if opts.model is not None and (opts.step_time is not None or opts.model_size is not None):
+        flag = "--step-time" if opts.step_time is not None else "--model-size"
+        raise InputError(
+            f"options --model ({opts.model!r}) and {flag} exclude each other",
+            hint="use --model NAME for a profiled model, or --step-time and --model-size",
+            context={"option": flag, "value": opts.model},
+        )
+    if opts.model is not None:
+        base = get_profile(opts.model)
+        return replace(
+            base,
+            bw_ex_mbps=base.bw_ex_mbps if opts.bw_ex is None else opts.bw_ex,
+            bw_in_mbps=base.bw_in_mbps if opts.bw_in is None else opts.bw_in,
+        )
+    if opts.step_time is None or opts.model_size is None:
+        missing = "--step-time" if opts.step_time is None else "--model-size"
+        raise InputError(
+            f"no speed profile: option {missing} is not set",
+            hint="pass --model NAME (see the profile table), or both --step-time SECONDS and "
+            "--model-size MB",
+            context={"option": missing},
+        )
+    return JobProfile(
+        step_time_s=opts.step_time,
+        model_size_mb=opts.model_size,
+        bw_ex_mbps=DEFAULT_BW_EX_MBPS if opts.bw_ex is None else opts.bw_ex,
+        bw_in_mbps=DEFAULT_BW_IN_MBPS if opts.bw_in is None else opts.bw_in,
+        name="custom",
+    )
+
+
+def to_request(opts: JobOptions, arrival_slot: int, job_id: str | None = None) -> JobRequest:
+    """The :class:`JobRequest` of ``opts`` arriving in ``arrival_slot``.
+
+    ``job_id`` defaults to ``--name`` or ``"plan"``.
+    """
+    workers = _require(opts.workers, "--workers")
+    batches = _require(opts.batches_per_epoch, "--batches-per-epoch")
+    if opts.ps != "auto" and opts.ps > workers:
+        raise InputError(
+            f"option --ps {opts.ps} asks for more PSs than --workers {workers}",
+            hint="a job never has more PSs than workers (MODEL.md §2); lower --ps or use --ps auto",
+            context={"option": "--ps", "value": opts.ps},
+        )
+    profile = profile_of(opts)
+    return JobRequest(
+        job_id=job_id or opts.name or "plan",
+        arrival_slot=arrival_slot,
+        workload=float(opts.epochs * batches),
+        max_workers=workers,
+        worker=Resources(
+            float(opts.gpus_per_worker), float(opts.cpus_per_worker), opts.mem_per_worker
+        ),
+        ps=Resources(0.0, float(opts.cpus_per_ps), opts.mem_per_ps),
+        profile=profile,
+        ps_count=None if opts.ps == "auto" else opts.ps,
+        name=opts.name,
+    )

@@ -1,0 +1,23 @@
+"""Pure model types: cluster snapshot, job request, decision (MODEL.md §1–2)."""
+
+from .cluster import ClusterSnapshot, Machine, Reservation
+from .decision import Decision, Form, Mode, NodeCount, Role, SlotPlan
+from .job import DEFAULT_PS_BANDWIDTH_FACTOR, JobProfile, JobRequest
+from .resources import RESOURCE_NAMES, Resources
+
+__all__ = [
+    "DEFAULT_PS_BANDWIDTH_FACTOR",
+    "RESOURCE_NAMES",
+    "ClusterSnapshot",
+    "Decision",
+    "Form",
+    "JobProfile",
+    "JobRequest",
+    "Machine",
+    "Mode",
+    "NodeCount",
+    "Reservation",
+    "Resources",
+    "Role",
+    "SlotPlan",
+]

@@ -1,0 +1,133 @@
+"""A training job (MODEL.md §2) and its time model.
+
+Per mini-batch on one worker:
+
+* co-located (every worker and every PS on one machine):  θ_in = τ + 2g / b_in
+* distributed (any other placement):                       θ_ex = τ + 2g / b_ex
+
+with b_in := max(b_in, b_ex) (the DL2 table has dssm's internal figure below its network
+one; we keep the data as published and clamp here). A worker's rate in one slot of Δ
+seconds is ν = Δ / θ mini-batches. Training is asynchronous: progress in a slot is
+(number of workers) × ν of the mode the job runs in.
+
+PS sizing in distributed mode (covering): B_ex · S ≥ b_ex · W with S ≤ W and S ≥ 1 when
+W ≥ 1; B_ex defaults to 4 × b_ex, so S ≥ ⌈W / 4⌉. Co-located, one PS suffices (O3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .resources import Resources
+
+#: MODEL.md §2 (choice): a PS can serve this many times a worker's network bandwidth.
+DEFAULT_PS_BANDWIDTH_FACTOR = 4.0
+
+
+@dataclass(frozen=True, slots=True)
+class JobProfile:
+    """Speed parameters of a model: τ (s), g (MB), b_ex and b_in (MB/s), B_ex (MB/s)."""
+
+    step_time_s: float
+    model_size_mb: float
+    bw_ex_mbps: float
+    bw_in_mbps: float
+    ps_bw_mbps: float | None = None  # B_ex; None = DEFAULT_PS_BANDWIDTH_FACTOR × b_ex
+    name: str = "custom"
+
+    def __post_init__(self) -> None:
+        for label, value in (
+            ("step time", self.step_time_s),
+            ("network bandwidth", self.bw_ex_mbps),
+            ("internal bandwidth", self.bw_in_mbps),
+        ):
+            if not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"{label} must be a finite number > 0, got {value!r}")
+        if not (self.model_size_mb >= 0 and math.isfinite(self.model_size_mb)):
+            raise ValueError(f"model size must be >= 0, got {self.model_size_mb!r}")
+
+    @property
+    def effective_bw_in(self) -> float:
+        return max(self.bw_in_mbps, self.bw_ex_mbps)
+
+    @property
+    def effective_ps_bw(self) -> float:
+        if self.ps_bw_mbps is not None:
+            return self.ps_bw_mbps
+        return DEFAULT_PS_BANDWIDTH_FACTOR * self.bw_ex_mbps
+
+    @property
+    def theta_in(self) -> float:
+        """Seconds per mini-batch co-located: τ + 2g / b_in."""
+        return self.step_time_s + 2.0 * self.model_size_mb / self.effective_bw_in
+
+    @property
+    def theta_ex(self) -> float:
+        """Seconds per mini-batch distributed: τ + 2g / b_ex."""
+        return self.step_time_s + 2.0 * self.model_size_mb / self.bw_ex_mbps
+
+    def nu_in(self, slot_seconds: float) -> float:
+        return slot_seconds / self.theta_in
+
+    def nu_ex(self, slot_seconds: float) -> float:
+        return slot_seconds / self.theta_ex
+
+    @property
+    def ps_per_worker(self) -> float:
+        """b_ex / B_ex: the fraction of a PS one distributed worker needs."""
+        return self.bw_ex_mbps / self.effective_ps_bw
+
+
+@dataclass(frozen=True, slots=True)
+class JobRequest:
+    """One job: arrival slot a, workload V (mini-batches), at most N workers, demands α, β.
+
+    ``ps_count`` fixes the number of PSs in distributed mode (None = sized by the PS rule,
+    ``--ps auto``); co-located mode always uses one PS (MODEL.md O3).
+    """
+
+    job_id: str
+    arrival_slot: int
+    workload: float
+    max_workers: int
+    worker: Resources
+    ps: Resources
+    profile: JobProfile
+    ps_count: int | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {self.max_workers}")
+        if not (self.workload > 0 and math.isfinite(self.workload)):
+            raise ValueError(f"workload must be a finite number > 0, got {self.workload!r}")
+        if self.ps_count is not None and self.ps_count < 1:
+            raise ValueError(f"ps_count must be >= 1 or None (auto), got {self.ps_count}")
+        for label, res in (("worker", self.worker), ("ps", self.ps)):
+            if any(x < 0 or not math.isfinite(x) for x in res.as_tuple()):
+                raise ValueError(f"{label} demand must be finite and >= 0, got {res}")
+
+    def ps_needed(self, workers: int) -> int:
+        """PSs for ``workers`` distributed workers: ⌈W·b_ex/B_ex⌉ (or the fixed count), ≤ W, ≥ 1."""
+        if workers <= 0:
+            return 0
+        if self.ps_count is not None:
+            return self.ps_count
+        need = math.ceil(workers * self.profile.ps_per_worker - 1e-9)
+        return max(1, min(workers, need))
+
+    def max_distributed_workers(self) -> int:
+        """With a fixed PS count S, the PS rules allow S ≤ W ≤ S·B_ex/b_ex workers."""
+        if self.ps_count is None:
+            return self.max_workers
+        cap = math.floor(self.ps_count / self.profile.ps_per_worker + 1e-9)
+        return min(self.max_workers, cap)
+
+    def min_distributed_workers(self) -> int:
+        return 1 if self.ps_count is None else self.ps_count
+
+    def shortest_slots(self, slot_seconds: float) -> int:
+        """Fewest slots the job could ever take: N workers co-located from its arrival."""
+        rate = self.max_workers * self.profile.nu_in(slot_seconds)
+        return max(1, math.ceil(self.workload / rate - 1e-9))

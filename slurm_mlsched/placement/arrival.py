@@ -1,0 +1,141 @@
+"""What every per-arrival step of ``yu-rr`` shares: the job's shape, residual capacity,
+the co-location candidates (top-k) and the groups of interchangeable machines."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import ClusterSnapshot, JobRequest, Mode, SlotPlan
+from .job_lp import FloatArray, IntArray, JobShape, LpInstance
+from .packing import fit_counts
+from .params import PlacementParams
+from .residual import Residual, identical_groups, residual_from
+
+
+@dataclass(frozen=True)
+class Arrival:
+    job: JobRequest
+    shape: JobShape
+    res: Residual
+    a: int  # the slot the job is decided in (arrival, or now if later)
+    d_min: int  # fewest slots the job could take (N workers co-located)
+    colo: tuple[int, ...]  # co-location candidates, best first
+    groups: tuple[tuple[int, ...], ...]  # colo singletons first, then identical groups
+    params: PlacementParams
+
+    def rate(self, mode: Mode) -> float:
+        return self.shape.nu_in if mode == Mode.COLOCATED else self.shape.nu_ex
+
+    def cuts(self) -> tuple[int, ...]:
+        """Block boundaries worth keeping: where the cluster becomes free, then every
+        slot where some residual capacity changes."""
+        return (self.res.free_after, *self.res.change_slots())
+
+    def horizon_cap(self) -> int:
+        """Last slot of the initial search window: a + factor × shortest duration."""
+        return self.a + max(1, math.ceil(self.params.horizon_factor * self.d_min)) - 1
+
+    def longest_end(self) -> int:
+        """A slot by which the job certainly can finish: its smallest shape, on the empty
+        cluster that exists from ``free_after`` on."""
+        w = self.shape.n_dist_min
+        slowest = min(self.shape.nu_ex * w, self.shape.nu_in)
+        return max(self.res.free_after, self.a) + math.ceil(self.job.workload / slowest - 1e-9)
+
+    def instance(self, starts: IntArray, stops: IntArray) -> LpInstance:
+        """Block capacities and prices for blocks [starts[b], stops[b])."""
+        mins = self.res.blocks_min(starts, stops)  # (H, 3, B)
+        reps = np.array([g[0] for g in self.groups], dtype=np.int64)
+        sizes = np.array([len(g) for g in self.groups], dtype=np.int64)
+        per_machine = mins[reps]  # (G, 3, B)
+        cap_m = self.res.capacity[reps][:, :, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            load = np.where(cap_m > 0, 1.0 - per_machine / cap_m, 0.0)
+            price = np.where(cap_m > 0, (1.0 + load) / cap_m, 0.0)
+        return LpInstance(
+            widths=(stops - starts).astype(np.int64),
+            n_colo=len(self.colo),
+            group_sizes=sizes,
+            cap=per_machine * sizes[:, None, None],
+            price=price,
+        )
+
+
+def blocks_for(
+    a: int, deadline: int, max_blocks: int, cuts: tuple[int, ...] = ()
+) -> tuple[IntArray, IntArray]:
+    """Split [a, deadline] into at most ``max_blocks`` blocks of whole slots.
+
+    Every slot is its own block when the window is short enough. Otherwise blocks start
+    at the given ``cuts`` (slots where residual capacity changes, most important first;
+    at most half the budget), and the longest blocks are halved until the budget is
+    used: a block's capacity is its minimum, so boundaries where capacity changes (above
+    all, where the cluster becomes free) keep the merged LP close to the slot LP.
+    """
+    length = deadline - a + 1
+    if length <= max(1, max_blocks):
+        starts = np.arange(a, deadline + 1, dtype=np.int64)
+        return starts, starts + 1
+    budget = max(1, max_blocks)
+    inside = [c for c in dict.fromkeys(cuts) if a < c <= deadline][: budget // 2]
+    bounds = sorted({a, deadline + 1, *inside})
+    while len(bounds) - 1 < budget:
+        widths = np.diff(bounds)
+        i = int(np.argmax(widths))
+        if widths[i] <= 1:
+            break
+        bounds.insert(i + 1, bounds[i] + int(widths[i]) // 2)
+    arr = np.array(bounds, dtype=np.int64)
+    return arr[:-1], arr[1:]
+
+
+def prepare(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Arrival:
+    a = max(job.arrival_slot, snapshot.now_slot)
+    shape = JobShape.of(job, snapshot.slot_seconds)
+    res = residual_from(snapshot, a)
+    d_min = job.shortest_slots(snapshot.slot_seconds)
+    end = max(a + math.ceil(params.horizon_factor * d_min), res.free_after + 1)
+    colo = _top_k(res, shape, a, end, params.top_k_colocated)
+    if params.group_identical:
+        rest = identical_groups(res, set(colo))
+    else:
+        rest = [[h] for h in range(res.n_machines) if h not in set(colo)]
+    groups = tuple((h,) for h in colo) + tuple(tuple(g) for g in rest)
+    return Arrival(job, shape, res, a, d_min, tuple(colo), groups, params)
+
+
+def _top_k(res: Residual, shape: JobShape, a: int, end: int, k: int) -> list[int]:
+    """The k machines with the most room for co-located workers over [a, end), weighted by
+    how long each residual segment lasts; machines that never hold one worker and one PS
+    are left out. Ties go to the lower machine index."""
+    if k <= 0:
+        return []
+    starts = res.seg_starts
+    stops = np.r_[starts[1:], max(end, int(starts[-1]) + 1)]
+    lo = np.clip(starts, a, end)
+    hi = np.clip(stops, a, end)
+    weight = (hi - lo).astype(np.float64)
+    room = np.zeros(res.n_machines)
+    best = np.zeros(res.n_machines)
+    for s in np.flatnonzero(weight > 0):
+        fit = fit_counts(res.seg_res[:, :, s] - shape.beta, shape.alpha).astype(np.float64)
+        fit = np.minimum(fit, shape.n_max)
+        room += weight[s] * fit
+        best = np.maximum(best, fit)
+    order = np.lexsort((np.arange(res.n_machines), -room))
+    return [int(h) for h in order if best[h] >= 1][:k]
+
+
+def slot_plan(
+    slot: int,
+    mode: Mode,
+    names: tuple[str, ...],
+    workers: FloatArray | IntArray,
+    ps: FloatArray | IntArray,
+) -> SlotPlan:
+    w = tuple((names[h], int(workers[h])) for h in np.flatnonzero(workers > 0))
+    s = tuple((names[h], int(ps[h])) for h in np.flatnonzero(ps > 0))
+    return SlotPlan(slot=slot, mode=mode, workers=w, ps=s)

@@ -1,0 +1,94 @@
+"""Checks that a job could ever run on a cluster (before any solver is called)."""
+
+from __future__ import annotations
+
+from ..errors import NeverFitsError
+from ..model import RESOURCE_NAMES, ClusterSnapshot, JobRequest, Resources
+
+
+def _largest(snapshot: ClusterSnapshot) -> Resources:
+    best = [0.0, 0.0, 0.0]
+    for m in snapshot.machines:
+        for i, x in enumerate(m.capacity.as_tuple()):
+            best[i] = max(best[i], x)
+    return Resources(*best)
+
+
+def _first_short(demand: Resources, capacity: Resources) -> str | None:
+    for name, d, c in zip(RESOURCE_NAMES, demand.as_tuple(), capacity.as_tuple(), strict=True):
+        if d > c + 1e-9:
+            return name
+    return None
+
+
+def check_could_ever_fit(job: JobRequest, snapshot: ClusterSnapshot) -> None:
+    """Raise :class:`NeverFitsError` if no empty-cluster placement could run ``job``.
+
+    The smallest runnable shapes are: one worker and one PS co-located on a machine, or
+    the fewest distributed workers (1, or the fixed PS count) with their PSs, each task on
+    some machine. Reservations are ignored: they end, capacity does not.
+    """
+    if not snapshot.machines:
+        raise NeverFitsError("the cluster has no machines", hint="describe at least one node")
+    for label, demand in (("worker", job.worker), ("ps", job.ps)):
+        if not any(demand.fits_in(m.capacity) for m in snapshot.machines):
+            largest = _largest(snapshot)
+            short = _first_short(demand, largest)
+            if short is not None:
+                where = f"the largest node has {short}={largest.as_dict()[short]:g}"
+            else:  # each resource fits somewhere, but never all on one node
+                near = min(snapshot.machines, key=lambda m: _shortfalls(demand, m.capacity))
+                short = _first_short(demand, near.capacity) or "?"
+                where = (
+                    f"no node has all of it (e.g. {near.name} has "
+                    f"{short}={near.capacity.as_dict().get(short, 0):g})"
+                )
+            value = demand.as_dict().get(short, 0.0)
+            raise NeverFitsError(
+                f"no node could ever hold one {label} of job {job.job_id!r}: it needs "
+                f"{short}={value:g} and {where}",
+                hint=f"lower the per-{label} {short} request, or describe bigger nodes",
+                context={"field": f"{label}.{short}", "value": value, "resource": short},
+            )
+    pair = job.worker + job.ps
+    if any(pair.fits_in(m.capacity) for m in snapshot.machines):
+        return
+    total = snapshot.total_capacity()
+    w = job.min_distributed_workers()
+    s = job.ps_needed(w)
+    if w > job.max_distributed_workers():
+        raise NeverFitsError(
+            f"job {job.job_id!r}: {job.ps_count} PSs need at least {w} workers but at most "
+            f"{job.max_distributed_workers()} are allowed",
+            hint="lower --ps or raise --workers",
+            context={"field": "ps", "value": job.ps_count},
+        )
+    need = job.worker.scaled(w) + job.ps.scaled(s)
+    short = _first_short(need, total)
+    if short is not None or not _packs(job, snapshot, w, s):
+        short = short or "packing"
+        raise NeverFitsError(
+            f"the whole cluster could never hold job {job.job_id!r}: its smallest shape "
+            f"({w} worker(s) + {s} PS(s)) does not fit ({short})",
+            hint="ask for fewer PSs or smaller tasks, or describe more nodes",
+            context={"field": "ps" if job.ps_count else "worker", "resource": short},
+        )
+
+
+def _shortfalls(demand: Resources, capacity: Resources) -> int:
+    return sum(d > c + 1e-9 for d, c in zip(demand.as_tuple(), capacity.as_tuple(), strict=True))
+
+
+def _packs(job: JobRequest, snapshot: ClusterSnapshot, workers: int, ps: int) -> bool:
+    """First-fit of the tasks onto empty machines (PSs first): a sufficient check."""
+    room = [list(m.capacity.as_tuple()) for m in snapshot.machines]
+    tasks = [job.ps.as_tuple()] * ps + [job.worker.as_tuple()] * workers
+    for demand in tasks:
+        for r in room:
+            if all(d <= c + 1e-9 for d, c in zip(demand, r, strict=True)):
+                for i, d in enumerate(demand):
+                    r[i] -= d
+                break
+        else:
+            return False
+    return True

@@ -1,0 +1,103 @@
+"""Whole-task packing helpers on residual room matrices (H, 3). Pure numpy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+EPS = 1e-9
+
+
+def fit_counts(room: FloatArray, demand: FloatArray) -> IntArray:
+    """How many tasks of ``demand`` fit in each row of ``room`` (H, 3) → (H,).
+
+    A demand of zero in every resource fits without bound; it is capped at 10**9.
+    """
+    mask = demand > 0
+    if not mask.any():
+        return np.full(room.shape[0], 10**9, dtype=np.int64)
+    q = np.floor(np.maximum(room[:, mask], 0.0) / demand[mask] + EPS)
+    out: IntArray = np.minimum(q.min(axis=1), 10**9).astype(np.int64)
+    return out
+
+
+def first_fit(room: FloatArray, demand: FloatArray, count: int, order: IntArray) -> IntArray:
+    """Place ``count`` tasks first-fit over machines in ``order``; updates ``room`` in place.
+
+    Returns the per-machine counts placed (H,); fewer than ``count`` if room runs out.
+    """
+    placed = np.zeros(room.shape[0], dtype=np.int64)
+    left = count
+    if left <= 0:
+        return placed
+    fits = fit_counts(room[order], demand)
+    for h, f in zip(order, fits, strict=True):
+        if left == 0:
+            break
+        n = int(min(f, left))
+        if n > 0:
+            placed[h] += n
+            room[h] -= demand * n
+            left -= n
+    return placed
+
+
+def overloaded(room: FloatArray) -> npt.NDArray[np.bool_]:
+    """Machines whose room went negative in some resource."""
+    out: npt.NDArray[np.bool_] = np.asarray((room < -1e-7).any(axis=1))
+    return out
+
+
+def unbiased_round(x: FloatArray, rng: np.random.Generator) -> IntArray:
+    """⌊x⌋ + Bernoulli(x − ⌊x⌋), elementwise: E[result] = x."""
+    x = np.maximum(x, 0.0)
+    base = np.floor(x)
+    out: IntArray = (base + (rng.random(x.shape) < (x - base))).astype(np.int64)
+    return out
+
+
+def fill_distributed(
+    room: FloatArray,
+    alpha: FloatArray,
+    beta: FloatArray,
+    ps_needed: Callable[[int], int],
+    wanted: int,
+    min_workers: int,
+    order: IntArray,
+    workers: IntArray | None = None,
+    ps: IntArray | None = None,
+) -> tuple[IntArray, IntArray]:
+    """Add up to ``wanted`` distributed workers one at a time, each with the PSs the rule
+    then needs (PSs first-fit, then the worker first-fit), on top of ``workers``/``ps``.
+
+    Updates ``room`` in place. If fewer than ``min_workers`` workers result (a fixed PS
+    count needs at least as many workers), everything added is taken back.
+    """
+    h = room.shape[0]
+    w = np.zeros(h, dtype=np.int64) if workers is None else workers.copy()
+    s = np.zeros(h, dtype=np.int64) if ps is None else ps.copy()
+    start = room.copy()
+    for _ in range(max(0, wanted)):
+        trial = room.copy()
+        extra = max(ps_needed(int(w.sum()) + 1) - int(s.sum()), 0)
+        s_add = first_fit(trial, beta, extra, order)
+        if int(s_add.sum()) < extra:
+            break
+        w_add = first_fit(trial, alpha, 1, order)
+        if int(w_add.sum()) < 1:
+            break
+        w += w_add
+        s += s_add
+        room[:] = trial
+    if int(w.sum()) < min_workers:
+        room[:] = start
+        return (
+            np.zeros(h, dtype=np.int64) if workers is None else workers.copy(),
+            np.zeros(h, dtype=np.int64) if ps is None else ps.copy(),
+        )
+    return w, s

@@ -1,0 +1,56 @@
+"""Named parameters of every placement policy (MODEL.md's **(choice)** items).
+
+Every choice MODEL.md leaves open is a field here with its default, documented in
+``docs/formulation.md``; a decision stores the parameters it was taken with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ..model import Form
+
+
+@dataclass(frozen=True)
+class PlacementParams:
+    form: Form = Form.NON_ELASTIC
+    """elastic: counts may change per slot (paper, replay); non-elastic: constant (Slurm)."""
+    seed: int = 0
+    """Seed of the rounding RNG; stored with the decision."""
+    trials: int = 20
+    """K: randomized-rounding trials; the best one (fewest violations, most work) is kept."""
+    scale: float = 1.0
+    """λ: fractional counts are scaled by λ / probability before unbiased rounding."""
+    top_k_colocated: int = 10
+    """Co-located mode is offered on the k machines with the most residual room."""
+    horizon_factor: float = 3.0
+    """Horizon cap: a + factor × (the job's shortest possible duration), extended if needed."""
+    lp_max_blocks: int = 24
+    """Elastic LP: at most this many time blocks; slots are merged into blocks (capacity =
+    minimum over the block) when the window is longer. 1 slot per block when it fits."""
+    max_start_candidates: int = 32
+    """Non-elastic: start slots considered (arrival, then each slot where capacity frees)."""
+    time_weight: float = 0.05
+    """Tie-break: the load price grows by this fraction from the window's first to last
+    slot, so among equally cheap schedules the LP prefers earlier work."""
+    tight_links: bool = True
+    """Link rows use the most workers a mode can hold (L = min(N, ⌊C̃/α⌋)) instead of N:
+    the same integer program, a much tighter relaxation (docs/formulation.md)."""
+    group_identical: bool = True
+    """Machines with identical capacity and residual profile share LP variables."""
+    fast_path: bool = True
+    """Exact fast path: if all N workers and one PS fit co-located on one machine from the
+    arrival for the job's whole co-located duration, that is optimal for the job: take it."""
+    time_limit_s: float = 60.0
+    """Wall-clock limit of one solver call (the exact MIP); reaching it is reported."""
+    mip_rel_gap: float = 0.0
+    """exact: relative MIP gap accepted (0 = prove optimality)."""
+
+    def with_seed(self, seed: int) -> PlacementParams:
+        return replace(self, seed=seed)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["form"] = str(self.form)
+        return out

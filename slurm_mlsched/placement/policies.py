@@ -1,0 +1,3 @@
+"""Imports every policy module so that each registers itself."""
+
+from . import program, yu_rr  # noqa: F401

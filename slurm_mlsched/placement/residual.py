@@ -1,0 +1,125 @@
+"""Residual capacity C̃[h][r][t] = C[h][r] − reserved[h][r][t] (MODEL.md §4 step 1).
+
+Reservations are intervals, so residual capacity is piecewise constant in t: it is kept
+as segments (the slots where some reservation starts or ends), which keeps memory and
+time independent of how long the reservations are. From ``free_after`` on, no
+reservation holds anything and the residual equals the capacity.
+
+Also groups machines that are interchangeable (same capacity, same residual in every
+segment): the LP gives such a group one set of variables (size control, §4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ..model import ClusterSnapshot
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Residual:
+    """Residual capacity of every machine from slot ``t0`` on, as segments.
+
+    ``seg_starts`` (S,) are absolute slots, the first is ``t0``; segment i covers
+    [seg_starts[i], seg_starts[i+1]) and the last one extends forever (it is the empty
+    cluster when ``free_after`` > t0). ``seg_res`` has shape (H, 3, S).
+    """
+
+    names: tuple[str, ...]
+    capacity: FloatArray  # (H, 3)
+    t0: int
+    seg_starts: IntArray
+    seg_res: FloatArray
+    touched: npt.NDArray[np.bool_]
+    free_after: int
+
+    @property
+    def n_machines(self) -> int:
+        return len(self.names)
+
+    def change_slots(self) -> tuple[int, ...]:
+        """Slots after t0 where some machine's residual changes."""
+        return tuple(int(s) for s in self.seg_starts[1:])
+
+    def segment_of(self, slot: int) -> int:
+        return int(np.searchsorted(self.seg_starts, slot, side="right")) - 1
+
+    def at(self, slot: int) -> FloatArray:
+        """Residual of every machine in one slot: (H, 3)."""
+        if slot < self.t0:
+            raise IndexError(f"slot {slot} before the window start {self.t0}")
+        out: FloatArray = self.seg_res[:, :, self.segment_of(slot)]
+        return out
+
+    def window_min(self, start: int, stop: int) -> FloatArray:
+        """Minimum residual of each machine over slots [start, stop): (H, 3)."""
+        if stop <= start or start < self.t0:
+            raise IndexError(f"bad slot window [{start}, {stop}) from t0={self.t0}")
+        lo = self.segment_of(start)
+        hi = self.segment_of(stop - 1)
+        out: FloatArray = self.seg_res[:, :, lo : hi + 1].min(axis=2)
+        return out
+
+    def blocks_min(self, starts: IntArray, stops: IntArray) -> FloatArray:
+        """Minimum residual per block [starts[b], stops[b]): (H, 3, B)."""
+        return np.stack(
+            [self.window_min(int(s), int(e)) for s, e in zip(starts, stops, strict=True)], axis=2
+        )
+
+
+def residual_from(snapshot: ClusterSnapshot, t0: int) -> Residual:
+    """Residual capacity from slot ``t0`` on, given the snapshot's reservations."""
+    index = snapshot.machine_index()
+    cap = np.array([m.capacity.as_tuple() for m in snapshot.machines], dtype=np.float64)
+    active = [r for r in snapshot.reservations if r.end_slot > t0 and r.end_slot > r.start_slot]
+    points = {t0}
+    for r in active:
+        if r.start_slot > t0:
+            points.add(r.start_slot)
+        points.add(r.end_slot)
+    starts = np.array(sorted(points), dtype=np.int64)
+    res = np.repeat(cap[:, :, None], len(starts), axis=2)
+    touched = np.zeros(len(cap), dtype=bool)
+    for r in active:
+        h = index.get(r.machine)
+        if h is None:
+            raise ValueError(f"reservation of job {r.job_id!r} names unknown machine {r.machine!r}")
+        lo = int(np.searchsorted(starts, max(r.start_slot, t0)))
+        hi = int(np.searchsorted(starts, r.end_slot))
+        res[h, :, lo:hi] -= np.array(r.usage.as_tuple())[:, None]
+        touched[h] = True
+    np.maximum(res, 0.0, out=res)
+    free_after = int(starts[-1]) if active else t0
+    return Residual(
+        names=tuple(m.name for m in snapshot.machines),
+        capacity=cap,
+        t0=t0,
+        seg_starts=starts,
+        seg_res=res,
+        touched=touched,
+        free_after=free_after,
+    )
+
+
+def identical_groups(residual: Residual, exclude: set[int]) -> list[list[int]]:
+    """Machines (not in ``exclude``) grouped by identical capacity and residual profile.
+
+    Untouched machines are keyed by capacity alone; touched ones by their residual in
+    every segment. Groups keep machine order and are sorted by their first machine.
+    """
+    groups: dict[bytes, list[int]] = {}
+    for h in range(residual.n_machines):
+        if h in exclude:
+            continue
+        if residual.touched[h]:
+            key = b"T" + residual.seg_res[h].tobytes()
+        else:
+            key = b"U" + residual.capacity[h].tobytes()
+        groups.setdefault(key, []).append(h)
+    return sorted(groups.values(), key=lambda g: g[0])

@@ -1,0 +1,189 @@
+"""``yu-rr``: the online randomized-rounding algorithm (MODEL.md §4, §5).
+
+On each arrival, earlier jobs keep their reservations (they are in the snapshot):
+
+1. residual capacity C̃ = C − reserved, from the arrival on;
+2. the smallest deadline D whose LP relaxation is feasible; the load-priced LP at D;
+3. randomized rounding with K seeded trials (fewest capacity violations, then most work
+   / earliest end); 4. repair; 5. the caller commits ``decision.reservations(job)``.
+
+Size control: horizon cap, co-location offered on the top-k machines, identical
+machines grouped, blocks of slots in long windows, HiGHS in-process; and the exact fast
+path: when all N workers and one PS fit co-located on one machine from the arrival for
+the job's whole co-located duration, no schedule can end sooner, so that is taken.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
+from ..model.decision import merge_runs
+from . import elastic, nonelastic
+from .arrival import Arrival, prepare, slot_plan
+from .highs_lp import highs_version
+from .params import PlacementParams
+from .registry import register
+
+POLICY = "yu-rr"
+
+
+@register(POLICY)
+def place_yu_rr(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
+    clock = _Stopwatch()
+    arr = prepare(job, snapshot, params)
+    clock.lap("prepare")
+    if params.fast_path:
+        fast = _fast_path(arr)
+        if fast is not None:
+            clock.lap("fast_path")
+            return _decision(
+                arr,
+                fast,
+                clock,
+                lp_deadline=arr.a + arr.d_min - 1,
+                notes=("exact fast path: all workers co-located from arrival",),
+                solver="fast-path",
+            )
+    if params.form == Form.ELASTIC:
+        return _elastic(arr, clock)
+    return _non_elastic(arr, clock)
+
+
+class _Stopwatch:
+    """Timings of the steps of one decision (durations only; no wall-clock reading)."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+        self.laps: list[tuple[str, float]] = []
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps.append((name, round((now - self.last) * 1000.0, 3)))
+        self.last = now
+
+
+def _fast_path(arr: Arrival) -> tuple[SlotPlan, ...] | None:
+    shape = arr.shape
+    need = shape.alpha * shape.n_max + shape.beta
+    mins = arr.res.window_min(arr.a, arr.a + arr.d_min)
+    ok = (mins >= need - 1e-9).all(axis=1)
+    if not ok.any():
+        return None
+    cap = np.where(arr.res.capacity > 0, arr.res.capacity, 1.0)
+    slack = ((mins - need) / cap).sum(axis=1)  # best fit: least normalized room left
+    slack[~ok] = np.inf
+    h = int(np.argmin(slack))
+    w = np.zeros(arr.res.n_machines, dtype=np.int64)
+    s = np.zeros(arr.res.n_machines, dtype=np.int64)
+    w[h], s[h] = shape.n_max, 1
+    plan = slot_plan(arr.a, Mode.COLOCATED, arr.res.names, w, s)
+    return (SlotPlan(plan.slot, plan.mode, plan.workers, plan.ps, arr.d_min),)
+
+
+def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
+    sr = elastic.search_deadline(arr)
+    clock.lap("lp_search")
+    rng = np.random.default_rng(arr.params.seed)
+    best: elastic.BlockDraw | None = None
+    for _ in range(max(1, arr.params.trials)):
+        draw = elastic.round_trial(arr, sr, rng)
+        if best is None or (draw.violations, -min(draw.work, arr.shape.workload)) < (
+            best.violations,
+            -min(best.work, arr.shape.workload),
+        ):
+            best = draw
+    assert best is not None
+    clock.lap("rounding")
+    ws = elastic.materialize(arr, sr, best)
+    elastic.repair_capacity(arr, ws)
+    elastic.cover_work(arr, ws)
+    elastic.trim(arr, ws)
+    plans, _ = elastic.to_plans(arr, ws)
+    clock.lap("repair")
+    stats = (
+        ("pre_repair_violation_slots", best.violations),
+        ("pre_repair_work_fraction", best.work / arr.shape.workload),
+        ("lp_solves", float(sr.lp_solves)),
+        ("lp_blocks", float(len(sr.starts))),
+    )
+    return _decision(
+        arr,
+        merge_runs(plans),
+        clock,
+        lp_deadline=sr.deadline,
+        lp_value=sr.solution.objective,
+        actions=tuple(ws.actions),
+        stats=stats,
+    )
+
+
+def _non_elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
+    ss = nonelastic.search_start(arr)
+    clock.lap("lp_search")
+    rng = np.random.default_rng(arr.params.seed)
+    best: nonelastic.Shape | None = None
+    best_key: tuple[int, float, int] | None = None
+    for _ in range(max(1, arr.params.trials)):
+        sh = nonelastic.round_trial(arr, ss, rng)
+        end = nonelastic.end_slot(arr, sh) if sh.workers else 1 << 60
+        key = (nonelastic.violations(arr, sh), -nonelastic.work_by(arr, sh, ss.deadline), end)
+        if best_key is None or key < best_key:
+            best, best_key = sh, key
+    assert best is not None and best_key is not None
+    clock.lap("rounding")
+    fixed = nonelastic.repair(arr, best.copy(), ss.deadline)
+    end = nonelastic.end_slot(arr, fixed)
+    plan = slot_plan(fixed.start, nonelastic.mode_of(fixed), arr.res.names, fixed.w, fixed.s)
+    plans = (SlotPlan(plan.slot, plan.mode, plan.workers, plan.ps, end - fixed.start + 1),)
+    clock.lap("repair")
+    stats = (
+        ("pre_repair_violations", float(best_key[0])),
+        ("pre_repair_end_slot", float(best_key[2]) if best.workers else -1.0),
+        ("lp_solves", float(ss.lp_solves)),
+    )
+    return _decision(
+        arr,
+        plans,
+        clock,
+        lp_deadline=ss.deadline,
+        lp_value=ss.solution.objective,
+        actions=tuple(fixed.actions),
+        stats=stats,
+    )
+
+
+def _decision(
+    arr: Arrival,
+    plans: tuple[SlotPlan, ...],
+    clock: _Stopwatch,
+    lp_deadline: int | None,
+    lp_value: float | None = None,
+    actions: tuple[str, ...] = (),
+    notes: tuple[str, ...] = (),
+    stats: tuple[tuple[str, float], ...] = (),
+    solver: str = "highs-lp",
+) -> Decision:
+    work = sum(arr.rate(p.mode) * p.total_workers * p.length for p in plans)
+    return Decision(
+        job_id=arr.job.job_id,
+        policy=POLICY,
+        form=arr.params.form,
+        seed=arr.params.seed,
+        slots=plans,
+        start_slot=plans[0].slot,
+        end_slot=plans[-1].stop - 1,
+        work_covered=work,
+        arrival_slot=arr.job.arrival_slot,
+        lp_deadline=lp_deadline,
+        lp_value=lp_value,
+        trials=arr.params.trials if solver != "fast-path" else 0,
+        repair_actions=actions,
+        solver=solver,
+        solver_version=highs_version() if solver == "highs-lp" else "",
+        timings_ms=tuple(clock.laps),
+        notes=notes,
+        stats=stats,
+    )

@@ -1,0 +1,234 @@
+"""The ``plan`` use case: decide where and when a job would run, without submitting it.
+
+:func:`plan_job` turns merged :class:`JobOptions` and a cluster snapshot into a
+:class:`PlanResult` through the one placement entry point; :func:`plan_from_files` is the
+wiring the CLI calls (script header + flags + cluster file + clock). Nothing here prints.
+
+Times in the result: slot ``t`` covers ``[epoch + t·Δ, epoch + (t+1)·Δ)``, so ``start`` is
+the beginning of the start slot, ``end`` the end of the last running slot, and
+``lp_deadline`` the end of slot D. ``predicted_runtime_s`` is the time model's estimate
+from ``start`` to the last mini-batch (MODEL.md §2: each running slot contributes
+workers × Δ/θ_mode mini-batches; the last slot is counted in part), so it is at most
+``end − start``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..files.cluster_file import load_cluster
+from ..files.job_options import JobOptions, merge_options, read_script_header, to_request
+from ..files.profiles import profiles_version
+from ..model import ClusterSnapshot, Decision, JobRequest, Mode, NodeCount, SlotPlan
+from ..placement import PlacementParams, place
+from .clock import Clock
+
+#: Version of the ``mlsub plan --json`` shape; bump on any incompatible change.
+PLAN_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """A plan and everything needed to explain it."""
+
+    decision: Decision
+    request: JobRequest
+    snapshot: ClusterSnapshot
+    params: PlacementParams
+    opts: JobOptions
+    planned_at: datetime
+    decision_ms: float
+    cluster_source: str = ""
+
+    @property
+    def predicted_runtime_s(self) -> float:
+        return predicted_runtime_s(self.decision, self.request, self.snapshot.slot_seconds)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON-able shape of ``mlsub plan --json`` (documented in docs/user-guide.md)."""
+        d, snap = self.decision, self.snapshot
+        deadline = d.lp_deadline
+        return {
+            "schema": PLAN_SCHEMA_VERSION,
+            "mlsub_version": __version__,
+            "job_id": d.job_id,
+            "policy": d.policy,
+            "seed": d.seed,
+            "form": str(d.form),
+            "mode": str(d.mode),
+            "planned_at": _iso(self.planned_at),
+            "start": _iso(snap.slot_start(d.start_slot)),
+            "end": _iso(snap.slot_start(d.end_slot + 1)),
+            "start_slot": d.start_slot,
+            "end_slot": d.end_slot,
+            "lp_deadline": None if deadline is None else _iso(snap.slot_start(deadline + 1)),
+            "lp_deadline_slot": deadline,
+            "lp_value": d.lp_value,
+            "placement": _node_counts(d.placement),
+            "slots": _slot_runs(d.slots, snap),
+            "solver": d.solver,
+            "solver_version": d.solver_version,
+            "decision_ms": round(self.decision_ms, 3),
+            "timings_ms": {name: round(ms, 3) for name, ms in d.timings_ms},
+            "trials": d.trials,
+            "repair_actions": list(d.repair_actions),
+            "notes": list(d.notes),
+            "work_covered": d.work_covered,
+            "predicted_runtime_s": round(self.predicted_runtime_s, 3),
+            "job": _job_dict(self.request, self.opts),
+            "cluster": _cluster_dict(snap, self.cluster_source),
+            "params": self.params.as_dict(),
+        }
+
+
+def plan_job(
+    opts: JobOptions,
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+    *,
+    clock: Clock,
+    cluster_source: str = "",
+) -> PlanResult:
+    """Plan ``opts`` arriving now (``snapshot.now_slot``) with policy ``opts.policy``.
+
+    Raises :class:`~slurm_mlsched.errors.InputError` for options that do not make a job
+    and :class:`~slurm_mlsched.errors.NeverFitsError` when it could never run here.
+    """
+    request = to_request(opts, snapshot.now_slot)
+    planned_at = clock.now()
+    started = clock.monotonic()
+    decision = place(request, snapshot, opts.policy, params)
+    elapsed_ms = (clock.monotonic() - started) * 1000.0
+    return PlanResult(
+        decision=decision,
+        request=request,
+        snapshot=snapshot,
+        params=params,
+        opts=opts,
+        planned_at=planned_at,
+        decision_ms=elapsed_ms,
+        cluster_source=cluster_source,
+    )
+
+
+def params_for(opts: JobOptions, base: PlacementParams | None = None) -> PlacementParams:
+    """``base`` (default :class:`PlacementParams`) with the job's ``--seed`` and ``--form``."""
+    return replace(base or PlacementParams(), seed=opts.seed, form=opts.form)
+
+
+def plan_from_files(
+    *,
+    script: Path | None,
+    cluster: Path,
+    overrides: Mapping[str, object],
+    clock: Clock,
+) -> PlanResult:
+    """``mlsub plan``: read the script's header and the cluster file, merge, and plan."""
+    header = read_script_header(script) if script is not None else []
+    source = f"{script} '# mlsub:' header" if script is not None else "'# mlsub:' header"
+    opts = merge_options(header, overrides, header_source=source)
+    snapshot = load_cluster(cluster, now=clock.now())
+    return plan_job(opts, snapshot, params_for(opts), clock=clock, cluster_source=str(cluster))
+
+
+def predicted_runtime_s(decision: Decision, request: JobRequest, slot_seconds: float) -> float:
+    """Seconds from the start slot's beginning to the last mini-batch, by the time model."""
+    remaining = request.workload
+    for run in decision.slots:
+        profile = request.profile
+        theta = profile.theta_in if run.mode == Mode.COLOCATED else profile.theta_ex
+        per_slot = run.total_workers * slot_seconds / theta  # mini-batches in one slot
+        if per_slot <= 0:
+            continue
+        if remaining <= per_slot * run.length + 1e-9:
+            offset = (run.slot - decision.start_slot) * slot_seconds
+            return offset + slot_seconds * max(remaining, 0.0) / per_slot
+        remaining -= per_slot * run.length
+    return (decision.end_slot + 1 - decision.start_slot) * slot_seconds
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def _node_counts(rows: tuple[NodeCount, ...]) -> list[dict[str, Any]]:
+    return [{"node": r.node, "role": str(r.role), "count": r.count} for r in rows]
+
+
+def _slot_runs(runs: tuple[SlotPlan, ...], snap: ClusterSnapshot) -> list[dict[str, Any]]:
+    """The schedule as runs of identical slots ``[first_slot, last_slot]``, in slot order."""
+    out: list[dict[str, Any]] = []
+    for run in runs:
+        rows = _node_counts(run.node_counts())
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last["last_slot"] + 1 == run.slot
+            and last["mode"] == str(run.mode)
+            and last["placement"] == rows
+        ):
+            last["last_slot"] = run.stop - 1
+            last["end"] = _iso(snap.slot_start(run.stop))
+            continue
+        out.append(
+            {
+                "first_slot": run.slot,
+                "last_slot": run.stop - 1,
+                "start": _iso(snap.slot_start(run.slot)),
+                "end": _iso(snap.slot_start(run.stop)),
+                "mode": str(run.mode),
+                "workers": run.total_workers,
+                "ps": run.total_ps,
+                "placement": rows,
+            }
+        )
+    return out
+
+
+def _job_dict(request: JobRequest, opts: JobOptions) -> dict[str, Any]:
+    profile = request.profile
+    return {
+        "id": request.job_id,
+        "name": request.name,
+        "arrival_slot": request.arrival_slot,
+        "workers": request.max_workers,
+        "ps": "auto" if request.ps_count is None else request.ps_count,
+        "per_worker": _resources(request.worker.as_dict()),
+        "per_ps": _resources(request.ps.as_dict()),
+        "epochs": opts.epochs,
+        "batches_per_epoch": opts.batches_per_epoch,
+        "workload": request.workload,
+        "partition": opts.partition,
+        "profile": {
+            "name": profile.name,
+            "table_version": profiles_version() if opts.model is not None else None,
+            "step_time_s": profile.step_time_s,
+            "model_size_mb": profile.model_size_mb,
+            "bw_ex_mbps": profile.bw_ex_mbps,
+            "bw_in_mbps": profile.bw_in_mbps,
+            "ps_bw_mbps": profile.effective_ps_bw,
+            "theta_in_s": profile.theta_in,
+            "theta_ex_s": profile.theta_ex,
+        },
+    }
+
+
+def _resources(amounts: dict[str, float]) -> dict[str, float]:
+    return {"gpus": amounts["gpu"], "cpus": amounts["cpu"], "mem_mib": amounts["mem"]}
+
+
+def _cluster_dict(snap: ClusterSnapshot, source: str) -> dict[str, Any]:
+    return {
+        "source": source,
+        "nodes": len(snap.machines),
+        "slot_seconds": snap.slot_seconds,
+        "epoch": _iso(snap.epoch),
+        "now_slot": snap.now_slot,
+        "reservations": len(snap.reservations),
+        "capacity": _resources(snap.total_capacity().as_dict()),
+    }

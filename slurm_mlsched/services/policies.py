@@ -1,0 +1,25 @@
+"""The ``policies`` use case: the registered placement policies and what each does."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from ..placement import policy_names
+from ..placement.registry import get_policy
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    name: str
+    summary: str  # first line of the policy function's docstring (or of its module's)
+
+
+def list_policies() -> list[PolicyInfo]:
+    out = []
+    for name in policy_names():
+        fn = get_policy(name)
+        module = sys.modules.get(fn.__module__)
+        doc = (fn.__doc__ or (module.__doc__ if module else None) or "").strip()
+        out.append(PolicyInfo(name, doc.splitlines()[0].replace("``", "") if doc else ""))
+    return out

@@ -1,0 +1,231 @@
+"""``mlsub plan`` / ``policies`` / ``--version`` through Typer's CliRunner.
+
+The clock is fixed with MLSUB_FIXED_NOW (read only by the CLI wiring), so plans are
+reproducible; errors must give the documented exit code, one message naming the field
+and value on stderr, and nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from slurm_mlsched import __version__
+from slurm_mlsched.cli.app import app
+from slurm_mlsched.errors import EXIT_CODES
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = ROOT / "examples" / "cluster.yaml"
+SCRIPT = ROOT / "examples" / "train_resnet.py"
+NOW = "2026-03-01T10:07:30Z"
+EPOCH = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)  # NOW floored to the 600 s slot
+ENV = {"MLSUB_FIXED_NOW": NOW, "MLSUB_DEBUG": ""}
+JOB = ["--model", "resnet-50", "--workers", "4", "--batches-per-epoch", "500"]
+
+runner = CliRunner()
+
+
+def invoke(*args: str | Path, env: dict[str, str] | None = None) -> Any:
+    return runner.invoke(app, [str(a) for a in args], env={**ENV, **(env or {})})
+
+
+def plan_json(*args: str | Path) -> dict[str, Any]:
+    result = invoke("plan", *args, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def iso(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    assert moment.tzinfo is not None and moment.utcoffset() == timedelta(0)
+    return moment
+
+
+# --- valid plans ---------------------------------------------------------------------------
+
+
+def test_plan_json_has_the_documented_fields() -> None:
+    plan = plan_json(SCRIPT, "--cluster", CLUSTER)
+    for key in (
+        "policy", "seed", "form", "mode", "start", "end", "start_slot", "end_slot",
+        "lp_deadline", "lp_deadline_slot", "placement", "slots", "solver", "solver_version",
+        "decision_ms", "trials", "repair_actions", "predicted_runtime_s", "job", "params",
+    ):  # fmt: skip
+        assert key in plan, key
+    assert (plan["policy"], plan["seed"], plan["form"]) == ("yu-rr", 0, "non-elastic")
+    assert plan["mode"] in ("colocated", "distributed")
+    assert iso(plan["planned_at"]) == datetime(2026, 3, 1, 10, 7, 30, tzinfo=UTC)
+    slot = timedelta(seconds=600)
+    assert iso(plan["start"]) == EPOCH + plan["start_slot"] * slot
+    assert iso(plan["end"]) == EPOCH + (plan["end_slot"] + 1) * slot
+    if plan["lp_deadline"] is not None:
+        assert iso(plan["lp_deadline"]) == EPOCH + (plan["lp_deadline_slot"] + 1) * slot
+    assert 0 < plan["predicted_runtime_s"] <= (plan["end_slot"] + 1 - plan["start_slot"]) * 600
+    assert plan["decision_ms"] == 0.0  # the fixed clock does not move
+    assert plan["params"]["seed"] == 0 and plan["params"]["form"] == "non-elastic"
+
+
+def test_plan_json_placement_and_job_follow_the_script_header() -> None:
+    plan = plan_json(SCRIPT, "--cluster", CLUSTER)
+    rows = plan["placement"]
+    assert rows and {r["role"] for r in rows} <= {"ps", "worker"}
+    assert {r["node"] for r in rows} <= {"node1", "node2", "node3", "node4"}
+    workers = sum(r["count"] for r in rows if r["role"] == "worker")
+    assert 1 <= workers <= 6 and any(r["role"] == "ps" for r in rows)
+    job = plan["job"]
+    assert (job["id"], job["workers"], job["ps"], job["workload"]) == (
+        "resnet50-demo", 6, "auto", 4000.0,
+    )  # fmt: skip
+    assert job["per_worker"] == {"gpus": 1.0, "cpus": 1.0, "mem_mib": 8192.0}
+    assert job["per_ps"] == {"gpus": 0.0, "cpus": 1.0, "mem_mib": 4096.0}
+    assert job["profile"]["name"] == "resnet-50" and job["profile"]["table_version"]
+    run = plan["slots"][0]
+    assert (run["first_slot"], run["last_slot"]) == (plan["start_slot"], plan["end_slot"])
+    assert run["placement"] == rows
+
+
+def test_flags_override_the_header() -> None:
+    plan = plan_json(SCRIPT, "--cluster", CLUSTER, "--workers", "2", "--seed", "7")
+    assert plan["job"]["workers"] == 2 and plan["seed"] == 7
+    assert sum(r["count"] for r in plan["placement"] if r["role"] == "worker") <= 2
+
+
+def test_plan_without_script_and_elastic_form() -> None:
+    plan = plan_json("--cluster", CLUSTER, *JOB, "--workers", "12", "--form", "elastic")
+    assert plan["form"] == "elastic" and plan["job"]["workers"] == 12
+    assert plan["slots"] and plan["slots"][0]["first_slot"] == plan["start_slot"]
+    assert plan["slots"][-1]["last_slot"] == plan["end_slot"]
+    for run in plan["slots"]:
+        assert iso(run["end"]) - iso(run["start"]) == (
+            run["last_slot"] - run["first_slot"] + 1
+        ) * timedelta(seconds=600)
+
+
+def test_same_seed_same_plan() -> None:
+    first = plan_json(SCRIPT, "--cluster", CLUSTER, "--seed", "3")
+    second = plan_json(SCRIPT, "--cluster", CLUSTER, "--seed", "3")
+    first.pop("timings_ms")
+    second.pop("timings_ms")
+    assert first == second
+
+
+def test_reservations_push_the_job_later(tmp_path: Path) -> None:
+    busy = tmp_path / "busy.yaml"
+    busy.write_text(
+        "groups: [{prefix: node, count: 2, gpus: 4, cpus: 8, mem_gb: 64}]\n"
+        "reservations:\n"
+        "  - {node: node1, start: 0, end: 3, gpus: 4, cpus: 8, mem_gb: 64}\n"
+        "  - {node: node2, start: 0, end: 3, gpus: 4, cpus: 8, mem_gb: 64}\n"
+    )
+    plan = plan_json("--cluster", busy, *JOB)
+    assert plan["start_slot"] >= 3
+    assert plan["cluster"]["reservations"] == 2
+
+
+def test_human_output_shows_the_placement() -> None:
+    result = invoke("plan", SCRIPT, "--cluster", CLUSTER)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "placement" in out and "summary" in out and "resnet50-demo" in out
+    assert "node" in out and "worker" in out and "predicted runtime" in out
+    assert not out.lstrip().startswith("{")
+
+
+# --- bad input: exit code, one clear message, nothing planned ------------------------------
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    return path
+
+
+GOOD = "nodes: [{name: node1, gpus: 4, cpus: 8, mem_gb: 64}]\n"
+BAD_INPUTS = {
+    "unknown node field": (
+        "nodes: [{name: node1, gpu: 4, cpus: 8, mem_gb: 64}]\n", JOB, 3, ["nodes[0]", "'gpu'"],
+    ),
+    "negative workers": (GOOD, [*JOB, "--workers", "-2"], 3, ["--workers", "-2"]),
+    "negative gpus per worker": (GOOD, [*JOB, "--gpus-per-worker", "-1"], 3,
+                                 ["--gpus-per-worker", "-1"]),
+    "negative node cpus": ("nodes: [{name: n, gpus: 4, cpus: -8, mem_gb: 64}]\n", JOB, 3,
+                           ["'cpus'", "-8"]),
+    "worker no node holds": (GOOD, [*JOB, "--gpus-per-worker", "8"], 4, ["worker", "gpu=8"]),
+    "cluster never holds": (
+        "groups: [{prefix: node, count: 4, gpus: 4, cpus: 8, mem_gb: 64}]\n",
+        [*JOB, "--workers", "8", "--ps", "5", "--gpus-per-worker", "4",
+         "--cpus-per-worker", "6", "--cpus-per-ps", "4"],
+        4, ["whole cluster", "5 worker(s) + 5 PS(s)"],
+    ),
+    "malformed yaml": ("nodes:\n  - {name: node1, gpus: 4\n  cpus: 8\n", JOB, 3,
+                       ["malformed YAML", "line"]),
+    "unknown model": (GOOD, [*JOB[2:], "--model", "alexnet"], 3, ["model", "'alexnet'"]),
+    "unknown policy": (GOOD, [*JOB, "--policy", "nope"], 3, ["policy", "'nope'"]),
+    "bad memory": (GOOD, [*JOB, "--mem-per-worker", "lots"], 3, ["--mem-per-worker", "'lots'"]),
+    "model and step time": (GOOD, [*JOB, "--step-time", "0.3"], 3, ["--model", "--step-time"]),
+    "empty cluster": ("nodes: []\n", JOB, 3, ["no nodes"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input(case: str, tmp_path: Path) -> None:
+    text, args, code, needles = BAD_INPUTS[case]
+    result = invoke("plan", "--cluster", write(tmp_path, text), *args, "--json")
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    assert code in EXIT_CODES
+    assert result.stdout == ""  # nothing planned, no JSON
+    err = result.stderr
+    assert err.count("error[") == 1 and "hint:" in err, err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err, (needle, err)
+
+
+def test_unknown_script_option_names_the_file(tmp_path: Path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text("#!/usr/bin/env python3\n# mlsub: --wrokers 4\nprint()\n")
+    result = invoke("plan", script, "--cluster", CLUSTER, *JOB)
+    assert result.exit_code == 3 and result.stdout == ""
+    assert "job.py" in result.stderr and "--wrokers" in result.stderr
+
+
+def test_missing_files_are_input_errors(tmp_path: Path) -> None:
+    result = invoke("plan", "--cluster", tmp_path / "none.yaml", *JOB)
+    assert result.exit_code == 3 and "cannot read cluster file" in result.stderr
+    result = invoke("plan", tmp_path / "none.py", "--cluster", CLUSTER)
+    assert result.exit_code == 3 and "cannot read job script" in result.stderr
+
+
+def test_bad_fixed_now_is_reported() -> None:
+    result = invoke("plan", "--cluster", CLUSTER, *JOB, env={"MLSUB_FIXED_NOW": "noon"})
+    assert result.exit_code == 3 and "MLSUB_FIXED_NOW" in result.stderr
+
+
+def test_usage_errors_exit_2() -> None:
+    assert invoke("plan", *JOB).exit_code == 2  # --cluster missing
+    assert invoke("plan", "--cluster", CLUSTER, "--frobnicate").exit_code == 2
+    assert invoke("plan", "--cluster", CLUSTER, "--workers", "four").exit_code == 2
+
+
+# --- other commands ------------------------------------------------------------------------
+
+
+def test_policies() -> None:
+    result = invoke("policies", "--json")
+    assert result.exit_code == 0
+    names = [p["name"] for p in json.loads(result.stdout)]
+    assert "yu-rr" in names and names == sorted(names)
+    result = invoke("policies")
+    assert result.exit_code == 0 and "yu-rr" in result.stdout
+
+
+def test_version() -> None:
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"mlsub {__version__}"

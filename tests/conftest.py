@@ -1,0 +1,33 @@
+"""Shared test helpers: small clusters and jobs (pure data)."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurm_mlsched.model import ClusterSnapshot, JobProfile, JobRequest, Machine, Resources
+
+RESNET = JobProfile(0.449, 102.2, 91.875, 306.5, name="resnet-50")
+
+
+def make_cluster(n: int, gpus: float = 4, cpus: float = 8, mem: float = 65536) -> ClusterSnapshot:
+    return ClusterSnapshot(
+        tuple(Machine(f"node{i + 1}", Resources(gpus, cpus, mem)) for i in range(n))
+    )
+
+
+def make_job(
+    job_id: str = "j1",
+    workers: int = 4,
+    workload: float = 4000.0,
+    arrival: int = 0,
+    worker: Resources = Resources(1, 1, 8192),
+    ps: Resources = Resources(0, 1, 4096),
+    ps_count: int | None = None,
+    profile: JobProfile = RESNET,
+) -> JobRequest:
+    return JobRequest(job_id, arrival, workload, workers, worker, ps, profile, ps_count=ps_count)
+
+
+@pytest.fixture
+def cluster4() -> ClusterSnapshot:
+    return make_cluster(4)

@@ -1,0 +1,111 @@
+"""Known-answer tests of ``yu-rr`` (both forms) on hand-solvable instances."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from slurm_mlsched.errors import NeverFitsError
+from slurm_mlsched.model import Form, Mode, Reservation, Resources
+from slurm_mlsched.placement import PlacementParams, place
+from slurm_mlsched.placement.verify import check_decision
+from tests.conftest import RESNET, make_cluster, make_job
+
+FORMS = [Form.NON_ELASTIC, Form.ELASTIC]
+NU_IN = RESNET.nu_in(600.0)
+NU_EX = RESNET.nu_ex(600.0)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_job_that_fits_one_machine_is_colocated_at_once(form: Form) -> None:
+    snap = make_cluster(4)
+    job = make_job(workers=3, workload=3 * NU_IN * 5)  # exactly 5 slots co-located
+    d = place(job, snap, "yu-rr", PlacementParams(form=form))
+    assert d.mode == Mode.COLOCATED
+    assert d.start_slot == 0 and d.end_slot == 4
+    assert [(n.role.value, n.count) for n in d.placement] == [("ps", 1), ("worker", 3)]
+    assert check_decision(d, job, snap) == []
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_colocated_answer_does_not_depend_on_the_fast_path(form: Form, fast_path: bool) -> None:
+    snap = make_cluster(2)
+    job = make_job(workers=2, workload=2 * NU_IN * 3)
+    d = place(job, snap, "yu-rr", PlacementParams(form=form, fast_path=fast_path))
+    assert (d.mode, d.start_slot, d.end_slot) == (Mode.COLOCATED, 0, 2)
+    assert (d.solver == "fast-path") == fast_path
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_job_larger_than_any_machine_goes_distributed_with_the_ps_rule(form: Form) -> None:
+    snap = make_cluster(4)  # 4 GPUs per node: 12 one-GPU workers need 3 nodes
+    job = make_job(workers=12, workload=12 * NU_EX * 4, worker=Resources(1, 1, 4096))
+    d = place(job, snap, "yu-rr", PlacementParams(form=form))
+    assert d.mode == Mode.DISTRIBUTED
+    first = d.slots[0]
+    assert first.total_workers == 12
+    assert first.total_ps == math.ceil(12 / 4)  # B_ex = 4 b_ex: one PS per 4 workers
+    assert d.end_slot == 3
+    assert check_decision(d, job, snap) == []
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_fixed_ps_count_is_used(form: Form) -> None:
+    snap = make_cluster(4)
+    job = make_job(workers=10, workload=10 * NU_EX * 3, ps_count=5)
+    d = place(job, snap, "yu-rr", PlacementParams(form=form))
+    assert d.mode == Mode.DISTRIBUTED
+    assert all(p.total_ps == 5 for p in d.slots)
+    assert check_decision(d, job, snap) == []
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_full_cluster_starts_when_capacity_frees(form: Form) -> None:
+    snap = make_cluster(2)
+    busy = tuple(Reservation(m.name, 0, 6, m.capacity, "earlier") for m in snap.machines)
+    snap = snap.with_reservations(busy)
+    job = make_job(workers=2, workload=2 * NU_IN * 2)
+    d = place(job, snap, "yu-rr", PlacementParams(form=form))
+    assert d.start_slot == 6 and d.end_slot == 7
+    assert d.mode == Mode.COLOCATED
+    assert check_decision(d, job, snap) == []
+
+
+def test_nonelastic_waits_rather_than_running_slowly_into_a_wall() -> None:
+    # node1 is free for 2 slots then busy for 20; node2 is busy for 3 slots.
+    snap = make_cluster(2)
+    snap = snap.with_reservations(
+        (
+            Reservation("node1", 2, 22, Resources(4, 8, 65536), "a"),
+            Reservation("node2", 0, 3, Resources(4, 8, 65536), "b"),
+        )
+    )
+    job = make_job(workers=4, workload=4 * NU_IN * 4)  # 4 slots co-located on one node
+    d = place(job, snap, "yu-rr", PlacementParams(form=Form.NON_ELASTIC))
+    assert (d.start_slot, d.end_slot) == (3, 6)
+    assert d.slots[0].workers == (("node2", 4),)
+    assert check_decision(d, job, snap) == []
+
+
+def test_worker_no_node_could_hold_is_refused() -> None:
+    job = make_job(worker=Resources(8, 1, 1024))
+    with pytest.raises(NeverFitsError, match="gpu"):
+        place(job, make_cluster(4), "yu-rr")
+
+
+def test_fixed_ps_count_the_cluster_cannot_hold_is_refused() -> None:
+    # a worker and a PS never share a node (9 CPUs > 8), and 5 PSs × 8 CPUs > 32 CPUs
+    job = make_job(workers=8, ps_count=5, worker=Resources(1, 1, 1024), ps=Resources(0, 8, 1024))
+    with pytest.raises(NeverFitsError):
+        place(job, make_cluster(4), "yu-rr")
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_same_seed_same_decision_and_the_seed_is_stored(form: Form) -> None:
+    snap = make_cluster(4).with_reservations((Reservation("node1", 0, 3, Resources(3, 3, 1024)),))
+    job = make_job(workers=9, workload=9 * NU_EX * 6)
+    p = PlacementParams(form=form, seed=1234)
+    a, b = place(job, snap, "yu-rr", p), place(job, snap, "yu-rr", p)
+    assert a.slots == b.slots and a.seed == b.seed == 1234
