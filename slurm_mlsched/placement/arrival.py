@@ -34,6 +34,34 @@ class Arrival:
         slot where some residual capacity changes."""
         return (self.res.free_after, *self.res.change_slots())
 
+    def earliest_end_bound(self) -> int:
+        """A lower bound on the LP deadline: slots from ``a`` until the per-slot rate upper
+        bound (whole-task column bounds of the LP) has covered V. Cheap, no LP."""
+        shape, res = self.shape, self.res
+        colo = np.array(self.colo, dtype=np.int64)
+        covered, work = 0.0, shape.workload
+        starts = res.seg_starts
+        for i, seg_start in enumerate(starts):
+            lo = max(int(seg_start), self.a)
+            hi = int(starts[i + 1]) if i + 1 < len(starts) else None
+            mins = res.seg_res[:, :, i]
+            colo_rate = 0.0
+            if len(colo):
+                fit = np.minimum(fit_counts(mins[colo] - shape.beta, shape.alpha), shape.n_max)
+                colo_rate = shape.nu_in * float(fit.max())
+            dist = min(
+                int(np.minimum(fit_counts(mins, shape.alpha), shape.n_dist_max).sum()),
+                shape.n_dist_max,
+            )
+            rate = max(colo_rate, shape.nu_ex * dist if dist >= shape.n_dist_min else 0.0)
+            if rate <= 0:
+                continue
+            need = math.ceil((work - covered) / rate - 1e-9)
+            if hi is None or lo + need <= hi:
+                return max(lo + need - 1, self.a + self.d_min - 1)
+            covered += rate * (hi - lo)
+        return self.a + self.d_min - 1  # pragma: no cover (last segment always returns)
+
     def horizon_cap(self) -> int:
         """Last slot of the initial search window: a + factor × shortest duration."""
         return self.a + max(1, math.ceil(self.params.horizon_factor * self.d_min)) - 1

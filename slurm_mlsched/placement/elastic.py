@@ -19,7 +19,7 @@ import numpy as np
 
 from ..model import Mode, SlotPlan
 from .arrival import Arrival, blocks_for, slot_plan
-from .job_lp import FloatArray, IntArray, LpSolution, Objective, solve_job_lp
+from .job_lp import FloatArray, IntArray, LpInstance, LpSolution, Objective, solve_job_lp
 from .packing import EPS, fill_distributed, first_fit, fit_counts, overloaded, unbiased_round
 
 IDLE, DIST = -1, -2
@@ -32,6 +32,7 @@ class SearchResult:
     starts: IntArray
     stops: IntArray
     lp_solves: int
+    instance: LpInstance
 
 
 def search_deadline(arr: Arrival) -> SearchResult:
@@ -52,7 +53,7 @@ def search_deadline(arr: Arrival) -> SearchResult:
         )
         return sol.feasible
 
-    lo = arr.a + arr.d_min - 1  # no schedule ends earlier
+    lo = arr.earliest_end_bound()  # no LP solution ends earlier
     last_ok: int | None = None
     if feasible(lo):
         last_ok = lo
@@ -74,16 +75,17 @@ def search_deadline(arr: Arrival) -> SearchResult:
             else:
                 lo_bad = mid
     st, sp = blocks_for(arr.a, last_ok, p.lp_max_blocks, arr.cuts())
+    inst = arr.instance(st, sp)
     sol = solve_job_lp(
         arr.shape,
-        arr.instance(st, sp),
+        inst,
         Objective.PRICED,
         p.time_weight,
         p.time_limit_s,
         p.tight_links,
     )
     solves += 1
-    return SearchResult(last_ok, sol, st, sp, solves)
+    return SearchResult(last_ok, sol, st, sp, solves, inst)
 
 
 @dataclass
@@ -96,6 +98,7 @@ class BlockDraw:
     dist_s: IntArray  # (G, B)
     violations: float = 0.0
     work: float = 0.0
+    max_overload: float = 0.0  # max over (machine group, resource, block) of use/cap − 1
 
 
 def round_trial(arr: Arrival, sr: SearchResult, rng: np.random.Generator) -> BlockDraw:
@@ -133,7 +136,7 @@ def _cap_total(counts: IntArray, limit: int) -> None:
 
 
 def _score(arr: Arrival, sr: SearchResult, draw: BlockDraw) -> None:
-    inst = arr.instance(sr.starts, sr.stops)
+    inst = sr.instance
     shape = arr.shape
     widths = inst.widths.astype(np.float64)
     use = (
@@ -144,6 +147,9 @@ def _score(arr: Arrival, sr: SearchResult, draw: BlockDraw) -> None:
         j = int(draw.mode[b])
         use[j, :, b] += shape.alpha * draw.colo_w[b] + shape.beta
     over = (use > inst.cap + 1e-7).any(axis=1).sum(axis=0)  # (B,)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(use > 1e-9, use / np.maximum(inst.cap, 1e-9), 0.0)
+    draw.max_overload = float(max(ratio.max(initial=0.0) - 1.0, 0.0))
     draw.violations = float((over * widths).sum())
     rate = np.where(draw.mode >= 0, shape.nu_in * draw.colo_w, 0.0)
     rate = rate + np.where(draw.mode == DIST, shape.nu_ex * draw.dist_w.sum(axis=0), 0.0)

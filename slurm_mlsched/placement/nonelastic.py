@@ -151,6 +151,17 @@ def violations(arr: Arrival, sh: Shape) -> int:
     return int(overloaded(_room(arr, sh)).sum())
 
 
+def max_overload(arr: Arrival, sh: Shape) -> float:
+    """max over machines and resources of use / residual − 1 over the shape's run (≥ 0)."""
+    if sh.workers == 0:
+        return 0.0
+    d = max(duration(arr, sh), 1)
+    free = arr.res.window_min(sh.start, sh.start + d)
+    use = sh.w[:, None] * arr.shape.alpha + sh.s[:, None] * arr.shape.beta
+    ratio = np.where(use > 1e-9, use / np.maximum(free, 1e-9), 0.0)
+    return float(max(ratio.max(initial=0.0) - 1.0, 0.0))
+
+
 def round_trial(arr: Arrival, ss: StartSearch, rng: np.random.Generator) -> Shape:
     sol, lam, shape = ss.solution, arr.params.scale, arr.shape
     h_count, k = arr.res.n_machines, len(arr.colo)

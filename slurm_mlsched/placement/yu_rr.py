@@ -32,6 +32,7 @@ POLICY = "yu-rr"
 
 @register(POLICY)
 def place_yu_rr(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
+    """Online LP relaxation + randomized rounding + repair (Yu et al.; MODEL.md §4–5)."""
     clock = _Stopwatch()
     arr = prepare(job, snapshot, params)
     clock.lap("prepare")
@@ -105,6 +106,7 @@ def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
     clock.lap("repair")
     stats = (
         ("pre_repair_violation_slots", best.violations),
+        ("pre_repair_max_overload", best.max_overload),
         ("pre_repair_work_fraction", best.work / arr.shape.workload),
         ("lp_solves", float(sr.lp_solves)),
         ("lp_blocks", float(len(sr.starts))),
@@ -141,6 +143,8 @@ def _non_elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
     clock.lap("repair")
     stats = (
         ("pre_repair_violations", float(best_key[0])),
+        ("pre_repair_max_overload", nonelastic.max_overload(arr, best)),
+        ("pre_repair_work_fraction", -best_key[1] / arr.shape.workload),
         ("pre_repair_end_slot", float(best_key[2]) if best.workers else -1.0),
         ("lp_solves", float(ss.lp_solves)),
     )
