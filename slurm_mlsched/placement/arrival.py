@@ -62,10 +62,6 @@ class Arrival:
             covered += rate * (hi - lo)
         return self.a + self.d_min - 1  # pragma: no cover (last segment always returns)
 
-    def horizon_cap(self) -> int:
-        """Last slot of the initial search window: a + factor × shortest duration."""
-        return self.a + max(1, math.ceil(self.params.horizon_factor * self.d_min)) - 1
-
     def longest_end(self) -> int:
         """A slot by which the job certainly can finish: its smallest shape, on the empty
         cluster that exists from ``free_after`` on."""

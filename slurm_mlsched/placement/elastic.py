@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import SolverError
 from ..model import Mode, SlotPlan
 from .arrival import Arrival, blocks_for, slot_plan
+from .highs_lp import LpStatus
 from .job_lp import FloatArray, IntArray, LpInstance, LpSolution, Objective, solve_job_lp
 from .packing import EPS, fill_distributed, first_fit, fit_counts, overloaded, unbiased_round
 
@@ -51,9 +53,10 @@ def search_deadline(arr: Arrival) -> SearchResult:
             time_limit_s=p.time_limit_s,
             tight_links=p.tight_links,
         )
-        return sol.feasible
+        return _feasible(sol, deadline)
 
-    lo = arr.earliest_end_bound()  # no LP solution ends earlier
+    # no LP solution ends earlier (the bound uses the tight link rows' caps)
+    lo = arr.earliest_end_bound() if p.tight_links else arr.a + arr.d_min - 1
     last_ok: int | None = None
     if feasible(lo):
         last_ok = lo
@@ -85,7 +88,25 @@ def search_deadline(arr: Arrival) -> SearchResult:
         p.tight_links,
     )
     solves += 1
+    if not _feasible(sol, last_ok):
+        raise SolverError(
+            f"the priced LP at deadline slot {last_ok} is infeasible although the feasibility "
+            "LP was not",
+            hint="report this as a bug with the job and cluster",
+        )
     return SearchResult(last_ok, sol, st, sp, solves, inst)
+
+
+def _feasible(sol: LpSolution, deadline: int) -> bool:
+    """Optimal means feasible, infeasible means not; any other end is an error, never
+    read as infeasible."""
+    if sol.status in (LpStatus.OPTIMAL, LpStatus.INFEASIBLE):
+        return sol.feasible
+    raise SolverError(
+        f"HiGHS ended the LP for deadline slot {deadline} with status {sol.status}",
+        hint="raise time_limit_s, or report the instance",
+        context={"deadline": deadline, "status": str(sol.status)},
+    )
 
 
 @dataclass
@@ -247,7 +268,7 @@ def _ps_rule(arr: Arrival, ws: Working, t: int) -> None:
         if have == need:
             return
         room = _room(arr, ws, t)
-        added = first_fit(room, shape.beta, need - have, np.argsort(-room[:, 1], kind="stable"))
+        added = first_fit(room, shape.beta, need - have, np.arange(len(room), dtype=np.int64))
         ws.s[t] += added
         if int(added.sum()) == need - have:
             return
@@ -264,6 +285,7 @@ def repair_capacity(arr: Arrival, ws: Working) -> None:
         room = _room(arr, ws, t)
         if not overloaded(room).any():
             _ps_rule(arr, ws, t)
+            _normalize(ws, t)
             continue
         slot = ws.a + t
         if ws.mode[t] >= 0:

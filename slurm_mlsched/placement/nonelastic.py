@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import SolverError
 from ..model import Mode
 from .arrival import Arrival
+from .highs_lp import LpStatus
 from .job_lp import FloatArray, IntArray, LpSolution, Objective, solve_job_lp
 from .packing import EPS, fill_distributed, first_fit, fit_counts, overloaded, unbiased_round
 
@@ -84,7 +86,12 @@ def search_start(arr: Arrival) -> StartSearch:
                 tight_links=p.tight_links,
             )
             solves += 1
-            rate = -sol.objective / seg_lo if sol.feasible else 0.0
+            if sol.status != LpStatus.OPTIMAL:  # the rate LP is always feasible (all zero)
+                raise SolverError(
+                    f"HiGHS ended the rate LP at start slot {sigma} with status {sol.status}",
+                    hint="raise time_limit_s, or report the instance",
+                )
+            rate = -sol.objective / seg_lo
             if rate <= EPS:
                 break
             d = max(seg_lo, math.ceil(shape.workload / rate - 1e-9))
@@ -100,7 +107,11 @@ def search_start(arr: Arrival) -> StartSearch:
     sol = solve_job_lp(shape, inst, Objective.PRICED, p.time_weight, p.time_limit_s, p.tight_links)
     solves += 1
     if not sol.feasible:  # numerical edge: the rate LP said yes at this width
-        raise RuntimeError(f"priced LP infeasible at start {sigma}, duration {d}")
+        raise SolverError(
+            f"the priced LP at start slot {sigma}, duration {d} ended {sol.status} although "
+            "the rate LP allowed it",
+            hint="report this as a bug with the job and cluster",
+        )
     return StartSearch(sigma, d, sol, solves)
 
 
@@ -232,7 +243,8 @@ def _ps_rule(arr: Arrival, sh: Shape) -> None:
     sh.s[:] = 0
 
 
-def _normalize(sh: Shape) -> None:
+def normalize(sh: Shape) -> None:
+    """A distributed shape whose tasks all sit on one machine is co-located (O1)."""
     used = np.flatnonzero((sh.w + sh.s) > 0)
     if sh.colo < 0 and len(used) == 1 and sh.w[used[0]] > 0:
         sh.colo = int(used[0])
@@ -290,7 +302,7 @@ def repair(arr: Arrival, sh: Shape, deadline: int) -> Shape:
             sh.w += first_fit(room, shape.alpha, removed, order)
             sh.actions.append(f"removed tasks over capacity; {sh.workers} worker(s) remain")
         _ps_rule(arr, sh)
-        _normalize(sh)
+        normalize(sh)
     if sh.workers == 0 or overloaded(_room(arr, sh)).any():
         return _fallback(arr, sh)
     _add_workers(arr, sh, deadline)
@@ -359,7 +371,7 @@ def _fallback(arr: Arrival, sh: Shape) -> Shape:
             out.w[h], out.s[h] = int(colo_fit[h]), 1
         elif out.workers == 0:
             continue
-        _normalize(out)
+        normalize(out)
         out.actions.append(
             f"rounded shape infeasible at slot {sh.start}; greedy start at "
             f"slot {sigma} with {out.workers} worker(s)"

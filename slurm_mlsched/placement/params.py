@@ -25,7 +25,9 @@ class PlacementParams:
     top_k_colocated: int = 10
     """Co-located mode is offered on the k machines with the most residual room."""
     horizon_factor: float = 3.0
-    """Horizon cap: a + factor × (the job's shortest possible duration), extended if needed."""
+    """Top-k ranking window: machines are ranked by their room over [a, a + factor × the
+    job's shortest possible duration) (and until the cluster is free). Not a cap on the LP
+    window, which may grow until the job surely fits (docs/formulation.md §11)."""
     lp_max_blocks: int = 24
     """Elastic LP: at most this many time blocks; slots are merged into blocks (capacity =
     minimum over the block) when the window is longer. 1 slot per block when it fits."""

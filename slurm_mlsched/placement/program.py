@@ -29,6 +29,12 @@ Parameters
 :math:`\tilde C_{hrt}`  residual capacity
                         :math:`\max(0, C_{hr} - \sum_{k \ni t} \mathrm{usage}_{khr})`
                         over the snapshot's reservations k of h that cover slot t
+:math:`L_{iht}`         most co-located workers h can hold in t:
+                        :math:`\min(N_i, \lfloor(\tilde C_{ht} - \beta_i)/\alpha_i\rfloor)`
+:math:`L^D_{it}`        most distributed workers the cluster can hold in t:
+                        :math:`\min(N^D_i, \sum_h \lfloor \tilde C_{ht}/\alpha_i \rfloor)`
+                        (MODEL.md writes N_i in (3)–(4): the same integer program,
+                        a weaker relaxation; see docs/formulation.md)
 ======================  ========================================================
 
 Decision variables, for :math:`t \in T_i`
@@ -56,9 +62,9 @@ subject to, for every job i, slot :math:`t \in T_i`, machine h, resource r:
 
     z_{i,t+1} &\le z_{it}                                                   && \text{(2) running}
 
-    wL_{iht} \le N_i u_{iht}, \quad sL_{iht} &\le u_{iht}                   && \text{(3) link}
+    wL_{iht} \le L_{iht} u_{iht}, \quad sL_{iht} &\le u_{iht}               && \text{(3) link}
 
-    \sum_h wD_{iht} \le N_i v_{it}, \quad \sum_h sD_{iht} &\le N_i v_{it}   && \text{(4) link}
+    \sum_h wD_{iht} \le L^D_{it} v_{it}, \quad \sum_h sD_{iht} &\le N_i v_{it} && \text{(4) link}
 
     \sum_{t \in T_i} \frac{1}{V_i} \Big( \nu^{in}_i \sum_h wL_{iht}
         + \nu^{ex}_i \sum_h wD_{iht} \Big) &\ge 1                           && \text{(5) work}
@@ -113,8 +119,10 @@ from ..errors import InfeasibleError, InputError, NeverFitsError, SolverError
 from ..model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
 from ..model.decision import merge_runs
 from .feasibility import check_could_ever_fit
+from .packing import first_fit, fit_counts
 from .params import PlacementParams
 from .registry import register
+from .residual import residual_from
 
 FloatArray = npt.NDArray[np.float64]
 #: (job index, machine index, absolute slot) and (job index, absolute slot).
@@ -223,10 +231,12 @@ def build_program(
     _check_inputs(jobs_t, snapshot, horizon)
     t0 = snapshot.now_slot
     prob = pulp.LpProblem("lp_bound" if relax else "exact", pulp.LpMinimize)
+    room = _residual(snapshot, t0, horizon)
     builder = _Builder(prob, relax, len(snapshot.machines), snapshot.slot_seconds)
+    builder.room, builder.t0 = room, t0
     for i, job in enumerate(jobs_t):
         builder.add_job(i, job, range(max(job.arrival_slot, t0), horizon))
-    builder.add_capacity(jobs_t, _residual(snapshot, t0, horizon), t0)
+    builder.add_capacity(jobs_t, room, t0)
     offset = float(sum(max(0, t0 - job.arrival_slot) for job in jobs_t))
     prob.setObjective(pulp.LpAffineExpression([(z, 1.0) for z in builder.z.values()], offset))
     return Program(
@@ -287,6 +297,8 @@ class _Builder:
         self.w_dist: dict[Key3, LpVar] = {}
         self.s_dist: dict[Key3, LpVar] = {}
         self.z: dict[Key2, LpVar] = {}
+        self.room: FloatArray | None = None  # residual (T, H, 3) after fixed reservations
+        self.t0 = 0
 
     def var(self, name: str, upper: float) -> LpVar:
         cat = pulp.LpContinuous if self.relax else pulp.LpInteger
@@ -307,8 +319,22 @@ class _Builder:
                 work.append((self.w_dist[i, h, t], nu_ex))
         self.row(f"work_{i}", work, pulp.LpConstraintGE, 1.0)  # (5)
 
+    def link_caps(self, job: JobRequest, t: int) -> tuple[list[float], float]:
+        """Most workers each mode can hold in slot t (valid for the integer program):
+        co-located on h, min(N, ⌊(C̃_h − β)/α⌋); distributed, min(N_D, Σ_h ⌊C̃_h/α⌋).
+        The same strengthening as the per-arrival LP's ``tight_links``."""
+        n = float(job.max_workers)
+        if self.room is None:
+            return [n] * self.n_machines, n
+        free = self.room[t - self.t0]  # (H, 3)
+        alpha, beta = np.array(job.worker.as_tuple()), np.array(job.ps.as_tuple())
+        colo = np.minimum(fit_counts(free - beta, alpha), n).astype(float)
+        dist = min(float(fit_counts(free, alpha).sum()), float(job.max_distributed_workers()))
+        return [max(c, 0.0) for c in colo], max(dist, 0.0)
+
     def add_slot(self, i: int, job: JobRequest, t: int, first: bool) -> None:
         n = float(job.max_workers)
+        caps, dist_cap = self.link_caps(job, t)
         le, ge = pulp.LpConstraintLE, pulp.LpConstraintGE
         z = self.z[i, t] = self.var(f"z_{i}_{t}", 1)
         v = self.v[i, t] = self.var(f"v_{i}_{t}", 1)
@@ -322,22 +348,29 @@ class _Builder:
             sds.append(self.var(f"sD_{i}_{h}_{t}", n))
             self.w_dist[k], self.s_dist[k] = wds[-1], sds[-1]
             us.append(u)
-            self.row(f"linkw_{i}_{h}_{t}", [(wl, 1.0), (u, -n)], le, 0.0)  # (3)
+            self.row(f"linkw_{i}_{h}_{t}", [(wl, 1.0), (u, -caps[h])], le, 0.0)  # (3)
             self.row(f"links_{i}_{h}_{t}", [(sl, 1.0), (u, -1.0)], le, 0.0)  # (3)
             self.row(f"psloc_{i}_{h}_{t}", [(sl, 1.0), (u, -1.0)], ge, 0.0)  # (7)
         self.row(f"mode_{i}_{t}", [(u, 1.0) for u in us] + [(v, 1.0), (z, -1.0)], le, 0.0)  # (1)
         if not first:
             self.row(f"run_{i}_{t}", [(z, 1.0), (self.z[i, t - 1], -1.0)], le, 0.0)  # (2)
-        self.add_distributed_rows(i, job, t, v, wds, sds)
+        self.add_distributed_rows(i, job, t, v, wds, sds, dist_cap)
 
     def add_distributed_rows(
-        self, i: int, job: JobRequest, t: int, v: LpVar, wds: list[LpVar], sds: list[LpVar]
+        self,
+        i: int,
+        job: JobRequest,
+        t: int,
+        v: LpVar,
+        wds: list[LpVar],
+        sds: list[LpVar],
+        dist_cap: float,
     ) -> None:
         n = float(job.max_workers)
         le, ge = pulp.LpConstraintLE, pulp.LpConstraintGE
         ws = [(w, 1.0) for w in wds]
         ss = [(s, 1.0) for s in sds]
-        self.row(f"linkwd_{i}_{t}", [*ws, (v, -n)], le, 0.0)  # (4)
+        self.row(f"linkwd_{i}_{t}", [*ws, (v, -dist_cap)], le, 0.0)  # (4)
         self.row(f"linksd_{i}_{t}", [*ss, (v, -n)], le, 0.0)  # (4)
         rho = job.profile.ps_per_worker
         self.row(f"pscov_{i}_{t}", ss + [(w, -rho) for w in wds], ge, 0.0)  # (7)
@@ -365,28 +398,30 @@ class _Builder:
                         self.row(f"cap_{h}_{r}_{t}", terms, pulp.LpConstraintLE, rhs)
 
 
-def _capacity_array(snapshot: ClusterSnapshot) -> FloatArray:
-    return np.array([m.capacity.as_tuple() for m in snapshot.machines], dtype=np.float64)
-
-
 def _residual(snapshot: ClusterSnapshot, start: int, stop: int) -> FloatArray:
-    """Residual capacity C̃[t, h, r] for the slots [start, stop), clipped at 0."""
-    cap = _capacity_array(snapshot)
-    room = np.repeat(cap[np.newaxis, :, :], max(0, stop - start), axis=0)
+    """Residual capacity C̃[t, h, r] for the slots [start, stop), clipped at 0.
+
+    The segments of :func:`~slurm_mlsched.placement.residual.residual_from` (the same
+    subtraction yu-rr uses), made dense: one row per slot.
+    """
+    _check_reservation_machines(snapshot)
+    res = residual_from(snapshot, start)
+    slots = np.arange(start, max(start, stop), dtype=np.int64)
+    segment = np.searchsorted(res.seg_starts, slots, side="right") - 1
+    out: FloatArray = np.ascontiguousarray(res.seg_res[:, :, segment].transpose(2, 0, 1))
+    return out
+
+
+def _check_reservation_machines(snapshot: ClusterSnapshot) -> None:
+    """Every reservation names a machine of the snapshot (past ones included)."""
     index = snapshot.machine_index()
     for res in snapshot.reservations:
-        h = index.get(res.machine)
-        if h is None:
+        if res.machine not in index:
             raise InputError(
                 f"reservation of job {res.job_id!r} on unknown machine {res.machine!r}",
                 hint="reservations must name machines of the snapshot",
                 context={"machine": res.machine},
             )
-        lo, hi = max(res.start_slot, start), min(res.end_slot, stop)
-        if lo < hi:
-            room[lo - start : hi - start, h, :] -= np.array(res.usage.as_tuple())
-    out: FloatArray = np.clip(room, 0.0, None)
-    return out
 
 
 # --------------------------------------------------------------------------- solving
@@ -742,7 +777,7 @@ class _Room:
     """
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
-        self.cap = _capacity_array(snapshot)
+        self.cap = np.array([m.capacity.as_tuple() for m in snapshot.machines], dtype=np.float64)
         self.t0 = snapshot.now_slot
         free_from = max([self.t0, *(r.end_slot for r in snapshot.reservations)])
         self.room = _residual(snapshot, self.t0, free_from)
@@ -805,7 +840,7 @@ class _Room:
             d = _slots_for(job.workload, w * nu_ex)
             if n_ps is None or (best is not None and d >= best.slots):
                 continue
-            usage_or_none = _first_fit(self.window(start, d), [beta] * n_ps + [alpha] * w)
+            usage_or_none = _first_fit(self.window(start, d), beta, n_ps, alpha, w)
             if usage_or_none is not None:
                 best = _Shape(d, usage_or_none)
         return best
@@ -828,15 +863,18 @@ def _slots_for(workload: float, rate: float) -> int:
     return max(1, math.ceil(workload / rate - _EPS))
 
 
-def _first_fit(room: FloatArray, tasks: list[FloatArray]) -> FloatArray | None:
-    """First-fit of the tasks in order; their usage per machine, or None if one fails."""
+def _first_fit(
+    room: FloatArray, beta: FloatArray, n_ps: int, alpha: FloatArray, workers: int
+) -> FloatArray | None:
+    """First-fit in machine order, the PSs then the workers (placement/packing.py): their
+    usage per machine, or None if some task does not fit."""
     left = room.copy()
-    for demand in tasks:
-        fits = np.flatnonzero(np.all(demand <= left + _EPS, axis=1))
-        if fits.size == 0:
-            return None
-        left[fits[0]] -= demand
-    usage: FloatArray = room - left
+    order = np.arange(room.shape[0], dtype=np.int64)
+    ps_at = first_fit(left, beta, n_ps, order)
+    workers_at = first_fit(left, alpha, workers, order)
+    if int(ps_at.sum()) < n_ps or int(workers_at.sum()) < workers:
+        return None
+    usage: FloatArray = ps_at[:, None] * beta + workers_at[:, None] * alpha
     return usage
 
 

@@ -7,10 +7,12 @@ On each arrival, earlier jobs keep their reservations (they are in the snapshot)
 3. randomized rounding with K seeded trials (fewest capacity violations, then most work
    / earliest end); 4. repair; 5. the caller commits ``decision.reservations(job)``.
 
-Size control: horizon cap, co-location offered on the top-k machines, identical
-machines grouped, blocks of slots in long windows, HiGHS in-process; and the exact fast
-path: when all N workers and one PS fit co-located on one machine from the arrival for
-the job's whole co-located duration, no schedule can end sooner, so that is taken.
+Size control: the LP window [a, D] is split into at most ``lp_max_blocks`` blocks (its
+size does not grow with the horizon), co-location is offered on the top-k machines
+(ranked over a + ``horizon_factor`` × the shortest duration), identical machines are
+grouped, HiGHS runs in-process; and the exact fast path: when all N workers and one PS
+fit co-located on one machine from the arrival for the job's whole co-located duration,
+no schedule can end sooner, so that is taken.
 """
 
 from __future__ import annotations
@@ -136,7 +138,9 @@ def _non_elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
             best, best_key = sh, key
     assert best is not None and best_key is not None
     clock.lap("rounding")
-    fixed = nonelastic.repair(arr, best.copy(), ss.deadline)
+    chosen = best.copy()
+    nonelastic.normalize(chosen)
+    fixed = nonelastic.repair(arr, chosen, ss.deadline)
     end = nonelastic.end_slot(arr, fixed)
     plan = slot_plan(fixed.start, nonelastic.mode_of(fixed), arr.res.names, fixed.w, fixed.s)
     plans = (SlotPlan(plan.slot, plan.mode, plan.workers, plan.ps, end - fixed.start + 1),)
