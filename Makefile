@@ -22,8 +22,8 @@ demo: venv
 	$(VENV)/bin/mlsub plan examples/train_resnet.py --cluster examples/cluster.yaml --json
 
 lint: venv
-	$(VENV)/bin/ruff check slurm_mlsched tests bench examples
-	$(VENV)/bin/ruff format --check slurm_mlsched tests bench examples
+	$(VENV)/bin/ruff check slurm_mlsched tests bench examples migrations
+	$(VENV)/bin/ruff format --check slurm_mlsched tests bench examples migrations
 
 typecheck: venv
 	$(VENV)/bin/mypy

@@ -83,3 +83,58 @@ class InfeasibleError(SolverError):
     """The program is infeasible where it must not be (a bug or an impossible instance)."""
 
     code: str = "infeasible"
+
+
+@dataclass
+class StoreError(MlschedError):
+    """The decision store failed: cannot open, read or write the database."""
+
+    code: str = "store-error"
+    exit_code: int = 7
+
+
+@dataclass
+class SchemaOutOfDateError(StoreError):
+    """The database schema is older than this mlsub: run the upgrade command in the hint."""
+
+    code: str = "db-out-of-date"
+
+
+@dataclass
+class NotFoundError(InputError):
+    """A decision id that does not exist, or that the caller may not see."""
+
+    code: str = "not-found"
+
+
+@dataclass
+class InvalidTransitionError(InputError):
+    """A state change a decision cannot make (e.g. releasing one that was submitted)."""
+
+    code: str = "invalid-transition"
+
+
+@dataclass
+class SlurmError(MlschedError):
+    """A Slurm command failed: the message names the command, its exit status and stderr.
+
+    The failure came from a subprocess (sinfo, squeue, sbatch …), not from mlsub itself;
+    every Slurm command goes through :mod:`slurm_mlsched.slurm.runner`, which raises this.
+    """
+
+    code: str = "slurm-command-failed"
+    exit_code: int = 6
+
+
+@dataclass
+class SlurmUnreachableError(SlurmError):
+    """The Slurm controller does not answer (``scontrol ping`` says DOWN or times out)."""
+
+    code: str = "slurm-unreachable"
+
+
+@dataclass
+class SlurmOutputError(SlurmError):
+    """A Slurm command succeeded but printed something mlsub cannot read."""
+
+    code: str = "slurm-output-unreadable"

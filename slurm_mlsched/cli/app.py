@@ -5,7 +5,9 @@ Wiring (the only place adapters are picked):
 * clock: :class:`~slurm_mlsched.services.clock.WallClock`, or a
   :class:`~slurm_mlsched.services.clock.FixedClock` at ``MLSUB_FIXED_NOW`` (an ISO 8601
   time) when that variable is set: for tests and reproducible output;
-* ``MLSUB_DEBUG=1`` lets unexpected exceptions through with their traceback.
+* ``MLSUB_DEBUG=1`` lets unexpected exceptions through with their traceback;
+* before any command runs, HiGHS's once-per-process start-up banner is used up with
+  stdout pointed at /dev/null (:mod:`.highs_banner`), so ``--json`` stays pure JSON.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from ..services.clock import Clock, FixedClock, WallClock
 from ..services.plan import plan_from_files
 from ..services.policies import list_policies
 from . import output
+from .decisions import plan_reserved, register
 from .errors import handle_errors
+from .highs_banner import silence_highs_banner
 
 FIXED_NOW_ENV = "MLSUB_FIXED_NOW"
 DEBUG_ENV = "MLSUB_DEBUG"
@@ -38,6 +42,7 @@ app = typer.Typer(
 
 JOB = "Job options (override the script's '# mlsub:' header)"
 POLICY = "Placement"
+STORE = "Decision store"
 
 
 def _clock() -> Clock:
@@ -72,6 +77,7 @@ def _root(
     ] = False,
 ) -> None:
     """Place distributed ML training jobs (workers + parameter servers) on Slurm."""
+    silence_highs_banner()
 
 
 @app.command()
@@ -153,6 +159,22 @@ def plan(
         typer.Option(help="elastic | non-elastic (default non-elastic).", rich_help_panel=POLICY),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    reserve: Annotated[
+        bool,
+        typer.Option(
+            "--reserve",
+            help="Plan around the decision store's reservations and record this decision "
+            "as 'planned' (its JSON then carries decision_id).",
+            rich_help_panel=STORE,
+        ),
+    ] = False,
+    cluster_name: Annotated[
+        str | None,
+        typer.Option(help="Cluster the reservation is kept under.", rich_help_panel=STORE),
+    ] = None,
+    db_url: Annotated[
+        str | None, typer.Option(help="Decision store URL.", rich_help_panel=STORE)
+    ] = None,
 ) -> None:
     """Plan where and when a job would run on the cluster described by --cluster."""
     overrides: dict[str, object] = {
@@ -177,6 +199,17 @@ def plan(
         "form": form,
     }
     with handle_errors(debug=_debug()):
+        if reserve:
+            reserved = plan_reserved(
+                script=script,
+                cluster=cluster,
+                overrides=overrides,
+                clock=_clock(),
+                cluster_name=cluster_name,
+                db_url=db_url,
+            )
+            output.show_reserved(reserved, as_json=as_json)
+            return
         result = plan_from_files(
             script=script, cluster=cluster, overrides=overrides, clock=_clock()
         )
@@ -190,6 +223,9 @@ def policies(
     """List the placement policies."""
     with handle_errors(debug=_debug()):
         output.show_policies([asdict(p) for p in list_policies()], as_json=as_json)
+
+
+register(app, clock=_clock, debug=_debug)
 
 
 def main() -> None:

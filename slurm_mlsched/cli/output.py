@@ -4,6 +4,8 @@ nothing else is ever written to stdout with it."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -164,3 +166,151 @@ def _duration(seconds: float) -> str:
     hours, minutes = divmod(minutes, 60)
     text = f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
     return f"{text} ({seconds:.0f} s)"
+
+
+# --- the decision store ------------------------------------------------------------------------
+
+#: Columns of ``mlsub export --format csv`` (placement as ``node:role:count`` joined by ``;``).
+CSV_COLUMNS = (
+    "decision_id", "cluster", "created_at", "user", "host", "job_id", "job_name", "policy",
+    "form", "mode", "state", "start", "end", "start_slot", "end_slot", "placement",
+    "slurm_job_id",
+)  # fmt: skip
+
+
+def _placement_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    return ";".join(f"{r['node']}:{r['role']}:{r['count']}" for r in rows)
+
+
+def show_reserved(plan: Mapping[str, Any], *, as_json: bool) -> None:
+    """``mlsub plan --reserve``: the plan, then the id it was recorded under."""
+    show_plan(plan, as_json=as_json)
+    if not as_json:
+        _out().print(
+            f"reserved as decision {plan['decision_id']} (state {plan['state']}, cluster "
+            f"{plan['cluster_name']}); give it back with: mlsub release {plan['decision_id']}"
+        )
+
+
+def show_released(row: Mapping[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        show_json(row)
+        return
+    _out().print(f"decision {row['decision_id']} released")
+
+
+def show_history(rows: Sequence[Mapping[str, Any]], *, as_json: bool) -> None:
+    if as_json:
+        show_json(list(rows))
+        return
+    table = Table("id", "created (UTC)", "user", "job", "state", "start", "end", "placement")
+    table.add_column("slurm job")
+    for r in rows:
+        table.add_row(
+            str(r["decision_id"]),
+            _short_time(r["created_at"])[:19],
+            r["user"],
+            r["job_id"],
+            r["state"],
+            _short_time(r["start"])[:16],
+            _short_time(r["end"])[:16],
+            _placement_text(r["placement"]),
+            r["slurm_job_id"] or "—",
+        )
+    _out().print(table)
+
+
+def show_decision(d: Mapping[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        show_json(d)
+        return
+    console = _out()
+    console.print(
+        Text(f"Decision {d['decision_id']}: job {d['job_id']!r} of {d['user']}", style="bold")
+    )
+    table = Table(show_header=False, box=None)
+    rows = [
+        ("state", d["state"]),
+        ("cluster", d["cluster"]),
+        ("created", f"{_short_time(d['created_at'])} on {d['host']}"),
+        ("policy", f"{d['policy']} ({d['form']}), seed {d['seed']}"),
+        ("mode", d["mode"]),
+        ("start", f"{_short_time(d['start'])} (slot {d['start_slot']})"),
+        ("end", f"{_short_time(d['end'])} (end of slot {d['end_slot']})"),
+        ("placement", _placement_text(d["placement"])),
+        ("solver", f"{d['solver'] or '—'} {d['solver_version']} · {d['trials']} trial(s)"),
+        ("LP deadline", "—" if d["lp_deadline_slot"] is None else f"slot {d['lp_deadline_slot']}"),
+        ("snapshot", f"sha256 {d['snapshot_sha256'][:16]}…"),
+        ("slurm job", d["slurm_job_id"] or "—"),
+    ]
+    for key, value in rows:
+        table.add_row(key, str(value))
+    console.print(table)
+    history = Table("state", "at (UTC)", "detail", title="state history")
+    for t in d["transitions"]:
+        history.add_row(t["state"], _short_time(t["at"]), t["detail"])
+    console.print(history)
+
+
+def show_explanation(e: Mapping[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        show_json(e)
+        return
+    console = _out()
+    console.print(
+        Text(f"Decision {e['decision_id']}: {e['mode']} ({e['policy']}, {e['form']})", style="bold")
+    )
+    for line in e["why"]:
+        console.print(f"  • {line}")
+    for b in e["binding"]:
+        console.print(f"  • {b['node']}: tightest resource {b['resource']} at {b['share']:.0%}")
+    console.print(f"  • alternatives: {e['alternatives_note']}")
+    if e["reproduced"]:
+        console.print(Text("re-solve from the stored inputs: reproduced exactly", style="green"))
+        return
+    console.print(Text("re-solve from the stored inputs: NOT reproduced", style="bold red"))
+    if e["resolve_error"]:
+        console.print(f"  error: {e['resolve_error']}")
+    for diff in e["diff"]:
+        console.print(
+            f"  {diff['field']}: stored {diff['stored']!r}, re-solved {diff['resolved']!r}"
+        )
+
+
+def show_export(rows: Sequence[Mapping[str, Any]], *, fmt: str) -> None:
+    if fmt == "json":
+        show_json(list(rows))
+        return
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow(
+            {
+                **r,
+                "placement": _placement_text(r["placement"]),
+                "slurm_job_id": r["slurm_job_id"] or "",
+            }
+        )
+    typer.echo(buffer.getvalue(), nl=False)
+
+
+def show_db_current(info: Mapping[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        show_json(info)
+        return
+    state = "up to date" if info["up_to_date"] else "needs: mlsub db upgrade"
+    typer.echo(
+        f"{info['url']}: revision {info['current'] or '(empty)'}, head {info['head']} ({state})"
+    )
+
+
+def show_db_upgrade(info: Mapping[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        show_json(info)
+        return
+    before = info["before"] or "(empty)"
+    if info["before"] == info["after"]:
+        typer.echo(f"{info['url']}: already at {info['after']}")
+    else:
+        typer.echo(f"{info['url']}: upgraded {before} -> {info['after']}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -12,18 +13,53 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-def test_wheel_contains_the_profile_table(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
         check=True,
         capture_output=True,
         timeout=600,
     )
-    (wheel,) = tmp_path.glob("*.whl")
+    (built,) = out.glob("*.whl")
+    return built
+
+
+@pytest.mark.slow
+def test_wheel_contains_the_profile_table(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         assert "slurm_mlsched/data/profiles.csv" in names
         table = zf.read("slurm_mlsched/data/profiles.csv").decode()
     assert table.startswith("# profiles_version:")
     assert (ROOT / "slurm_mlsched" / "data" / "profiles.csv").read_text() == table
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_migrations_and_uses_them(wheel: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        zf.extractall(tmp_path / "site")
+    for source in (ROOT / "migrations").rglob("*.py"):
+        assert f"slurm_mlsched/_data/migrations/{source.relative_to(ROOT / 'migrations')}" in names
+    assert "slurm_mlsched/_data/migrations/script.py.mako" in names
+    probe = (
+        "import slurm_mlsched, sys; from slurm_mlsched.storage.database import migrations_dir; "
+        "print(slurm_mlsched.__file__); print(migrations_dir()); "
+        "from slurm_mlsched.cli.app import main; sys.argv = ['mlsub', 'db', 'upgrade']; main()"
+    )
+    db = tmp_path / "d.db"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "site"), "MLSUB_DB_URL": f"sqlite:///{db}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # not the checkout: its package would shadow the wheel's
+    )
+    assert done.returncode == 0, done.stderr
+    package, migrations, message = done.stdout.splitlines()
+    assert package.startswith(str(tmp_path / "site"))
+    assert migrations == str(tmp_path / "site" / "slurm_mlsched" / "_data" / "migrations")
+    assert message.endswith("upgraded (empty) -> 0002")

@@ -1,0 +1,239 @@
+"""The decision-store commands: ``release``, ``history``, ``show``, ``explain``, ``export``
+and ``db upgrade`` / ``db current``; plus the ``--reserve`` path of ``plan``.
+
+Each command declares its options and calls one service; :func:`register` adds them to the
+main app with its clock and debug switch (``app.py`` owns those).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import InputError
+from ..services import db as db_service
+from ..services import decisions as svc
+from ..services.clock import Clock, FixedClock, WallClock
+from ..services.provenance import package_versions
+from ..storage import DecisionState, HistoryFilter
+from . import output
+from .errors import handle_errors
+from .store import StoreContext, context, open_configured
+
+DbUrl = Annotated[
+    str | None,
+    typer.Option("--db-url", help="Decision store URL (default: config, MLSUB_DB_URL, SQLite)."),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
+DecisionId = Annotated[int, typer.Argument(help="Decision id (see mlsub history).")]
+
+
+@dataclass(frozen=True)
+class Wiring:
+    clock: Callable[[], Clock]
+    debug: Callable[[], bool]
+
+
+_wiring = Wiring(clock=WallClock, debug=lambda: False)
+
+db_app = typer.Typer(name="db", help="The decision store's schema.", no_args_is_help=True)
+
+
+def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
+    """Add the commands to ``app``; they read the clock and debug switch through these."""
+    global _wiring
+    _wiring = Wiring(clock, debug)
+    for fn in (release, history, show, explain, export):
+        app.command()(fn)
+    app.add_typer(db_app, name="db")
+
+
+def _ctx(db_url: str | None, **flags: object) -> StoreContext:
+    return context({"db_url": db_url, **flags})
+
+
+# --- plan --reserve -------------------------------------------------------------------------
+
+
+def plan_reserved(
+    *,
+    script: Path | None,
+    cluster: Path,
+    overrides: Mapping[str, object],
+    clock: Clock,
+    cluster_name: str | None,
+    db_url: str | None,
+) -> dict[str, Any]:
+    """``mlsub plan --reserve``: plan under the cluster's lock and record the decision."""
+    ctx = _ctx(db_url, cluster_name=cluster_name)
+    store = open_configured(ctx)
+    try:
+        reserved = svc.plan_and_reserve(
+            script=script,
+            cluster=cluster,
+            overrides=overrides,
+            clock=clock,
+            store=store,
+            cluster_name=ctx.config.cluster_name,
+            viewer=ctx.viewer,
+            host=ctx.host,
+            packages=package_versions(),
+        )
+    finally:
+        store.close()
+    return reserved.as_dict()
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+def release(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
+    """Give a planned reservation back (its state becomes 'released')."""
+    with handle_errors(debug=_wiring.debug()):
+        ctx = _ctx(db_url)
+        store = open_configured(ctx)
+        try:
+            row = svc.release(store, ctx.viewer, decision_id, _wiring.clock().now())
+        finally:
+            store.close()
+        output.show_released(row, as_json=as_json)
+
+
+def history(
+    user: Annotated[str | None, typer.Option(help="Only this user's decisions.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Created at or after: ISO 8601 time, or 30m, 12h, 7d ago.")
+    ] = None,
+    state: Annotated[str | None, typer.Option(help="Only decisions in this state.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the newest N.")] = None,
+    db_url: DbUrl = None,
+    as_json: AsJson = False,
+) -> None:
+    """List stored decisions, oldest first (your own; admins see everyone's)."""
+    with handle_errors(debug=_wiring.debug()):
+        where = _filter(user, since, state, limit)
+        ctx = _ctx(db_url)
+        store = open_configured(ctx)
+        try:
+            rows = svc.history(store, ctx.viewer, where)
+        finally:
+            store.close()
+        output.show_history(rows, as_json=as_json)
+
+
+def show(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
+    """Show one stored decision: placement, times, solver, state history."""
+    with handle_errors(debug=_wiring.debug()):
+        ctx = _ctx(db_url)
+        store = open_configured(ctx)
+        try:
+            data = svc.show(store, ctx.viewer, decision_id)
+        finally:
+            store.close()
+        output.show_decision(data, as_json=as_json)
+
+
+def explain(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
+    """Why a decision is what it is, and a re-solve from its stored inputs."""
+    with handle_errors(debug=_wiring.debug()):
+        ctx = _ctx(db_url)
+        store = open_configured(ctx)
+        try:
+            data = svc.explain(store, ctx.viewer, decision_id)
+        finally:
+            store.close()
+        output.show_explanation(data, as_json=as_json)
+
+
+def export(
+    fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "json",
+    user: Annotated[str | None, typer.Option(help="Only this user's decisions.")] = None,
+    since: Annotated[str | None, typer.Option(help="As for history.")] = None,
+    state: Annotated[str | None, typer.Option(help="As for history.")] = None,
+    db_url: DbUrl = None,
+) -> None:
+    """Export decisions: JSON (everything, solver inputs included) or CSV (one row each)."""
+    with handle_errors(debug=_wiring.debug()):
+        if fmt not in ("csv", "json"):
+            raise InputError(
+                f"option --format must be csv or json, got {fmt!r}",
+                hint="write --format csv or --format json",
+                context={"option": "--format", "value": fmt},
+            )
+        where = _filter(user, since, state, None)
+        ctx = _ctx(db_url)
+        store = open_configured(ctx)
+        try:
+            use_case = svc.export if fmt == "json" else svc.history
+            rows = use_case(store, ctx.viewer, where)
+        finally:
+            store.close()
+        output.show_export(rows, fmt=fmt)
+
+
+@db_app.command("upgrade")
+def db_upgrade(db_url: DbUrl = None, as_json: AsJson = False) -> None:
+    """Upgrade the decision store's schema to this mlsub's (creating it if empty)."""
+    with handle_errors(debug=_wiring.debug()):
+        ctx = _ctx(db_url)
+        data = db_service.db_upgrade(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
+        output.show_db_upgrade(data, as_json=as_json)
+
+
+@db_app.command("current")
+def db_current(db_url: DbUrl = None, as_json: AsJson = False) -> None:
+    """Show the decision store's schema revision and the one this mlsub needs."""
+    with handle_errors(debug=_wiring.debug()):
+        ctx = _ctx(db_url)
+        data = db_service.db_current(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
+        output.show_db_current(data, as_json=as_json)
+
+
+# --- option parsing -----------------------------------------------------------------------------
+
+_AGO = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _filter(
+    user: str | None, since: str | None, state: str | None, limit: int | None
+) -> HistoryFilter:
+    return HistoryFilter(
+        user=user,
+        since=None if since is None else parse_since(since, _wiring.clock().now()),
+        state=None if state is None else parse_state(state),
+        limit=limit,
+    )
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """``7d``, ``12h``, ``30m``, ``90s`` before ``now``, or an ISO 8601 time (naive = UTC)."""
+    match = _AGO.match(text)
+    if match:
+        return now - timedelta(seconds=int(match.group(1)) * _UNIT[match.group(2)])
+    try:
+        return FixedClock.from_iso(text).now()
+    except ValueError:
+        raise InputError(
+            f"option --since must be a time or an age, got {text!r}",
+            hint="write e.g. --since 2026-03-01T00:00:00Z or --since 7d (also 12h, 30m)",
+            context={"option": "--since", "value": text},
+        ) from None
+
+
+def parse_state(text: str) -> DecisionState:
+    try:
+        return DecisionState(text.strip().lower())
+    except ValueError:
+        valid = ", ".join(s.value for s in DecisionState)
+        raise InputError(
+            f"option --state must be a decision state, got {text!r}",
+            hint=f"choose one of: {valid}",
+            context={"option": "--state", "value": text},
+        ) from None

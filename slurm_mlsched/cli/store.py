@@ -1,0 +1,74 @@
+"""Wiring of the decision store: configuration, identity and the store itself.
+
+* configuration: :func:`slurm_mlsched.config.load_config` over ``os.environ`` and the
+  command's flags, once per command;
+* identity: the effective Unix user (``pwd``, not ``$USER``). Root may act as another
+  user with ``MLSUB_AS_USER=name`` (as ``runuser`` would; for tests and support); anyone
+  else setting it is refused;
+* the store: :func:`slurm_mlsched.storage.open_store` at the configured URL (default: the
+  SQLite file under the XDG state directory).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shlex
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..config import Config, default_db_path, load_config
+from ..errors import InputError
+from ..services.decisions import Viewer
+from ..storage import SqlDecisionStore, open_store
+from ..storage.database import DEFAULT_UPGRADE_COMMAND
+
+AS_USER_ENV = "MLSUB_AS_USER"
+
+
+@dataclass(frozen=True)
+class StoreContext:
+    config: Config
+    url: str
+    viewer: Viewer
+    host: str
+    upgrade_command: str
+
+
+def context(flags: Mapping[str, object] | None = None) -> StoreContext:
+    env = dict(os.environ)
+    config = load_config(env, flags)
+    url = config.db_url or f"sqlite:///{default_db_path(env)}"
+    user = _user(env)
+    upgrade = DEFAULT_UPGRADE_COMMAND
+    if flags and flags.get("db_url"):
+        upgrade += f" --db-url {shlex.quote(str(flags['db_url']))}"
+    return StoreContext(config, url, Viewer(user, config.is_admin(user)), _host(), upgrade)
+
+
+def open_configured(ctx: StoreContext) -> SqlDecisionStore:
+    return open_store(
+        ctx.url,
+        grace_s=ctx.config.reservation_grace_s,
+        busy_timeout_s=ctx.config.db_busy_timeout_s,
+        upgrade_command=ctx.upgrade_command,
+    )
+
+
+def _user(env: Mapping[str, str]) -> str:
+    real = pwd.getpwuid(os.geteuid()).pw_name
+    as_user = env.get(AS_USER_ENV, "").strip()
+    if not as_user:
+        return real
+    if os.geteuid() != 0:
+        raise InputError(
+            f"only root may set {AS_USER_ENV} (you are {real!r})",
+            hint=f"unset {AS_USER_ENV}",
+            context={"variable": AS_USER_ENV, "value": as_user},
+        )
+    return as_user
+
+
+def _host() -> str:
+    return socket.gethostname()

@@ -1,0 +1,184 @@
+"""Site and user configuration, loaded once per command, typed (STYLE.md habit 10).
+
+Precedence, lowest first::
+
+    defaults < /etc/mlsched/config.toml < $XDG_CONFIG_HOME/mlsched/config.toml
+             < MLSUB_* environment variables < command-line flags
+
+The files are TOML with these keys (every key optional; unknown keys are errors)::
+
+    db_url = "postgresql+psycopg://mlsub@dbhost/mlsub"  # default: SQLite under XDG state
+    admins = ["alice", "bob"]          # may see every user's decisions (root always may)
+    cluster_name = "default"           # the name reservations are kept under
+    reservation_grace_s = 600          # see RESERVATION_GRACE_DOC
+    db_busy_timeout_s = 30             # how long to wait for the database lock
+
+Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS`` (comma-separated), ``MLSUB_CLUSTER_NAME``,
+``MLSUB_RESERVATION_GRACE_S``, ``MLSUB_DB_BUSY_TIMEOUT_S``. ``MLSUB_CONFIG`` names the
+user config file instead of the XDG one.
+
+:func:`load_config` is a function of its inputs (the environment, the flags and the two
+paths); it reads the two files and nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from .errors import InputError
+
+SYSTEM_CONFIG = Path("/etc/mlsched/config.toml")
+DEFAULT_RESERVATION_GRACE_S = 600.0
+DEFAULT_BUSY_TIMEOUT_S = 30.0
+DEFAULT_CLUSTER_NAME = "default"
+
+RESERVATION_GRACE_DOC = (
+    "after its predicted end, a decision that is not yet in a terminal state (the job may "
+    "be running late) keeps holding the resources of its last slot for this many seconds; "
+    "after that it no longer reserves anything"
+)
+
+ENV_PREFIX = "MLSUB_"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The settled configuration (see the module docstring for the sources)."""
+
+    db_url: str = ""
+    """SQLAlchemy URL of the decision store; empty = the default SQLite file."""
+    admins: tuple[str, ...] = ()
+    """Users who may see and manage every user's decisions (root always may)."""
+    cluster_name: str = DEFAULT_CLUSTER_NAME
+    """Reservations and the planning lock are kept per cluster name."""
+    reservation_grace_s: float = DEFAULT_RESERVATION_GRACE_S
+    """Seconds a non-terminal decision keeps its last slot's resources after its end."""
+    db_busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+    """Seconds to wait for the database lock before failing."""
+    sources: tuple[str, ...] = ()
+    """The files and layers that set something (for ``mlsub db current`` and errors)."""
+
+    def is_admin(self, user: str) -> bool:
+        return user == "root" or user in self.admins
+
+
+KEYS = tuple(f.name for f in fields(Config) if f.name != "sources")
+
+
+def default_db_path(env: Mapping[str, str]) -> Path:
+    """``$XDG_STATE_HOME/mlsched/decisions.db`` (``~/.local/state/...`` by default)."""
+    state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".local/state")
+    return Path(state) / "mlsched" / "decisions.db"
+
+
+def user_config_path(env: Mapping[str, str]) -> Path:
+    if env.get("MLSUB_CONFIG"):
+        return Path(env["MLSUB_CONFIG"])
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return Path(base) / "mlsched" / "config.toml"
+
+
+def load_config(
+    env: Mapping[str, str],
+    flags: Mapping[str, object] | None = None,
+    *,
+    system_path: Path = SYSTEM_CONFIG,
+    user_path: Path | None = None,
+) -> Config:
+    """Merge the layers in precedence order; ``flags`` maps field names to values
+    (``None`` = not given). Raises :class:`InputError` naming the layer and key."""
+    config = Config()
+    sources: list[str] = []
+    for path in (system_path, user_path or user_config_path(env)):
+        layer = _read_file(path)
+        if layer:
+            config = _apply(config, layer, str(path))
+            sources.append(str(path))
+    from_env = {
+        key: env[ENV_PREFIX + key.upper()] for key in KEYS if env.get(ENV_PREFIX + key.upper())
+    }
+    if from_env:
+        config = _apply(config, from_env, "environment")
+        sources.append("environment")
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    if given:
+        config = _apply(config, given, "command line")
+        sources.append("command line")
+    return replace(config, sources=tuple(sources))
+
+
+def _read_file(path: Path) -> dict[str, object]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise InputError(
+            f"cannot read config file {path}: {exc.strerror or exc}",
+            hint="fix its permissions or remove it",
+            context={"file": str(path)},
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(
+            f"config file {path} is not valid TOML: {exc}",
+            hint="fix the syntax there (key = value, strings in quotes)",
+            context={"file": str(path)},
+        ) from None
+
+
+def _apply(config: Config, layer: Mapping[str, object], source: str) -> Config:
+    values: dict[str, object] = {}
+    for key, raw in layer.items():
+        if key not in KEYS:
+            raise InputError(
+                f"{source}: unknown config key {key!r}",
+                hint=f"valid keys: {', '.join(KEYS)}",
+                context={"source": source, "key": key},
+            )
+        values[key] = _CONVERT[key](raw, f"{source}: config key {key!r}")
+    return replace(config, **values)  # type: ignore[arg-type]
+
+
+def _text(raw: object, where: str) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise InputError(f"{where} must be a non-empty string, got {raw!r}", context={})
+    return raw.strip()
+
+
+def _names(raw: object, where: str) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        items: list[object] = [p for p in raw.split(",") if p.strip()]
+    elif isinstance(raw, list | tuple):
+        items = list(raw)
+    else:
+        raise InputError(f"{where} must be a list of user names, got {raw!r}", context={})
+    return tuple(_text(item, where) for item in items)
+
+
+def _seconds(raw: object, where: str) -> float:
+    try:
+        value = float(raw) if isinstance(raw, str | int | float) and raw is not True else -1.0
+    except ValueError:
+        value = -1.0
+    if raw is False or not (value >= 0 and math.isfinite(value)):
+        raise InputError(
+            f"{where} must be a number of seconds >= 0, got {raw!r}",
+            hint="write e.g. 600",
+            context={},
+        )
+    return value
+
+
+_CONVERT = {
+    "db_url": _text,
+    "admins": _names,
+    "cluster_name": _text,
+    "reservation_grace_s": _seconds,
+    "db_busy_timeout_s": _seconds,
+}

@@ -1,0 +1,360 @@
+"""JSON codec of the model types: the one place they become text and come back (pure).
+
+Every ``encode_*`` returns plain JSON data; every ``decode_*`` rebuilds an object equal to
+the original, floats included: numbers are written by :func:`json.dumps`, whose float
+``repr`` round-trips exactly, and ints stay ints. Enums are written as their values and
+times as ISO 8601 text (with their offset). :func:`dumps` is the canonical text form (keys
+sorted, no spaces) that the store writes and digests (:func:`digest`).
+
+A decoder given data of the wrong shape raises :class:`CodecError` naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+
+from ..model import (
+    ClusterSnapshot,
+    Decision,
+    Form,
+    JobProfile,
+    JobRequest,
+    Machine,
+    Mode,
+    Reservation,
+    Resources,
+    SlotPlan,
+)
+from ..placement.params import PlacementParams
+
+Json = Any
+_T = TypeVar("_T", int, float)
+_E = TypeVar("_E", Form, Mode)
+
+
+class CodecError(ValueError):
+    """Stored data does not decode into the model type it should hold."""
+
+
+def dumps(data: Json) -> str:
+    """Canonical JSON text: sorted keys, no whitespace, UTF-8 kept as is."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def loads(text: str) -> Json:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CodecError(f"not JSON: {exc}") from None
+
+
+def digest(text: str) -> str:
+    """sha256 hex digest of canonical JSON text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- leaves --------------------------------------------------------------------------------
+
+
+def encode_resources(r: Resources) -> Json:
+    return {"gpu": r.gpu, "cpu": r.cpu, "mem": r.mem}
+
+
+def decode_resources(d: Json) -> Resources:
+    m = _obj(d, "resources")
+    return Resources(_num(m, "gpu"), _num(m, "cpu"), _num(m, "mem"))
+
+
+def encode_time(t: datetime) -> str:
+    return t.isoformat()
+
+
+def decode_time(text: Json) -> datetime:
+    if not isinstance(text, str):
+        raise CodecError(f"time must be ISO 8601 text, got {text!r}")
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise CodecError(f"not an ISO 8601 time: {text!r}") from None
+
+
+# --- cluster snapshot ----------------------------------------------------------------------
+
+
+def encode_reservation(r: Reservation) -> Json:
+    return {
+        "machine": r.machine,
+        "start_slot": r.start_slot,
+        "end_slot": r.end_slot,
+        "usage": encode_resources(r.usage),
+        "job_id": r.job_id,
+    }
+
+
+def decode_reservation(d: Json) -> Reservation:
+    m = _obj(d, "reservation")
+    return Reservation(
+        _str(m, "machine"),
+        _int(m, "start_slot"),
+        _int(m, "end_slot"),
+        decode_resources(m.get("usage")),
+        _str(m, "job_id"),
+    )
+
+
+def encode_snapshot(s: ClusterSnapshot) -> Json:
+    return {
+        "machines": [
+            {"name": x.name, "capacity": encode_resources(x.capacity)} for x in s.machines
+        ],
+        "reservations": [encode_reservation(r) for r in s.reservations],
+        "slot_seconds": s.slot_seconds,
+        "epoch": encode_time(s.epoch),
+        "now_slot": s.now_slot,
+    }
+
+
+def decode_snapshot(d: Json) -> ClusterSnapshot:
+    m = _obj(d, "snapshot")
+    machines = tuple(
+        Machine(_str(x, "name"), decode_resources(x.get("capacity")))
+        for x in (_obj(e, "machine") for e in _list(m, "machines"))
+    )
+    try:
+        return ClusterSnapshot(
+            machines=machines,
+            reservations=tuple(decode_reservation(r) for r in _list(m, "reservations")),
+            slot_seconds=_num(m, "slot_seconds"),
+            epoch=decode_time(m.get("epoch")),
+            now_slot=_int(m, "now_slot"),
+        )
+    except ValueError as exc:
+        raise CodecError(f"snapshot: {exc}") from None
+
+
+# --- job request ---------------------------------------------------------------------------
+
+
+def encode_profile(p: JobProfile) -> Json:
+    return {
+        "step_time_s": p.step_time_s,
+        "model_size_mb": p.model_size_mb,
+        "bw_ex_mbps": p.bw_ex_mbps,
+        "bw_in_mbps": p.bw_in_mbps,
+        "ps_bw_mbps": p.ps_bw_mbps,
+        "name": p.name,
+    }
+
+
+def decode_profile(d: Json) -> JobProfile:
+    m = _obj(d, "profile")
+    ps_bw = m.get("ps_bw_mbps")
+    try:
+        return JobProfile(
+            _num(m, "step_time_s"),
+            _num(m, "model_size_mb"),
+            _num(m, "bw_ex_mbps"),
+            _num(m, "bw_in_mbps"),
+            None if ps_bw is None else _num(m, "ps_bw_mbps"),
+            _str(m, "name"),
+        )
+    except ValueError as exc:
+        raise CodecError(f"profile: {exc}") from None
+
+
+def encode_request(j: JobRequest) -> Json:
+    return {
+        "job_id": j.job_id,
+        "arrival_slot": j.arrival_slot,
+        "workload": j.workload,
+        "max_workers": j.max_workers,
+        "worker": encode_resources(j.worker),
+        "ps": encode_resources(j.ps),
+        "profile": encode_profile(j.profile),
+        "ps_count": j.ps_count,
+        "name": j.name,
+    }
+
+
+def decode_request(d: Json) -> JobRequest:
+    m = _obj(d, "request")
+    ps_count = m.get("ps_count")
+    try:
+        return JobRequest(
+            job_id=_str(m, "job_id"),
+            arrival_slot=_int(m, "arrival_slot"),
+            workload=_num(m, "workload"),
+            max_workers=_int(m, "max_workers"),
+            worker=decode_resources(m.get("worker")),
+            ps=decode_resources(m.get("ps")),
+            profile=decode_profile(m.get("profile")),
+            ps_count=None if ps_count is None else _int(m, "ps_count"),
+            name=_str(m, "name"),
+        )
+    except ValueError as exc:
+        raise CodecError(f"request: {exc}") from None
+
+
+# --- parameters ----------------------------------------------------------------------------
+
+
+def encode_params(p: PlacementParams) -> Json:
+    return p.as_dict()
+
+
+def decode_params(d: Json) -> PlacementParams:
+    m = dict(_obj(d, "params"))
+    known = set(PlacementParams.__dataclass_fields__)
+    unknown = sorted(set(m) - known)
+    if unknown:
+        raise CodecError(f"params: unknown field(s) {unknown}")
+    if "form" in m:
+        m["form"] = _enum(Form, m["form"], "params.form")
+    return PlacementParams(**m)
+
+
+# --- decision ------------------------------------------------------------------------------
+
+
+def encode_slot_plan(p: SlotPlan) -> Json:
+    return {
+        "slot": p.slot,
+        "mode": p.mode.value,
+        "workers": [[n, c] for n, c in p.workers],
+        "ps": [[n, c] for n, c in p.ps],
+        "length": p.length,
+    }
+
+
+def decode_slot_plan(d: Json) -> SlotPlan:
+    m = _obj(d, "slot plan")
+    return SlotPlan(
+        slot=_int(m, "slot"),
+        mode=_enum(Mode, m.get("mode"), "slot plan mode"),
+        workers=_pairs(m, "workers", int),
+        ps=_pairs(m, "ps", int),
+        length=_int(m, "length"),
+    )
+
+
+def encode_decision(x: Decision) -> Json:
+    return {
+        "job_id": x.job_id,
+        "policy": x.policy,
+        "form": x.form.value,
+        "seed": x.seed,
+        "slots": [encode_slot_plan(p) for p in x.slots],
+        "start_slot": x.start_slot,
+        "end_slot": x.end_slot,
+        "work_covered": x.work_covered,
+        "arrival_slot": x.arrival_slot,
+        "lp_deadline": x.lp_deadline,
+        "lp_value": x.lp_value,
+        "trials": x.trials,
+        "repair_actions": list(x.repair_actions),
+        "solver": x.solver,
+        "solver_version": x.solver_version,
+        "timings_ms": [[k, v] for k, v in x.timings_ms],
+        "notes": list(x.notes),
+        "stats": [[k, v] for k, v in x.stats],
+    }
+
+
+def decode_decision(d: Json) -> Decision:
+    m = _obj(d, "decision")
+    deadline, value = m.get("lp_deadline"), m.get("lp_value")
+    return Decision(
+        job_id=_str(m, "job_id"),
+        policy=_str(m, "policy"),
+        form=_enum(Form, m.get("form"), "decision form"),
+        seed=_int(m, "seed"),
+        slots=tuple(decode_slot_plan(p) for p in _list(m, "slots")),
+        start_slot=_int(m, "start_slot"),
+        end_slot=_int(m, "end_slot"),
+        work_covered=_num(m, "work_covered"),
+        arrival_slot=_int(m, "arrival_slot"),
+        lp_deadline=None if deadline is None else _int(m, "lp_deadline"),
+        lp_value=None if value is None else _num(m, "lp_value"),
+        trials=_int(m, "trials"),
+        repair_actions=tuple(_strs(m, "repair_actions")),
+        solver=_str(m, "solver"),
+        solver_version=_str(m, "solver_version"),
+        timings_ms=_pairs(m, "timings_ms", float),
+        notes=tuple(_strs(m, "notes")),
+        stats=_pairs(m, "stats", float),
+    )
+
+
+# --- checked access --------------------------------------------------------------------------
+
+
+def _obj(d: Json, what: str) -> Mapping[str, Json]:
+    if not isinstance(d, Mapping):
+        raise CodecError(f"{what} must be a JSON object, got {type(d).__name__}")
+    return d
+
+
+def _get(m: Mapping[str, Json], key: str) -> Json:
+    if key not in m:
+        raise CodecError(f"missing field {key!r}")
+    return m[key]
+
+
+def _num(m: Mapping[str, Json], key: str) -> float:
+    v = _get(m, key)
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise CodecError(f"field {key!r} must be a number, got {v!r}")
+    return v
+
+
+def _int(m: Mapping[str, Json], key: str) -> int:
+    v = _get(m, key)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise CodecError(f"field {key!r} must be an integer, got {v!r}")
+    return v
+
+
+def _str(m: Mapping[str, Json], key: str) -> str:
+    v = _get(m, key)
+    if not isinstance(v, str):
+        raise CodecError(f"field {key!r} must be a string, got {v!r}")
+    return v
+
+
+def _list(m: Mapping[str, Json], key: str) -> list[Json]:
+    v = _get(m, key)
+    if not isinstance(v, list):
+        raise CodecError(f"field {key!r} must be a list, got {v!r}")
+    return v
+
+
+def _strs(m: Mapping[str, Json], key: str) -> list[str]:
+    items = _list(m, key)
+    if not all(isinstance(s, str) for s in items):
+        raise CodecError(f"field {key!r} must be a list of strings")
+    return items
+
+
+def _pairs(m: Mapping[str, Json], key: str, kind: type[_T]) -> tuple[tuple[str, _T], ...]:
+    out: list[tuple[str, _T]] = []
+    for item in _list(m, key):
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+            raise CodecError(f"field {key!r} must hold [name, number] pairs, got {item!r}")
+        value = item[1]
+        ok = isinstance(value, int) if kind is int else isinstance(value, int | float)
+        if isinstance(value, bool) or not ok:
+            raise CodecError(f"field {key!r}: {item[0]!r} has a bad value {value!r}")
+        out.append((item[0], value))
+    return tuple(out)
+
+
+def _enum(kind: type[_E], value: Json, what: str) -> _E:
+    try:
+        return kind(value)
+    except ValueError:
+        valid = ", ".join(e.value for e in kind)
+        raise CodecError(f"{what} must be one of {valid}, got {value!r}") from None

@@ -1,0 +1,226 @@
+"""Engines, the schema version check and Alembic upgrades (the storage adapter's plumbing).
+
+* SQLite: the file (and its directory, when mlsub creates it) is made owner-only (0600 /
+  0700) before SQLite opens it; every connection sets ``busy_timeout`` and WAL mode, and
+  transactions start with ``BEGIN IMMEDIATE`` so that one writer at a time holds the
+  database from its first read (the per-cluster serialization of ``planning()``).
+* PostgreSQL (``postgresql+psycopg://``): plain transactions; ``planning()`` locks a row
+  per cluster, and schema creation holds an advisory lock.
+* The migrations live in the top-level ``migrations/`` of a source checkout and in
+  ``slurm_mlsched/_data/migrations`` of an installed wheel; :func:`migrations_dir` finds
+  either. A database without tables is created at head; one at an older revision is
+  refused with :class:`SchemaOutOfDateError` carrying the exact upgrade command.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from ..errors import SchemaOutOfDateError, StoreError
+
+_PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # slurm_mlsched/
+#: pg_advisory_xact_lock key held while a fresh PostgreSQL database is created.
+_SCHEMA_LOCK_KEY = 0x6D6C_7375_6200
+DEFAULT_UPGRADE_COMMAND = "mlsub db upgrade"
+
+
+def migrations_dir() -> Path:
+    """The Alembic script directory: inside the installed package, else the checkout's."""
+    for candidate in (_PACKAGE_ROOT / "_data" / "migrations", _PACKAGE_ROOT.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise StoreError(
+        "the database migrations are missing from this installation",
+        hint="reinstall mlsub; the wheel ships them in slurm_mlsched/_data/migrations",
+    )
+
+
+def display_url(url: str) -> str:
+    """The URL with any password hidden, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def parse_url(url: str) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError:
+        raise StoreError(
+            f"not a database URL: {url!r}",
+            hint="use sqlite:////path/to/decisions.db or postgresql+psycopg://user@host/db",
+            context={"url": url},
+        ) from None
+
+
+def is_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite"
+
+
+def sqlite_path(url: URL) -> Path | None:
+    db = url.database
+    return None if not db or db == ":memory:" or db.startswith("file:") else Path(db)
+
+
+def prepare_sqlite_file(path: Path) -> None:
+    """Create the directory (0700) and an empty database file (0600) if they are missing."""
+    if not path.parent.exists():
+        os.makedirs(path.parent, mode=0o700, exist_ok=True)
+        os.chmod(path.parent, 0o700)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os.chmod(path, 0o600)
+
+
+def make_engine(url: str, *, busy_timeout_s: float = 30.0) -> Engine:
+    """An engine for ``url`` set up as the module docstring says."""
+    parsed = parse_url(url)
+    if not is_sqlite(parsed):
+        try:
+            return create_engine(parsed, pool_pre_ping=True)
+        except (ArgumentError, ImportError) as exc:
+            raise StoreError(
+                f"cannot use database {display_url(url)}: {exc}",
+                hint="PostgreSQL needs the URL form postgresql+psycopg://… and psycopg",
+            ) from None
+    path = sqlite_path(parsed)
+    if path is not None:
+        try:
+            prepare_sqlite_file(path)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the database file {path}: {exc.strerror or exc}",
+                hint="check the directory's permissions, or set db_url / MLSUB_DB_URL",
+                context={"path": str(path)},
+            ) from None
+    engine = create_engine(parsed, connect_args={"timeout": busy_timeout_s})
+    _sqlite_events(engine, busy_timeout_s)
+    return engine
+
+
+def _sqlite_events(engine: Engine, busy_timeout_s: float) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        cur.execute("PRAGMA journal_mode = WAL")
+        cur.execute("PRAGMA foreign_keys = ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+@contextmanager
+def db_errors(url: str) -> Iterator[None]:
+    """The one funnel from driver errors to :class:`StoreError`."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        orig = getattr(exc, "orig", None)
+        detail = str(orig if orig is not None else exc).strip().splitlines()[0]
+        raise StoreError(
+            f"decision store {display_url(url)}: {detail}",
+            hint="check that the database is reachable and not locked for long by another "
+            "process (db_busy_timeout_s)",
+            context={"url": display_url(url)},
+        ) from None
+
+
+# --- Alembic --------------------------------------------------------------------------------
+
+
+def alembic_config(connection: Connection | None = None) -> AlembicConfig:
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "no migration revisions"
+    return head
+
+
+def current_revision(conn: Connection) -> str | None:
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def _lock_schema(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
+
+
+def upgrade(engine: Engine, url: str, revision: str = "head") -> tuple[str | None, str | None]:
+    """Upgrade the database to ``revision``; return (revision before, revision after)."""
+    with db_errors(url), engine.begin() as conn:
+        _lock_schema(conn)
+        before = current_revision(conn)
+        try:
+            command.upgrade(alembic_config(conn), revision)
+        except CommandError as exc:
+            raise StoreError(
+                f"cannot upgrade {display_url(url)} to {revision}: {exc}",
+                hint="this database may come from a newer mlsub; upgrade mlsub instead",
+            ) from None
+        return before, current_revision(conn)
+
+
+def ensure_schema(engine: Engine, url: str, upgrade_command: str = DEFAULT_UPGRADE_COMMAND) -> str:
+    """Create a fresh database at head, accept one at head, refuse anything else."""
+    head = head_revision()
+    with db_errors(url), engine.begin() as conn:
+        _lock_schema(conn)
+        tables = set(inspect(conn).get_table_names())
+        if not tables:
+            command.upgrade(alembic_config(conn), "head")
+            return head
+        if "alembic_version" not in tables:
+            raise StoreError(
+                f"{display_url(url)} holds tables but is not an mlsub decision store",
+                hint="point db_url / MLSUB_DB_URL at an empty or an mlsub database",
+            )
+        current = current_revision(conn)
+    if current == head:
+        return head
+    if current is not None and _known(current):
+        raise SchemaOutOfDateError(
+            f"the decision store {display_url(url)} is at schema revision {current}, "
+            f"this mlsub needs {head}",
+            hint=f"upgrade it with: {upgrade_command}",
+            context={"url": display_url(url), "current": current, "head": head},
+        )
+    raise StoreError(
+        f"the decision store {display_url(url)} is at schema revision {current}, "
+        f"which this mlsub does not know (it needs {head})",
+        hint="the database was written by a newer mlsub: upgrade mlsub",
+        context={"url": display_url(url), "current": current, "head": head},
+    )
+
+
+def _known(revision: str) -> bool:
+    try:
+        return ScriptDirectory.from_config(alembic_config()).get_revision(revision) is not None
+    except CommandError:
+        return False

@@ -1,0 +1,93 @@
+"""The decision store interface and its contract.
+
+Every implementation (today :class:`~.sqlalchemy_store.SqlDecisionStore` on SQLite and
+PostgreSQL) passes ``tests/storage/test_store_contract.py``, which checks each point below.
+
+Contract
+--------
+1. **Snapshots.** Every method returns frozen dataclasses from :mod:`.records` (never ORM
+   rows or live objects); mutating the database later does not change them.
+2. **Exact round trip.** ``get(record(new).decision_id)`` returns the request, snapshot,
+   parameters and decision equal to ``new``'s (floats bit for bit), the snapshot digest
+   ``sha256(codec.dumps(encode_snapshot(snapshot)))``, and one ``planned`` transition.
+3. **Serialized planning.** ``with store.planning(cluster) as tx:`` holds a lock on
+   ``cluster`` from entry to exit: no two ``planning`` blocks on one cluster overlap, in
+   any number of processes. ``tx.reservations`` sees every decision committed before the
+   block began; ``tx.record`` is committed when the block exits normally and rolled back
+   when it raises. Blocks on different clusters may run at once (PostgreSQL) or one after
+   the other (SQLite locks the whole file).
+4. **Reservations.** ``reservations(cluster, now, epoch=, slot_seconds=)`` returns, on the
+   slot grid of ``epoch`` and ``slot_seconds`` (start floored, end ceiled), the usage of
+   every decision of ``cluster`` whose state is open (planned, submitted, running) and that
+   has not ended more than ``grace_s`` ago. Usage that ended by ``now`` is left out; a
+   decision that is past its predicted end but inside the grace holds the resources of its
+   last slot until end + grace (see :func:`.records.held`). Terminal decisions
+   (completed, failed, cancelled, submit-failed, released) reserve nothing.
+5. **Transitions.** ``transition`` appends to the history and changes the state only along
+   :data:`.states.ALLOWED`; anything else raises
+   :class:`~slurm_mlsched.errors.InvalidTransitionError` and changes nothing. History is
+   never rewritten.
+6. **Listing.** ``history(filter)`` returns summaries in creation order (oldest first),
+   matching every given field of the filter; ``limit`` keeps the newest ones.
+7. **Errors.** An unknown id raises :class:`~slurm_mlsched.errors.NotFoundError`; a
+   database failure raises :class:`~slurm_mlsched.errors.StoreError` (exit code 7).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Protocol
+
+from ..model import Reservation
+from .records import (
+    DecisionRecord,
+    DecisionSummary,
+    HistoryFilter,
+    NewDecision,
+    NewReplayRun,
+    ReplayRun,
+)
+from .states import DecisionState
+
+
+class PlanningSession(Protocol):
+    """What a caller may do while it holds a cluster's planning lock."""
+
+    def reservations(
+        self, now: datetime, *, epoch: datetime, slot_seconds: float
+    ) -> tuple[Reservation, ...]: ...
+
+    def record(self, new: NewDecision) -> DecisionRecord: ...
+
+
+class DecisionStore(Protocol):
+    """Persisted placement decisions, their state history, and replay runs."""
+
+    grace_s: float
+
+    def planning(self, cluster: str) -> AbstractContextManager[PlanningSession]: ...
+
+    def reservations(
+        self, cluster: str, now: datetime, *, epoch: datetime, slot_seconds: float
+    ) -> tuple[Reservation, ...]: ...
+
+    def get(self, decision_id: int) -> DecisionRecord: ...
+
+    def history(self, where: HistoryFilter = HistoryFilter()) -> tuple[DecisionSummary, ...]: ...
+
+    def transition(
+        self,
+        decision_id: int,
+        state: DecisionState,
+        at: datetime,
+        detail: str = "",
+        *,
+        slurm_job_id: str | None = None,
+    ) -> DecisionSummary: ...
+
+    def add_replay_run(self, run: NewReplayRun) -> ReplayRun: ...
+
+    def replay_runs(self) -> tuple[ReplayRun, ...]: ...
+
+    def close(self) -> None: ...

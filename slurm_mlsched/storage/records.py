@@ -1,0 +1,159 @@
+"""What the decision store hands out and takes in: frozen snapshots, never ORM rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..model import ClusterSnapshot, Decision, JobRequest, NodeCount, Reservation, Resources
+from ..placement.params import PlacementParams
+from .states import DecisionState
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One entry of a decision's append-only state history."""
+
+    state: DecisionState
+    at: datetime
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class NewDecision:
+    """A decision to record: the solver's inputs and output, and who asked."""
+
+    request: JobRequest
+    snapshot: ClusterSnapshot
+    params: PlacementParams
+    decision: Decision
+    user: str
+    host: str
+    created_at: datetime
+    packages: tuple[tuple[str, str], ...] = ()
+    script: str | None = None
+
+    @property
+    def start(self) -> datetime:
+        return self.snapshot.slot_start(self.decision.start_slot)
+
+    @property
+    def end(self) -> datetime:
+        return self.snapshot.slot_start(self.decision.end_slot + 1)
+
+
+@dataclass(frozen=True)
+class DecisionSummary:
+    """The columns of one decision that listings need (cheap to read)."""
+
+    decision_id: int
+    cluster: str
+    created_at: datetime
+    user: str
+    host: str
+    job_id: str
+    job_name: str
+    policy: str
+    form: str
+    mode: str
+    state: DecisionState
+    start: datetime
+    end: datetime
+    start_slot: int
+    end_slot: int
+    placement: tuple[NodeCount, ...]
+    slurm_job_id: str | None
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """A whole stored decision: its summary, every solver input, and its history."""
+
+    summary: DecisionSummary
+    request: JobRequest
+    snapshot: ClusterSnapshot
+    snapshot_sha256: str
+    params: PlacementParams
+    decision: Decision
+    seed: int
+    packages: tuple[tuple[str, str], ...]
+    script: str | None
+    transitions: tuple[Transition, ...]
+
+    @property
+    def decision_id(self) -> int:
+        return self.summary.decision_id
+
+    @property
+    def state(self) -> DecisionState:
+        return self.summary.state
+
+
+@dataclass(frozen=True)
+class HistoryFilter:
+    """Which decisions a listing returns (every field optional; all must match)."""
+
+    user: str | None = None
+    since: datetime | None = None
+    state: DecisionState | None = None
+    cluster: str | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class TimedReservation:
+    """A stored reservation in wall time: usage of ``machine`` over [start, end)."""
+
+    decision_id: int
+    machine: str
+    start: datetime
+    end: datetime
+    usage: Resources
+
+
+@dataclass(frozen=True)
+class NewReplayRun:
+    """A replay run to record: its configuration and one result mapping per policy."""
+
+    created_at: datetime
+    user: str
+    trace: str
+    config: Mapping[str, Any]
+    results: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class ReplayRun:
+    run_id: int
+    created_at: datetime
+    user: str
+    trace: str
+    config: Mapping[str, Any]
+    results: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+def to_slots(r: TimedReservation, epoch: datetime, slot_seconds: float) -> Reservation:
+    """``r`` on the slot grid of a snapshot: start floored, end ceiled (never narrower)."""
+    step = timedelta(seconds=slot_seconds)
+    start = (r.start - epoch) // step
+    end = -((epoch - r.end) // step)
+    return Reservation(r.machine, start, max(end, start + 1), r.usage, f"mlsub-{r.decision_id}")
+
+
+def held(
+    rows: tuple[TimedReservation, ...], decision_end: datetime, now: datetime, grace_s: float
+) -> tuple[TimedReservation, ...]:
+    """What one open decision holds at ``now`` (its rows ending at or before ``now`` are
+    dropped). While it runs past its predicted end (``decision_end <= now < decision_end +
+    grace``) the rows that end with it are held on until ``decision_end + grace``."""
+    grace_end = decision_end + timedelta(seconds=grace_s)
+    if now >= grace_end:
+        return ()
+    out = []
+    for r in rows:
+        end = grace_end if (r.end == decision_end and now >= decision_end) else r.end
+        if end > now:
+            out.append(TimedReservation(r.decision_id, r.machine, r.start, end, r.usage))
+    return tuple(out)

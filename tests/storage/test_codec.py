@@ -1,0 +1,135 @@
+"""The JSON codec round-trips every model type exactly, floats and ints included."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slurm_mlsched.model import (
+    ClusterSnapshot,
+    Decision,
+    Form,
+    JobProfile,
+    JobRequest,
+    Machine,
+    Mode,
+    Reservation,
+    Resources,
+    SlotPlan,
+)
+from slurm_mlsched.placement import PlacementParams
+from slurm_mlsched.storage import codec
+
+finite = st.floats(allow_nan=False, allow_infinity=False)
+positive = st.floats(min_value=1e-300, max_value=1e300, allow_nan=False)
+amount = st.one_of(st.integers(0, 10**6), st.floats(0, 1e12, allow_nan=False))
+names = st.text(min_size=1, max_size=12)
+times = st.datetimes(timezones=st.just(UTC))
+
+resources = st.builds(Resources, amount, amount, amount)
+reservations = st.builds(
+    Reservation, names, st.integers(-100, 100), st.integers(-100, 100), resources, st.text()
+)
+
+
+@st.composite
+def snapshots(draw: st.DrawFn) -> ClusterSnapshot:
+    machine_names = draw(st.lists(names, min_size=1, max_size=5, unique=True))
+    machines = tuple(Machine(n, draw(resources)) for n in machine_names)
+    return ClusterSnapshot(
+        machines,
+        tuple(draw(st.lists(reservations, max_size=4))),
+        slot_seconds=draw(positive),
+        epoch=draw(times),
+        now_slot=draw(st.integers(-(2**40), 2**40)),
+    )
+
+
+profiles = st.builds(
+    JobProfile, positive, st.floats(0, 1e9), positive, positive,
+    st.one_of(st.none(), positive), names,
+)  # fmt: skip
+requests = st.builds(
+    JobRequest, names, st.integers(0, 10**6), positive, st.integers(1, 1000), resources,
+    resources, profiles, st.one_of(st.none(), st.integers(1, 100)), st.text(max_size=8),
+)  # fmt: skip
+pairs = st.lists(st.tuples(names, st.integers(0, 64)), max_size=4).map(tuple)
+plans = st.builds(
+    SlotPlan, st.integers(0, 10**6), st.sampled_from(Mode), pairs, pairs, st.integers(1, 100)
+)
+stats = st.lists(st.tuples(names, finite), max_size=4).map(tuple)
+decisions = st.builds(
+    Decision,
+    job_id=names, policy=names, form=st.sampled_from(Form), seed=st.integers(0, 2**63 - 1),
+    slots=st.lists(plans, max_size=3).map(tuple), start_slot=st.integers(0, 10**6),
+    end_slot=st.integers(0, 10**6), work_covered=finite, arrival_slot=st.integers(0, 10**6),
+    lp_deadline=st.one_of(st.none(), st.integers(0, 10**6)),
+    lp_value=st.one_of(st.none(), finite), trials=st.integers(0, 1000),
+    repair_actions=st.lists(st.text(), max_size=3).map(tuple), solver=st.text(),
+    solver_version=st.text(), timings_ms=stats, notes=st.lists(st.text(), max_size=2).map(tuple),
+    stats=stats,
+)  # fmt: skip
+params = st.builds(
+    PlacementParams, form=st.sampled_from(Form), seed=st.integers(0, 2**63 - 1),
+    trials=st.integers(1, 100), scale=positive, time_limit_s=positive, time_weight=finite,
+    tight_links=st.booleans(),
+)  # fmt: skip
+
+CASES = [
+    (snapshots(), codec.encode_snapshot, codec.decode_snapshot),
+    (requests, codec.encode_request, codec.decode_request),
+    (decisions, codec.encode_decision, codec.decode_decision),
+    (params, codec.encode_params, codec.decode_params),
+]
+
+
+@pytest.mark.parametrize(("strategy", "encode", "decode"), CASES, ids=lambda c: "")
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_round_trip_through_canonical_text(strategy, encode, decode, data) -> None:  # type: ignore[no-untyped-def]
+    value = data.draw(strategy)
+    text = codec.dumps(encode(value))
+    again = decode(codec.loads(text))
+    assert again == value
+    assert codec.dumps(encode(again)) == text  # bit for bit, types included
+    assert json.loads(text) == encode(value)
+
+
+def test_ints_stay_ints_and_floats_stay_floats() -> None:
+    r = codec.decode_resources(
+        codec.loads(codec.dumps(codec.encode_resources(Resources(4, 0.1, 3.0))))
+    )
+    assert (type(r.gpu), type(r.cpu), type(r.mem)) == (int, float, float)
+    assert r.cpu == 0.1
+
+
+def test_canonical_text_and_digest_are_stable() -> None:
+    text = codec.dumps({"b": 1, "a": [0.1, "é"]})
+    assert text == '{"a":[0.1,"é"],"b":1}'
+    assert codec.digest(text) == codec.digest('{"a":[0.1,"é"],"b":1}')
+
+
+@pytest.mark.parametrize(
+    ("decode", "data", "needle"),
+    [
+        (codec.decode_resources, {"gpu": 1, "cpu": 1}, "missing field 'mem'"),
+        (codec.decode_resources, {"gpu": "1", "cpu": 1, "mem": 1}, "'gpu' must be a number"),
+        (codec.decode_params, {"sed": 1}, "unknown field"),
+        (codec.decode_slot_plan, {"slot": 0, "mode": "x", "workers": [], "ps": [], "length": 1},
+         "mode"),
+        (codec.decode_time, "yesterday", "ISO 8601"),
+        (codec.decode_snapshot, [], "JSON object"),
+    ],
+)  # fmt: skip
+def test_bad_data_is_a_codec_error(decode, data, needle) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(codec.CodecError, match=needle):
+        decode(data)
+
+
+def test_times_keep_their_instant() -> None:
+    t = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
+    assert codec.decode_time(codec.encode_time(t)) == t
