@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test unit lint typecheck bench clean
+.PHONY: venv demo test unit lint typecheck bench clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -31,8 +31,18 @@ typecheck: venv
 unit: venv
 	$(PY) -m pytest -q tests
 
+# pytest between cluster-up and cluster-down (also when tests fail): scripts/test.sh
 test: venv lint typecheck
-	$(PY) -m pytest -q tests
+	PY=$(PY) bash scripts/test.sh tests
+
+# A real 4-node Slurm cluster on this host (root; apt-get installs Slurm if missing).
+# Started here, it is yours: `make test` uses it and leaves it running.
+LAB_MARKER = $${SLURM_LAB_BASE:-/tmp/slurm-lab}/started-by-test
+cluster-up:
+	bash scripts/slurm-lab/start-cluster.sh && rm -f $(LAB_MARKER)
+
+cluster-down:
+	bash scripts/slurm-lab/stop-cluster.sh && rm -f $(LAB_MARKER)
 
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md

@@ -24,6 +24,7 @@ from ..errors import InputError
 from ..services.clock import Clock, FixedClock, WallClock
 from ..services.plan import plan_from_files
 from ..services.policies import list_policies
+from . import cluster as cluster_cli
 from . import output
 from .decisions import plan_reserved, register
 from .errors import handle_errors
@@ -226,6 +227,7 @@ def policies(
 
 
 register(app, clock=_clock, debug=_debug)
+cluster_cli.register(app, clock=_clock, debug=_debug)
 
 
 def main() -> None:

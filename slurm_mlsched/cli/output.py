@@ -314,3 +314,51 @@ def show_db_upgrade(info: Mapping[str, Any], *, as_json: bool) -> None:
         typer.echo(f"{info['url']}: already at {info['after']}")
     else:
         typer.echo(f"{info['url']}: upgraded {before} -> {info['after']}")
+
+
+def show_cluster(state: Mapping[str, Any], *, as_json: bool) -> None:
+    """Render ``ClusterState.as_dict()``: JSON, or one row per node and a summary."""
+    if as_json:
+        show_json(state)
+        return
+    console = _out()
+    version = state["slurm_version"] or "?"
+    console.print(
+        Text(
+            f"Cluster at {_short_time(state['now'])[:19]} UTC: Slurm {version}, "
+            f"read with {state['source']}",
+            style="bold",
+        ),
+        soft_wrap=True,
+    )
+    table = Table("node", "state", "GPUs", "CPUs", "memory", title="free now / total")
+    table.add_column("running jobs", overflow="fold")
+    for node in state["nodes"]:
+        free, total = node["free_now"], node["total"]
+        table.add_row(
+            node["name"],
+            node["state"].lower() + ("" if node["usable"] else " (excluded)"),
+            f"{free['gpus']:g}/{total['gpus']:g}",
+            f"{free['cpus']:g}/{total['cpus']:g}",
+            f"{format_mem_mib(free['mem_mib'])}/{format_mem_mib(total['mem_mib'])}",
+            ", ".join(node["jobs"]) or "—",
+        )
+    console.print(table)
+    free, capacity = state["free_now"], state["capacity"]
+    usable = sum(1 for n in state["nodes"] if n["usable"])
+    console.print(
+        f"{usable} usable node(s) of {len(state['nodes'])}; free now "
+        f"{free['gpus']:g}/{capacity['gpus']:g} GPUs, {free['cpus']:g}/{capacity['cpus']:g} "
+        f"CPUs, {format_mem_mib(free['mem_mib'])}/{format_mem_mib(capacity['mem_mib'])}; "
+        f"{len(state['jobs'])} running job(s)",
+        soft_wrap=True,
+    )
+    for excluded in state["excluded"]:
+        console.print(
+            Text.assemble(
+                ("excluded", "bold yellow"), f": {excluded['name']}: {excluded['reason']}"
+            ),
+            soft_wrap=True,
+        )
+    for note in state["notes"]:
+        console.print(Text.assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)

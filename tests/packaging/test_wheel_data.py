@@ -63,3 +63,35 @@ def test_wheel_ships_the_migrations_and_uses_them(wheel: Path, tmp_path: Path) -
     assert package.startswith(str(tmp_path / "site"))
     assert migrations == str(tmp_path / "site" / "slurm_mlsched" / "_data" / "migrations")
     assert message.endswith("upgraded (empty) -> 0002")
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_sbatch_templates_and_renders_from_them(
+    wheel: Path, tmp_path: Path
+) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        zf.extractall(tmp_path / "site")
+    for source in (ROOT / "sbatch_templates").glob("*.j2"):
+        assert f"slurm_mlsched/_data/sbatch_templates/{source.name}" in names
+    probe = (
+        "from slurm_mlsched.model import *; from slurm_mlsched.sbatch import *; "
+        "plan = SlotPlan(0, Mode.COLOCATED, (('n1', 1),), (('n1', 1),)); "
+        "d = Decision('j', 'hand', Form.NON_ELASTIC, 0, (plan,), 0, 0, 1.0); "
+        "job = JobRequest('j', 0, 1.0, 1, Resources(1, 1, 1024), Resources(0, 1, 512), "
+        "JobProfile(0.1, 1.0, 10.0, 10.0)); "
+        "print(template_dir()); "
+        "print(render_sbatch(d, job, {}, ScriptSpec(('true',), 'j')).text.splitlines()[0])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # not the checkout: its package would shadow the wheel's
+    )
+    assert done.returncode == 0, done.stderr
+    where, first_line = done.stdout.splitlines()
+    assert where == str(tmp_path / "site" / "slurm_mlsched" / "_data" / "sbatch_templates")
+    assert first_line == "#!/bin/bash"

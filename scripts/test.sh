@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# scripts/test.sh [PYTEST ARGS...] - the test suite, with a real local Slurm cluster.
+#
+# Starts the lab cluster (scripts/slurm-lab/start-cluster.sh: 4 nodes on this host, as
+# root; installs Slurm with apt-get if missing) before pytest and stops it afterwards,
+# also when tests fail or the run is interrupted (trap on EXIT). Without root, or when
+# the cluster cannot start, pytest still runs: the integration tests then skip with the
+# reason, except under CI=true, where they fail.
+#
+# Sharing: a cluster that was already running and not started by a test run (someone ran
+# `make cluster-up`) is used and left running. Test runs on one machine share the cluster
+# they start: each holds a shared lock on $SLURM_LAB_LOCK (default
+# /tmp/slurm-lab.users.lock) while pytest runs, and the run that finishes last stops it.
+# SLURM_LAB_KEEP=1 leaves it running (`make cluster-down` stops it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+LAB=scripts/slurm-lab
+USERS_LOCK=${SLURM_LAB_LOCK:-/tmp/slurm-lab.users.lock}
+STATE_LOCK=$USERS_LOCK.state
+# marks a cluster that a test run started (cleared by make cluster-up / cluster-down)
+MARKER=${SLURM_LAB_BASE:-/tmp/slurm-lab}/started-by-test
+LOG=${TMPDIR:-/tmp}/slurm-lab-test-$$.log
+
+say() { echo "[test.sh] $*"; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+running() { command -v scontrol >/dev/null && timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'; }
+
+start_cluster() {
+  exec 8>"$STATE_LOCK" 9>"$USERS_LOCK"
+  flock -x 8  # one start or stop at a time
+  if running && [ -e "$MARKER" ]; then
+    say "using the Slurm cluster another test run started"
+  elif running; then
+    say "using the Slurm cluster that is already running (it stays up afterwards)"
+  else
+    local t; t=$(now)
+    if bash "$LAB/start-cluster.sh" > "$LOG" 2>&1; then
+      mkdir -p "$(dirname "$MARKER")" && touch "$MARKER"
+      say "Slurm cluster up in $(since "$t") s ($(grep -o 'Slurm [0-9.]*' "$LOG" | head -1))"
+    else
+      say "the Slurm cluster did not start; the integration tests will skip (fail under CI)"
+      tail -n 20 "$LOG"
+    fi
+  fi
+  flock -s 9  # this run uses the cluster until it ends
+  flock -u 8
+}
+
+stop_cluster() {
+  flock -x 8
+  if [ "${SLURM_LAB_KEEP:-0}" = 1 ]; then
+    say "SLURM_LAB_KEEP=1: leaving the Slurm cluster running (make cluster-down stops it)"
+  elif [ ! -e "$MARKER" ]; then
+    : # not started by a test run: leave it alone
+  elif flock -x -n 9; then  # no other test run holds it
+    local t; t=$(now)
+    bash "$LAB/stop-cluster.sh" >> "$LOG" 2>&1
+    rm -f "$MARKER"
+    say "Slurm cluster stopped in $(since "$t") s"
+  else
+    say "another test run still uses the Slurm cluster: leaving it up"
+  fi
+  flock -u 8
+}
+
+if [ "$(id -u)" = 0 ]; then
+  start_cluster
+  trap stop_cluster EXIT
+  trap 'exit 130' INT TERM
+else
+  say "not root: the Slurm cluster is not started; the integration tests will skip"
+fi
+
+T=$(now)
+"$PY" -m pytest -q "$@"
+status=$?
+say "pytest finished in $(since "$T") s with exit status $status"
+exit "$status"

@@ -1,0 +1,215 @@
+"""The ``cluster`` use case: the live cluster as a snapshot the placement core can read.
+
+:func:`build_cluster_state` is pure: a :class:`~slurm_mlsched.slurm.nodes.NodeState`, the
+time ``now`` and the slot length Δ in, a :class:`ClusterState` out:
+
+* machines: the usable nodes, capacity = configured CPUs, memory (RealMemory, MiB) and
+  GPU GRES; nodes that are down, drained or not responding are left out and listed in
+  ``excluded`` with the reason;
+* time: slot 0 is the Δ-slot containing ``now`` (``now`` floored to a multiple of Δ from
+  the Unix epoch, as for cluster files without ``epoch``), and the snapshot's
+  ``now_slot`` is 0;
+* reservations: what each running job holds on each usable node, from slot 0 to the
+  slot containing its expected end (end exclusive: ``ceil((end − epoch) / Δ)``, at least
+  1, since it holds the node now). A job without a time limit (or with an end Slurm does
+  not report) holds until ``UNKNOWN_END_HORIZON``;
+* ``extra`` reservations (e.g. decisions not yet running) are added as they are, those on
+  usable nodes only.
+
+:func:`read_cluster_state` is the wiring: read the source, then build. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from .. import __version__
+from ..files.cluster_file import DEFAULT_SLOT_SECONDS, as_utc, floor_to_slot
+from ..model import ClusterSnapshot, Machine, Reservation, Resources
+from ..slurm.nodes import NodeState, NodeStateSource
+from ..slurm.parse import JobRecord, NodeRecord
+from .clock import Clock
+
+#: Version of the ``mlsub cluster --json`` shape; bump on any incompatible change.
+CLUSTER_SCHEMA_VERSION = 1
+#: How long a job with no time limit is assumed to hold its nodes (Slurm's own figure).
+UNKNOWN_END_HORIZON = timedelta(days=365)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node as ``mlsub cluster`` shows it."""
+
+    record: NodeRecord
+    usable: bool
+    reason: str | None
+    total: Resources
+    used_now: Resources
+    jobs: tuple[str, ...]
+
+    @property
+    def free_now(self) -> Resources:
+        return Resources(
+            max(0.0, self.total.gpu - self.used_now.gpu),
+            max(0.0, self.total.cpu - self.used_now.cpu),
+            max(0.0, self.total.mem - self.used_now.mem),
+        )
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    snapshot: ClusterSnapshot
+    nodes: tuple[NodeView, ...]
+    jobs: tuple[JobRecord, ...]
+    now: datetime
+    source: str
+    slurm_version: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def excluded(self) -> tuple[NodeView, ...]:
+        return tuple(n for n in self.nodes if not n.usable)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``mlsub cluster --json`` (documented in docs/user-guide.md)."""
+        snap = self.snapshot
+        usable = [n for n in self.nodes if n.usable]
+        return {
+            "schema": CLUSTER_SCHEMA_VERSION,
+            "mlsub_version": __version__,
+            "source": self.source,
+            "slurm_version": self.slurm_version,
+            "now": self.now.isoformat(),
+            "slot_seconds": snap.slot_seconds,
+            "epoch": snap.epoch.isoformat(),
+            "nodes": [_node_dict(n) for n in self.nodes],
+            "excluded": [{"name": n.record.name, "reason": n.reason} for n in self.excluded],
+            "jobs": [_job_dict(j) for j in self.jobs],
+            "reservations": [_reservation_dict(r) for r in snap.reservations],
+            "capacity": _resources(_sum(n.total for n in usable)),
+            "free_now": _resources(_sum(n.free_now for n in usable)),
+            "notes": list(self.notes),
+        }
+
+
+def build_cluster_state(
+    state: NodeState,
+    *,
+    now: datetime,
+    slot_seconds: float = DEFAULT_SLOT_SECONDS,
+    extra: Iterable[Reservation] = (),
+) -> ClusterState:
+    """The snapshot and per-node view of ``state`` at ``now`` (pure; see the module doc)."""
+    now = as_utc(now)
+    epoch = floor_to_slot(now, slot_seconds)
+    usable = {n.name for n in state.usable()}
+    holdings: dict[str, list[tuple[JobRecord, Resources]]] = {n.name: [] for n in state.nodes}
+    for job in state.jobs:
+        for alloc in job.allocations:
+            usage = Resources(float(alloc.gpus), float(alloc.cpus), alloc.memory_mib)
+            holdings.setdefault(alloc.node, []).append((job, usage))
+    reservations = [
+        Reservation(node, 0, _end_slot(job.end_time, now, epoch, slot_seconds), usage, job.job_id)
+        for node, held in holdings.items()
+        if node in usable
+        for job, usage in held
+    ]
+    machines = tuple(Machine(n.name, _capacity(n)) for n in state.nodes if n.name in usable)
+    snapshot = ClusterSnapshot(
+        machines=machines,
+        reservations=tuple(reservations) + tuple(r for r in extra if r.machine in usable),
+        slot_seconds=slot_seconds,
+        epoch=epoch,
+        now_slot=0,
+    )
+    views = tuple(
+        NodeView(
+            record=n,
+            usable=n.name in usable,
+            reason=n.unusable_reason(),
+            total=_capacity(n),
+            used_now=_sum(u for _, u in holdings.get(n.name, ())),
+            jobs=tuple(dict.fromkeys(j.job_id for j, _ in holdings.get(n.name, ()))),
+        )
+        for n in state.nodes
+    )
+    return ClusterState(
+        snapshot=snapshot,
+        nodes=views,
+        jobs=state.jobs,
+        now=now,
+        source=state.source,
+        slurm_version=state.slurm_version,
+        notes=state.notes,
+    )
+
+
+def read_cluster_state(
+    source: NodeStateSource, *, clock: Clock, slot_seconds: float = DEFAULT_SLOT_SECONDS
+) -> ClusterState:
+    """Read the live state once and build the snapshot (``mlsub cluster``, submission)."""
+    now = clock.now()
+    return build_cluster_state(source.read(now), now=now, slot_seconds=slot_seconds)
+
+
+def _capacity(node: NodeRecord) -> Resources:
+    return Resources(float(node.gpus), float(node.cpus), node.memory_mib)
+
+
+def _end_slot(end: datetime | None, now: datetime, epoch: datetime, slot_seconds: float) -> int:
+    """The first slot after the job's expected end (exclusive end), at least 1."""
+    end = now + UNKNOWN_END_HORIZON if end is None else as_utc(end)
+    return max(1, math.ceil((end - epoch).total_seconds() / slot_seconds - 1e-9))
+
+
+def _sum(items: Iterable[Resources]) -> Resources:
+    total = Resources()
+    for item in items:
+        total = total + item
+    return total
+
+
+def _resources(r: Resources) -> dict[str, float]:
+    return {"gpus": r.gpu, "cpus": r.cpu, "mem_mib": r.mem}
+
+
+def _node_dict(view: NodeView) -> dict[str, Any]:
+    return {
+        "name": view.record.name,
+        "state": view.record.state_text,
+        "usable": view.usable,
+        "reason": view.reason,
+        "address": view.record.address,
+        "total": _resources(view.total),
+        "used_now": _resources(view.used_now),
+        "free_now": _resources(view.free_now),
+        "jobs": list(view.jobs),
+    }
+
+
+def _job_dict(job: JobRecord) -> dict[str, Any]:
+    return {
+        "id": job.job_id,
+        "name": job.name,
+        "state": job.state,
+        "end": job.end_time.isoformat() if job.end_time else None,
+        "exact": job.exact,
+        "allocations": [
+            {"node": a.node, "gpus": a.gpus, "cpus": a.cpus, "mem_mib": a.memory_mib}
+            for a in job.allocations
+        ],
+    }
+
+
+def _reservation_dict(r: Reservation) -> dict[str, Any]:
+    return {
+        "node": r.machine,
+        "job_id": r.job_id,
+        "start_slot": r.start_slot,
+        "end_slot": r.end_slot,
+        **_resources(r.usage),
+    }

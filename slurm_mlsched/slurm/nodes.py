@@ -1,0 +1,288 @@
+"""Node state sources: what the nodes have and what running jobs hold on them, live.
+
+* :class:`NodeStateSource` is the interface: ``read(now)`` -> :class:`NodeState`.
+* :class:`SlurmCliSource` reads it with the Slurm commands through one
+  :class:`~slurm_mlsched.slurm.runner.CommandRunner`: ``sinfo -N --json`` and
+  ``squeue --all --json`` where the Slurm version has JSON (21.08+, so both supported
+  versions), else ``scontrol -o show nodes`` and ``squeue -h -o``.
+* :class:`PyslurmSource` reads it with pyslurm's ``Nodes.load()`` / ``Jobs.load()``; it is
+  used only when pyslurm imports and was built for the cluster's Slurm release (pyslurm
+  ``X.Y.Z`` is for Slurm ``X.Y``).
+* :func:`select_source` picks one and says why.
+
+Nothing is dropped silently: :class:`NodeState` keeps every node; nodes that are down,
+drained or not responding are reported by :meth:`NodeState.excluded`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+from ..errors import SlurmError
+from .parse import (
+    HOLDING_STATES,
+    SQUEUE_TEXT_FORMAT,
+    JobRecord,
+    NodeAllocation,
+    NodeRecord,
+    SlurmVersion,
+    parse_scontrol_nodes,
+    parse_sinfo_json,
+    parse_squeue_json,
+    parse_squeue_text,
+    split_state,
+)
+from .runner import CommandRunner, SlurmCommands
+
+#: ``squeue -t`` states whose jobs hold an allocation (text mode asks only for these).
+_HOLDING_STATES_ARG = ",".join(sorted(HOLDING_STATES))
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """One reading of the cluster: every node, and the jobs that hold resources now."""
+
+    nodes: tuple[NodeRecord, ...]
+    jobs: tuple[JobRecord, ...]
+    source: str
+    slurm_version: str = ""
+    notes: tuple[str, ...] = ()
+
+    def usable(self) -> tuple[NodeRecord, ...]:
+        return tuple(n for n in self.nodes if n.unusable_reason() is None)
+
+    def excluded(self) -> tuple[tuple[NodeRecord, str], ...]:
+        """Nodes that cannot take work, each with why (``drained (maintenance)``)."""
+        out = []
+        for node in self.nodes:
+            why = node.unusable_reason()
+            if why is not None:
+                out.append((node, why))
+        return tuple(out)
+
+
+class NodeStateSource(Protocol):
+    """Reads the live state of the cluster."""
+
+    @property
+    def description(self) -> str:
+        """What the source reads, for messages and ``mlsub cluster`` (one line)."""
+        ...
+
+    def read(self, now: datetime) -> NodeState:
+        """Nodes and running jobs now; ``now`` turns relative times into absolute ones."""
+        ...
+
+
+Mode = Literal["auto", "json", "text"]
+
+
+class SlurmCliSource:
+    """The Slurm commands, through a runner. ``mode``: ``auto`` (JSON when the version has
+    it), ``json`` or ``text``."""
+
+    def __init__(self, runner: CommandRunner | SlurmCommands, *, mode: Mode = "auto") -> None:
+        self.slurm = runner if isinstance(runner, SlurmCommands) else SlurmCommands(runner)
+        self.mode: Mode = mode
+
+    @property
+    def description(self) -> str:
+        return f"Slurm commands ({self.mode})"
+
+    def _use_json(self, version: SlurmVersion) -> bool:
+        return self.mode == "json" or (self.mode == "auto" and version.has_json())
+
+    def read(self, now: datetime) -> NodeState:
+        version = self.slurm.version()
+        if self._use_json(version):
+            nodes = parse_sinfo_json(self.slurm.run(["sinfo", "-N", "--json"]))
+            jobs = parse_squeue_json(self.slurm.run(["squeue", "--all", "--json"]))
+            source = "sinfo -N --json, squeue --all --json"
+            notes: tuple[str, ...] = ()
+        else:
+            nodes = parse_scontrol_nodes(self.slurm.run(["scontrol", "-o", "show", "nodes"]))
+            argv = ["squeue", "--all", "-h", "-t", _HOLDING_STATES_ARG, "-o", SQUEUE_TEXT_FORMAT]
+            jobs = parse_squeue_text(self.slurm.run(argv), now)
+            source = "scontrol -o show nodes, squeue -h -o"
+            notes = _estimate_notes(jobs)
+        return NodeState(
+            nodes=nodes,
+            jobs=tuple(j for j in jobs if j.holds_resources),
+            source=source,
+            slurm_version=str(version),
+            notes=notes,
+        )
+
+
+def _estimate_notes(jobs: Iterable[JobRecord]) -> tuple[str, ...]:
+    estimated = [j.job_id for j in jobs if j.holds_resources and not j.exact]
+    if not estimated:
+        return ()
+    return (
+        "per-node holdings of multi-node jobs are their totals split evenly (squeue -o "
+        f"gives no more): {', '.join(estimated)}",
+    )
+
+
+# --- pyslurm -------------------------------------------------------------------------
+
+
+class PyslurmSource:
+    """pyslurm's ``Nodes.load()`` and ``Jobs.load()`` (the API of pyslurm 23.2 and later,
+    attribute names from its ``node.pxd`` / ``job.pxd``). ``module`` is the imported
+    ``pyslurm`` (tests pass a stand-in)."""
+
+    def __init__(self, module: Any, slurm_version: str = "") -> None:
+        self.module = module
+        self.slurm_version = slurm_version
+
+    @property
+    def description(self) -> str:
+        return f"pyslurm {getattr(self.module, '__version__', '?')}"
+
+    def read(self, now: datetime) -> NodeState:
+        try:
+            nodes = tuple(_pyslurm_node(n) for n in _members(self.module.Nodes.load()))
+            jobs = tuple(_pyslurm_job(j) for j in _members(self.module.Jobs.load()))
+        except SlurmError:
+            raise
+        except Exception as exc:  # pyslurm raises RPCError and friends: one funnel
+            raise SlurmError(
+                f"pyslurm failed: {type(exc).__name__}: {exc}",
+                hint="the error came from the Slurm C library through pyslurm; check "
+                "`scontrol ping`, or uninstall pyslurm to use the Slurm commands",
+                context={"source": self.description},
+            ) from None
+        return NodeState(
+            nodes=nodes,
+            jobs=tuple(j for j in jobs if j.holds_resources),
+            source=f"{self.description} (Nodes.load, Jobs.load)",
+            slurm_version=self.slurm_version,
+        )
+
+
+def _members(collection: Any) -> list[Any]:
+    """pyslurm collections are dicts (name/id -> object) in some releases, lists in others."""
+    if isinstance(collection, Mapping):
+        return list(collection.values())
+    return list(collection)
+
+
+def _pyslurm_gpus(gres: object) -> int:
+    """``configured_gres`` / ``allocated_gres``: ``{"gpu": 4}``, ``{"gpu:a100": 2}``, or with
+    indexes ``{"gpu": {"count": "2", "indexes": "0-1"}}``."""
+    if not isinstance(gres, Mapping):
+        return 0
+    total = 0
+    for key, value in gres.items():
+        if str(key).split(":")[0] != "gpu":
+            continue
+        count = value.get("count", 0) if isinstance(value, Mapping) else value
+        total += int(count or 0)
+    return total
+
+
+def _pyslurm_node(node: Any) -> NodeRecord:
+    state, flags = split_state(str(node.state or "UNKNOWN"))
+    return NodeRecord(
+        name=str(node.name),
+        state=state,
+        flags=flags,
+        cpus=int(node.total_cpus or 0),
+        memory_mib=float(node.real_memory or 0),
+        gpus=_pyslurm_gpus(node.configured_gres),
+        address=str(node.address or ""),
+        reason=str(node.reason or ""),
+        alloc_cpus=int(node.allocated_cpus or 0),
+        alloc_memory_mib=float(node.allocated_memory or 0),
+        alloc_gpus=_pyslurm_gpus(node.allocated_gres),
+    )
+
+
+def _count_ids(text: str) -> int:
+    """``0-1,4`` -> 3."""
+    total = 0
+    for part in filter(None, (p.strip() for p in str(text).split(","))):
+        lo, _, hi = part.partition("-")
+        total += int(hi) - int(lo) + 1 if hi else 1
+    return total
+
+
+def _pyslurm_job(job: Any) -> JobRecord:
+    layout = job.get_resource_layout_per_node() or {}
+    allocations = tuple(
+        NodeAllocation(
+            node=str(node),
+            cpus=_count_ids(res.get("cpu_ids") or ""),
+            memory_mib=float(res.get("memory") or 0),
+            gpus=_pyslurm_gpus(res.get("gres")),
+        )
+        for node, res in layout.items()
+    )
+    job_id = str(job.id)
+    het = getattr(job, "heterogeneous_id", None)
+    if het:
+        job_id = f"{het}+{getattr(job, 'heterogeneous_offset', 0) or 0}"
+    end = job.end_time
+    unlimited = job.time_limit in (None, "UNLIMITED")
+    return JobRecord(
+        job_id=job_id,
+        name=str(job.name or ""),
+        state=str(job.state or "").upper(),
+        allocations=allocations,
+        end_time=None if unlimited or not end else datetime.fromtimestamp(end, tz=UTC),
+        comment=str(getattr(job, "comment", "") or ""),
+        nodes=tuple(a.node for a in allocations),
+    )
+
+
+# --- selection -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceChoice:
+    source: NodeStateSource
+    reason: str
+
+
+Importer = Callable[[str], Any]
+
+
+def pyslurm_release(version_text: str) -> tuple[int, int] | None:
+    """pyslurm ``25.11.0`` -> (25, 11): the Slurm release it was built for."""
+    match = re.match(r"\s*(\d+)\.(\d+)", version_text)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def select_source(
+    runner: CommandRunner | SlurmCommands,
+    *,
+    importer: Importer = importlib.import_module,
+) -> SourceChoice:
+    """pyslurm when it imports and matches the cluster's Slurm ``major.minor``, else the
+    Slurm commands. The cluster's version comes from ``sinfo --version``."""
+    slurm = runner if isinstance(runner, SlurmCommands) else SlurmCommands(runner)
+    cli = SlurmCliSource(slurm)
+    try:
+        module = importer("pyslurm")
+    except ImportError:
+        return SourceChoice(cli, "pyslurm is not installed")
+    except (OSError, RuntimeError) as exc:  # built against another libslurm
+        return SourceChoice(cli, f"pyslurm does not load here ({type(exc).__name__}: {exc})")
+    theirs = pyslurm_release(str(getattr(module, "__version__", "")))
+    ours = slurm.version()
+    if theirs != (ours.major, ours.minor):
+        shown = ".".join(map(str, theirs)) if theirs else "unknown"
+        return SourceChoice(
+            cli,
+            f"pyslurm {getattr(module, '__version__', '?')} is for Slurm {shown}, "
+            f"the cluster runs Slurm {ours}",
+        )
+    return SourceChoice(
+        PyslurmSource(module, str(ours)), f"pyslurm matches the cluster's Slurm {ours.release}"
+    )

@@ -1,0 +1,146 @@
+"""The real local Slurm cluster (scripts/slurm-lab/) for the integration tests.
+
+``make test`` starts it before pytest (scripts/test.sh). Run alone, these tests start it
+themselves when they can (root; start-cluster.sh is idempotent) and leave it running
+(``make cluster-down`` stops it). When it cannot run (not root, the start fails) they
+skip with the reason, except under ``CI=true``, where that is a failure.
+
+Every wait polls the cluster's state (never sleep-then-assert: Slurm's views lag).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from slurm_mlsched.errors import SlurmError
+from slurm_mlsched.slurm.parse import parse_sbatch_parsable, parse_sinfo_text
+from slurm_mlsched.slurm.runner import LocalRunner, SlurmCommands
+from tests.conftest import require_or_skip
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = ROOT / "scripts" / "slurm-lab"
+NODES = ("node1", "node2", "node3", "node4")
+#: Job states after which a job holds nothing any more.
+FINISHED = frozenset(
+    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL"}
+)
+
+T = TypeVar("T")
+
+
+def poll(what: str, check: Callable[[], T | None], timeout: float = 30, every: float = 0.2) -> T:
+    """Call ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while True:
+        last = check()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what} ({last!r})")
+        time.sleep(every)
+
+
+def _all_nodes_usable(slurm: SlurmCommands) -> bool:
+    try:
+        nodes = parse_sinfo_text(slurm.run(["sinfo", "-h", "-N", "-o", "%N|%T|%c|%m|%G"]))
+    except SlurmError:
+        return False
+    return sorted(n.name for n in nodes if n.unusable_reason() is None) == list(NODES)
+
+
+def _cluster_problem() -> str | None:
+    """Why the lab cluster cannot be used here, or None once it is up with 4 usable nodes."""
+    if os.geteuid() != 0:
+        return "not root: the local Slurm cluster (make cluster-up) runs as root"
+    if _all_nodes_usable(SlurmCommands(LocalRunner(), timeout=10)):
+        return None
+    started = subprocess.run(
+        ["bash", str(LAB / "start-cluster.sh")], capture_output=True, text=True, timeout=900
+    )
+    if started.returncode != 0:
+        tail = "\n".join((started.stdout + started.stderr).strip().splitlines()[-15:])
+        return f"the local Slurm cluster did not start (start-cluster.sh):\n{tail}"
+    try:
+        poll("4 usable nodes", lambda: _all_nodes_usable(SlurmCommands(LocalRunner())), 60)
+    except AssertionError as exc:
+        return str(exc)
+    return None
+
+
+@dataclass
+class LabCluster:
+    """The running cluster, and what one test did to it (undone afterwards)."""
+
+    slurm: SlurmCommands
+    jobs: list[int] = field(default_factory=list)
+    drained: list[str] = field(default_factory=list)
+
+    def sbatch(self, *args: str) -> int:
+        job = parse_sbatch_parsable(self.slurm.run(["sbatch", "--parsable", *args])).job_id
+        self.jobs.append(job)
+        return job
+
+    def states(self, job: int) -> list[str]:
+        """States of the job (all components of a heterogeneous one), finished ones too."""
+        out = self.slurm.run(["squeue", "-h", "-t", "all", "-j", str(job), "-o", "%T"])
+        return [line.strip() for line in out.splitlines() if line.strip()]
+
+    def wait_finished(self, job: int, timeout: float = 120) -> list[str]:
+        return poll(
+            f"job {job} to finish",
+            lambda: (s := self.states(job)) and all(x in FINISHED for x in s) and s,
+            timeout,
+        )
+
+    def wait_running(self, job: int, timeout: float = 120) -> list[str]:
+        return poll(
+            f"job {job} to run",
+            lambda: (s := self.states(job)) and all(x == "RUNNING" for x in s) and s,
+            timeout,
+        )
+
+    def drain(self, node: str, reason: str) -> None:
+        self.drained.append(node)
+        self.slurm.run(
+            ["scontrol", "update", f"nodename={node}", "state=drain", f"reason={reason}"]
+        )
+
+    def cleanup(self) -> None:
+        if self.jobs:
+            self.slurm.run(["scancel", *map(str, self.jobs)])
+        for node in self.drained:
+            self.slurm.run(["scontrol", "update", f"nodename={node}", "state=resume"])
+        self.jobs.clear()
+        self.drained.clear()
+
+
+@pytest.fixture(scope="session")
+def lab_ready() -> None:
+    problem = _cluster_problem()
+    if problem:
+        require_or_skip(problem)
+
+
+@pytest.fixture
+def cluster(lab_ready: None) -> Iterator[LabCluster]:
+    """The lab cluster with 4 usable nodes; the test's jobs and drains are undone after it.
+
+    Other jobs may be running (the cluster is shared by every test run on the machine), so
+    the tests assert about their own jobs and never about an empty cluster.
+    """
+    lab = LabCluster(SlurmCommands(LocalRunner()))
+    poll("4 usable nodes", lambda: _all_nodes_usable(lab.slurm), 60)
+    try:
+        yield lab
+    finally:
+        lab.cleanup()
+        poll("4 usable nodes again", lambda: _all_nodes_usable(lab.slurm), 60)
