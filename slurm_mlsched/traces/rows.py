@@ -1,0 +1,187 @@
+"""What every reader shares: its options, the funnel for malformed lines, and a CSV row
+iterator that knows line numbers.
+
+A reader parses one row at a time; a bad value raises :class:`BadField` (field, value,
+problem). :class:`LineErrors` then either raises one :class:`~slurm_mlsched.errors.InputError`
+naming the file, line, field and value (the default), or, with ``skip_bad``, keeps the line
+as a :class:`~.record.SkippedLine` so the trace can report it.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ..errors import InputError
+from .columns import ColumnMap
+from .record import JobState, SkippedLine
+from .values import normalize_state
+
+T = TypeVar("T")
+
+SKIP_BAD_HINT = (
+    "fix or delete that line, or pass --skip-bad to skip malformed lines (they are counted "
+    "and listed in the replay summary)"
+)
+#: Longest value quoted in an error message.
+_QUOTE_MAX = 120
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read a trace: every reader takes these (one signature for all formats).
+
+    * ``path``: the file's name, for messages and :attr:`Trace.path`;
+    * ``skip_bad``: skip malformed lines (counted) instead of failing on the first;
+    * ``tz``: IANA zone for times written without one (``None`` = the format's default:
+      UTC, except Philly, whose logs are US Pacific);
+    * ``columns``: the column map of the generic CSV reader (:mod:`.generic`).
+    """
+
+    path: str = "<text>"
+    skip_bad: bool = False
+    tz: str | None = None
+    columns: ColumnMap | None = None
+
+
+class BadField(Exception):
+    """A field of one row that cannot be read."""
+
+    def __init__(self, field: str, value: object, problem: str) -> None:
+        super().__init__(problem)
+        self.field = field
+        self.value = value
+        self.problem = problem
+
+
+def quote(value: object) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) > _QUOTE_MAX:
+        text = text[: _QUOTE_MAX - 1] + "…"
+    return repr(text) if isinstance(value, str) else text
+
+
+class LineErrors:
+    """Raises on the first malformed line, or (``skip_bad``) collects them all."""
+
+    def __init__(self, opts: ReadOptions, fmt: str, unit: str = "line") -> None:
+        self.opts = opts
+        self.fmt = fmt
+        self.unit = unit  # "line", or "job entry" for JSON
+        self.skipped: list[SkippedLine] = []
+
+    def bad(self, line: int, error: BadField) -> None:
+        """Report ``error`` at ``line``: raise, or record it when skipping."""
+        if not self.opts.skip_bad:
+            raise InputError(
+                f"{self.opts.path}, {self.unit} {line}: field {error.field!r}: {error.problem} "
+                f"(value {quote(error.value)})",
+                hint=SKIP_BAD_HINT,
+                context={
+                    "file": self.opts.path,
+                    "format": self.fmt,
+                    self.unit.replace(" ", "_"): line,
+                    "field": error.field,
+                    "value": str(error.value),
+                },
+            )
+        self.skipped.append(SkippedLine(line, error.field, str(error.value), error.problem))
+
+    def whole_file(self, problem: str, hint: str, line: int | None = None) -> InputError:
+        """An error about the file as a whole (never skippable): missing columns, bad JSON."""
+        where = f", {self.unit} {line}" if line is not None else ""
+        return InputError(
+            f"{self.opts.path}{where}: {problem}",
+            hint=hint,
+            context={"file": self.opts.path, "format": self.fmt},
+        )
+
+
+def csv_rows(
+    lines: Iterable[str], errors: LineErrors, delimiter: str = ","
+) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    """The header and an iterator of (line number, row as a dict) of a CSV text.
+
+    Blank lines are passed over; a row whose field count differs from the header's is a
+    malformed line (reported through ``errors``).
+    """
+    reader = csv.reader(iter(lines), delimiter=delimiter)
+    header: list[str] = []
+    for raw in reader:
+        if raw and any(cell.strip() for cell in raw):
+            header = [cell.strip() for cell in raw]
+            break
+    if not header:
+        raise errors.whole_file("the file is empty (no header line)", "check the file")
+
+    def rows() -> Iterator[tuple[int, dict[str, str]]]:
+        for raw in reader:
+            if not raw or (len(raw) == 1 and not raw[0].strip()):
+                continue  # a blank line
+            if len(raw) != len(header):
+                errors.bad(
+                    reader.line_num,
+                    BadField(
+                        "(row)",
+                        delimiter.join(raw),
+                        f"{len(raw)} fields, the header has {len(header)}",
+                    ),
+                )
+                continue
+            yield reader.line_num, dict(zip(header, raw, strict=True))
+
+    return header, rows()
+
+
+def require_columns(header: list[str], needed: Iterable[str], errors: LineErrors) -> None:
+    missing = [name for name in needed if name not in header]
+    if missing:
+        raise errors.whole_file(
+            f"missing column(s) {', '.join(missing)}; the header has: {', '.join(header)}",
+            hint=f"a {errors.fmt} file needs the columns {', '.join(needed)}; for another "
+            "layout use --format csv --columns …",
+            line=1,
+        )
+
+
+def parsed(row: Mapping[str, str], name: str, parse: Callable[[str], T]) -> T:
+    """``parse(row[name])``, with a :class:`ValueError` turned into :class:`BadField`."""
+    value = row.get(name, "")
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise BadField(name, value, str(exc)) from None
+
+
+def optional(parse: Callable[[str], T]) -> Callable[[str], T | None]:
+    """``parse`` that reads an empty value (or ``-1``, ``NaN``, ``None``) as ``None``."""
+
+    def wrapped(text: str) -> T | None:
+        if text.strip() in ("", "-1", "NaN", "nan", "None", "null", "NA", "N/A"):
+            return None
+        return parse(text)
+
+    return wrapped
+
+
+class StateWords:
+    """Normalizes state words, counting the ones it does not know (kept as unknown)."""
+
+    def __init__(self) -> None:
+        self.unknown: Counter[str] = Counter()
+
+    def __call__(self, text: str) -> JobState:
+        state = normalize_state(text)
+        if state is None:
+            self.unknown[text.strip()] += 1
+            return JobState.UNKNOWN
+        return state
+
+    def notes(self) -> tuple[str, ...]:
+        if not self.unknown:
+            return ()
+        words = ", ".join(f"{w!r} ×{n}" for w, n in self.unknown.most_common())
+        return (f"state words not recognized, kept as 'unknown': {words}",)
