@@ -26,6 +26,7 @@ from ..services.plan import plan_from_files
 from ..services.policies import list_policies
 from . import cluster as cluster_cli
 from . import output
+from . import replay as replay_cli
 from .decisions import plan_reserved, register
 from .errors import handle_errors
 from .highs_banner import silence_highs_banner
@@ -228,6 +229,7 @@ def policies(
 
 register(app, clock=_clock, debug=_debug)
 cluster_cli.register(app, clock=_clock, debug=_debug)
+replay_cli.register(app, clock=_clock, debug=_debug)
 
 
 def main() -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import typer
@@ -362,3 +363,67 @@ def show_cluster(state: Mapping[str, Any], *, as_json: bool) -> None:
         )
     for note in state["notes"]:
         console.print(Text.assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)
+
+
+# --- replay ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def replay_progress(*, enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
+    """A progress bar per policy on stderr; yields ``update(policy, done, total)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err(),
+        disable=not enabled,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(policy: str, done: int, total: int) -> None:
+            if policy not in tasks:
+                tasks[policy] = bar.add_task(policy, total=total)
+            bar.update(tasks[policy], completed=done)
+
+        yield update
+
+
+def show_replay(report: Mapping[str, Any], *, as_json: bool) -> None:
+    """Render a replay's ``metrics.json`` document: its ``summary.json`` part as JSON, or a
+    table of the policies, the counts, the notes and the files written."""
+    from ..services.replay_report import COLUMNS, format_value
+
+    if as_json:
+        show_json({k: report[k] for k in ("trace", "jobs", "skipped", "unplaceable", "policies")})
+        return
+    console = _out()
+    cluster = report["cluster"]
+    console.print(
+        Text(
+            f"Replay of {report['trace']} on {cluster['label']} ({cluster['nodes']} nodes, "
+            f"{cluster['gpus']:g} GPUs, Δ = {cluster['slot_seconds']:g} s), "
+            f"{report['params']['form']}, seed {report['params']['seed']}",
+            style="bold",
+        ),
+        soft_wrap=True,
+    )
+    policies = list(report["policies"])
+    table = Table("metric", *policies, title="results (one column per policy)")
+    for key, (title, kind) in COLUMNS.items():
+        table.add_row(title, *(format_value(report["policies"][p][key], kind) for p in policies))
+    table.add_row("rejected", *(str(report["details"][p]["rejected"]) for p in policies))
+    console.print(table)
+    console.print(
+        f"{report['jobs']} job(s) replayed, {report['skipped']} skipped, "
+        f"{report['unplaceable']} unplaceable",
+        soft_wrap=True,
+    )
+    for note in report["notes"]:
+        if note:
+            console.print(Text.assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)
+    files = report.get("files") or {}
+    if files:
+        console.print(f"wrote {files['summary']}, {files['html']} and the plots", soft_wrap=True)

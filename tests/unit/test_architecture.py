@@ -1,8 +1,8 @@
 """The pure core imports no adapter and does no I/O (STYLE.md habit 1, docs/architecture.md).
 
-The core is ``slurm_mlsched/model/**``, ``slurm_mlsched/placement/**`` and
-``slurm_mlsched/errors.py``. Its source is read with :mod:`ast` (never imported) and
-every file must keep these rules:
+The core is ``slurm_mlsched/model/**``, ``slurm_mlsched/placement/**``,
+``slurm_mlsched/sim/**`` (the replay engine) and ``slurm_mlsched/errors.py``. Its source
+is read with :mod:`ast` (never imported) and every file must keep these rules:
 
 1. no import of an adapter or use-case package of ours: ``slurm_mlsched.cli``,
    ``.services``, ``.files``, ``.storage``, ``.slurm``, ``.sbatch``, ``.traces``,
@@ -19,8 +19,7 @@ every file must keep these rules:
 
 The solver libraries (highspy, PuLP) are allowed: the solver runs in-process and is part
 of the core by design. ``importlib.metadata`` (for the solver version stored with a
-decision) is allowed too. When the replay engine (``sim/``, pure by STYLE.md) lands, add
-it to :func:`core_files`.
+decision) is allowed too.
 """
 
 from __future__ import annotations
@@ -216,7 +215,7 @@ def check_source(source: str, path: str, module: str, is_package: bool = False) 
 
 
 def core_files() -> list[Path]:
-    files = [*(SRC / "model").rglob("*.py"), *(SRC / "placement").rglob("*.py")]
+    files = [p for pkg in ("model", "placement", "sim") for p in (SRC / pkg).rglob("*.py")]
     return sorted([*files, SRC / "errors.py"])
 
 
@@ -233,6 +232,9 @@ def test_core_file_list_is_what_we_think() -> None:
         "slurm_mlsched.placement.yu_rr",
         "slurm_mlsched.placement.program",
         "slurm_mlsched.placement.highs_lp",
+        "slurm_mlsched.placement.baselines.fifo",
+        "slurm_mlsched.sim.engine",
+        "slurm_mlsched.sim.metrics",
     ):
         assert expected in names, expected
 

@@ -1,0 +1,305 @@
+"""The ``replay`` use case: a trace (or a job list) through every asked policy, then the
+metrics of MODEL.md §8 and the report files. Returns data; never prints.
+
+Steps (docs/replay-guide.md, "Simulator, baselines and metrics"):
+
+1. the cluster: ``--nodes NxG`` (``sim.node_grid``) or a cluster file (its machines and
+   Δ; reservations in it are ignored, with a note: a replay starts from an empty cluster);
+   Δ = ``--slot-seconds``, else the cluster file's, else 600 s;
+2. the input: a job list (``.json``/``.yaml``, :mod:`slurm_mlsched.files.job_list`) or a
+   trace read by :func:`slurm_mlsched.traces.read_trace` and turned into jobs by
+   :func:`slurm_mlsched.traces.synthesis.synthesize_trace` (MODEL.md §7);
+3. jobs in submission order, the first ``--limit`` kept; jobs that no placement could run
+   on the cluster are *unplaceable* (``sim.admit``): reported, not replayed;
+4. the LP lower bound when the replay is small (``sim.lower_bound``); the utility draws;
+5. for each policy, ``sim.simulate`` timed with the injected clock, then
+   ``sim.compute_metrics``;
+6. ``summary.json``, ``metrics.json``, the plots and ``report.html`` in the output
+   directory (:mod:`.replay_report`).
+
+Counting: every distinct job of the input is exactly one of *jobs* (replayed), *skipped*
+(malformed lines under ``--skip-bad``, and records synthesis could not make a job of,
+e.g. never ran) and *unplaceable*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..files.cluster_file import load_cluster
+from ..files.job_list import is_job_list, read_job_list
+from ..model import ClusterSnapshot, Form, JobRequest
+from ..placement import PlacementParams, policy_names
+from ..placement.registry import get_policy
+from ..sim import (
+    LowerBound,
+    PolicyMetrics,
+    Unplaceable,
+    admit,
+    compute_metrics,
+    draw_utilities,
+    lower_bound,
+    node_grid,
+    parse_nodes_spec,
+    sim_jobs,
+    simulate,
+)
+from ..sim.cluster import DEFAULT_SLOT_SECONDS
+from ..sim.metrics import LP_MAX_JOBS
+from .clock import Clock
+
+DEFAULT_NODES = "64x8"
+
+ProgressFn = Callable[[str, int, int], None]
+"""``progress(policy, done, total)``: jobs placed so far by the policy being replayed."""
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    trace: Path
+    policies: tuple[str, ...]
+    out_dir: Path | None = None
+    nodes: str | None = None  # NxG; DEFAULT_NODES when neither nodes nor cluster is given
+    cluster: Path | None = None
+    seed: int = 0
+    form: Form = Form.NON_ELASTIC
+    slot_seconds: float | None = None
+    limit: int | None = None
+    lp_max_jobs: int = LP_MAX_JOBS
+    trace_format: str = "auto"
+    columns: str | None = None
+    skip_bad: bool = False
+    tz: str | None = None  # zone of trace times written without one (None: the format's)
+
+
+@dataclass(frozen=True)
+class ReplayInput:
+    """Jobs with submit times (s after ``epoch``), and what did not become a job."""
+
+    name: str
+    source: str  # "job-list" or the trace format
+    entries: tuple[tuple[JobRequest, float], ...]
+    skipped: int
+    epoch: datetime
+    notes: tuple[str, ...] = ()
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    trace: str
+    source: str
+    cluster: ClusterSnapshot
+    cluster_label: str
+    params: PlacementParams
+    jobs: int
+    skipped: int
+    unplaceable: tuple[Unplaceable, ...]
+    bound: LowerBound
+    metrics: dict[str, PolicyMetrics]
+    notes: tuple[str, ...]
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """``summary.json`` (issue 3 item 5): exactly trace, jobs, skipped, unplaceable,
+        policies: {policy: the 13 metrics}."""
+        return {
+            "trace": self.trace,
+            "jobs": self.jobs,
+            "skipped": self.skipped,
+            "unplaceable": len(self.unplaceable),
+            "policies": {name: m.summary() for name, m in self.metrics.items()},
+        }
+
+    def details(self) -> dict[str, Any]:
+        """``metrics.json``: the summary, plus everything behind it."""
+        total = self.cluster.total_capacity()
+        return {
+            **self.summary(),
+            "schema": 1,
+            "source": self.source,
+            "skipped_by_reason": dict(self.skipped_by_reason),
+            "cluster": {
+                "label": self.cluster_label,
+                "nodes": len(self.cluster.machines),
+                "gpus": total.gpu,
+                "cpus": total.cpu,
+                "mem_mib": total.mem,
+                "slot_seconds": self.cluster.slot_seconds,
+                "epoch": self.cluster.epoch.isoformat(),
+            },
+            "params": self.params.as_dict(),
+            "lp_bound": {"value": self.bound.value, "note": self.bound.note},
+            "unplaceable_jobs": [
+                {"job_id": u.job.job_id, "reason": u.reason} for u in self.unplaceable
+            ],
+            "notes": list(self.notes),
+            "details": {name: m.as_dict() for name, m in self.metrics.items()},
+            "files": dict(self.files),
+        }
+
+
+def _policies(names: tuple[str, ...]) -> tuple[str, ...]:
+    if not names:
+        raise InputError(
+            "no policy to replay", hint=f"pass --policy with one of: {', '.join(policy_names())}"
+        )
+    for name in names:
+        get_policy(name)  # InputError listing the valid ones
+    return tuple(dict.fromkeys(names))
+
+
+def replay_cluster(opts: ReplayOptions, epoch: datetime) -> tuple[ClusterSnapshot, str, list[str]]:
+    """The empty cluster of the replay, a label for it, and notes."""
+    if opts.nodes is not None and opts.cluster is not None:
+        raise InputError(
+            "options --nodes and --cluster exclude each other",
+            hint="describe the cluster one way: --nodes NODESxGPUS or --cluster FILE",
+            context={"option": "--nodes"},
+        )
+    if opts.slot_seconds is not None and not opts.slot_seconds > 0:
+        raise InputError(
+            f"option --slot-seconds must be > 0, got {opts.slot_seconds}",
+            context={"option": "--slot-seconds", "value": opts.slot_seconds},
+        )
+    notes: list[str] = []
+    if opts.cluster is not None:
+        snap = load_cluster(opts.cluster, now=epoch)
+        if snap.reservations:
+            notes.append(
+                f"the cluster file's {len(snap.reservations)} reservation(s) are ignored: "
+                "a replay starts from an empty cluster"
+            )
+        delta = opts.slot_seconds or snap.slot_seconds
+        cluster = ClusterSnapshot(snap.machines, slot_seconds=delta, epoch=epoch)
+        return cluster, str(opts.cluster), notes
+    spec = opts.nodes or DEFAULT_NODES
+    try:
+        nodes, gpus = parse_nodes_spec(spec)
+    except ValueError as exc:
+        raise InputError(
+            str(exc),
+            hint="e.g. --nodes 64x8 (64 nodes of 8 GPUs), or --cluster FILE",
+            context={"option": "--nodes", "value": spec},
+        ) from None
+    delta = opts.slot_seconds or DEFAULT_SLOT_SECONDS
+    return node_grid(nodes, gpus, slot_seconds=delta, epoch=epoch), spec, notes
+
+
+def load_input(opts: ReplayOptions) -> ReplayInput:
+    """The jobs of ``opts.trace``: a job list, or a trace read and synthesized."""
+    name = opts.trace.name
+    if is_job_list(opts.trace):
+        if opts.trace_format not in ("auto", "job-list") or opts.columns or opts.tz:
+            raise InputError(
+                f"{opts.trace} is a job list (.json/.yaml): --format, --columns and --tz do "
+                "not apply",
+                context={"file": str(opts.trace)},
+            )
+        jl = read_job_list(opts.trace)
+        return ReplayInput(name, "job-list", jl.entries, 0, jl.epoch)
+    return _load_trace(opts)
+
+
+def _load_trace(opts: ReplayOptions) -> ReplayInput:
+    from ..traces import TimeBase, read_trace
+    from ..traces.synthesis import SYNTHESIS_VERSION, SynthesisParams, synthesize_trace
+
+    trace = read_trace(
+        opts.trace,
+        format=opts.trace_format,
+        columns=opts.columns,
+        skip_bad=opts.skip_bad,
+        tz=opts.tz,
+    )
+    records = trace.records
+    if opts.limit is not None:
+        records = tuple(sorted(records, key=lambda r: (r.submit, r.job_id))[: opts.limit])
+    synthesis = synthesize_trace(records, SynthesisParams(seed=opts.seed))
+    by_reason = synthesis.rejected_by_reason()
+    if trace.skipped:
+        by_reason["malformed"] = trace.skipped
+    if trace.time_base is TimeBase.EPOCH:
+        epoch = datetime.fromtimestamp(synthesis.origin, tz=UTC)
+    else:
+        epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    notes = [
+        *trace.notes,
+        f"trace format {trace.format}; job synthesis version {SYNTHESIS_VERSION} "
+        f"(seed {opts.seed})",
+    ]
+    return ReplayInput(
+        name=opts.trace.name,
+        source=trace.format,
+        entries=tuple(j.entry for j in synthesis.jobs),
+        skipped=trace.skipped + len(synthesis.rejected),
+        epoch=epoch,
+        notes=tuple(notes),
+        skipped_by_reason=by_reason,
+    )
+
+
+def run_replay(
+    opts: ReplayOptions,
+    clock: Clock,
+    progress: ProgressFn | None = None,
+    write: Callable[[ReplayReport, Path], dict[str, str]] | None = None,
+) -> ReplayReport:
+    """Replay ``opts.trace`` under each policy (module docstring); ``write`` (the report
+    writer, :func:`.replay_report.write_outputs` by default) puts the files in
+    ``opts.out_dir`` when that is set."""
+    policies = _policies(opts.policies)
+    if opts.limit is not None and opts.limit < 1:
+        raise InputError(
+            f"option --limit must be >= 1, got {opts.limit}",
+            context={"option": "--limit", "value": opts.limit},
+        )
+    data = load_input(opts)
+    cluster, label, notes = replay_cluster(opts, data.epoch)
+    jobs = sim_jobs(data.entries, cluster.slot_seconds)
+    if opts.limit is not None and data.source == "job-list":
+        jobs = jobs[: opts.limit]
+    admitted, unplaceable = admit(jobs, cluster)
+    bound = lower_bound(admitted, cluster, max_jobs=opts.lp_max_jobs)
+    utilities = draw_utilities((j.job_id for j in admitted), opts.seed)
+    params = PlacementParams(form=opts.form, seed=opts.seed)
+    metrics: dict[str, PolicyMetrics] = {}
+    for policy in policies:
+
+        def step(done: int, total: int, policy: str = policy) -> None:
+            if progress is not None:
+                progress(policy, done, total)
+
+        if progress is not None:
+            progress(policy, 0, len(admitted))
+        began = clock.monotonic()
+        result = simulate(admitted, cluster, policy, params, progress=step)
+        wall = clock.monotonic() - began
+        metrics[policy] = compute_metrics(result, utilities, bound.value, round(wall, 3))
+    report = ReplayReport(
+        trace=data.name,
+        source=data.source,
+        cluster=cluster,
+        cluster_label=label,
+        params=params,
+        jobs=len(admitted),
+        skipped=data.skipped,
+        unplaceable=tuple(unplaceable),
+        bound=bound,
+        metrics=metrics,
+        notes=(*data.notes, *notes, bound.note),
+        skipped_by_reason=dict(data.skipped_by_reason),
+    )
+    if opts.out_dir is None:
+        return report
+    if write is None:
+        from .replay_report import write_outputs
+
+        write = write_outputs
+    return replace(report, files=write(report, opts.out_dir))

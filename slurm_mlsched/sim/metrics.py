@@ -1,0 +1,288 @@
+"""The metrics of MODEL.md §8, per policy, from a replay's outcomes (pure).
+
+Times in seconds are measured from the replay epoch (slot 0 begins at 0 s). A job
+submitted at ``submit_s`` with a decision running slots [start, end]:
+
+* start time = start · Δ, finish time = (end + 1) · Δ (the end of its last slot);
+* JCT = finish − submit; wait (queueing delay) = start − submit (≥ 0, jobs arrive at the
+  first slot boundary after submission, ``sim.jobs``);
+* completion term = end − a + 1 slots (its term in Σ_t z[i,t] of MODEL.md §3); the total
+  completion time is the sum over placed jobs, and ``lp_bound_ratio`` divides it by the
+  LP relaxation's optimum (:func:`lower_bound`) when that was computed and every job was
+  placed (otherwise the two sums are not over the same jobs: None);
+* makespan = last finish − first submit;
+* averages are means; p50/p95/p99 are numpy percentiles with linear interpolation;
+* GPU utilization in slot t = GPUs held by running tasks / the cluster's GPUs, for
+  t ∈ [0, last end]; ``gpu_util`` is its mean over those slots (GPU-slots used / offered),
+  None on a cluster without GPUs;
+* colocated share = co-located running slots / running slots, over all placed jobs
+  (a job-slot is one job running in one slot);
+* decision latency = ``Decision.decision_ms()`` (the policy's own timings), p50 and p99;
+* queue length in slot t = jobs arrived (a ≤ t) and not started (t < start); running =
+  jobs started and not finished (an elastic job idle between two runs still counts);
+* rejected = jobs the policy could not place (``SimResult.rejected``). No job is left
+  unfinished: a placed job's decision covers its work and the replay runs until the
+  last completion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import MlschedError
+from ..model import ClusterSnapshot, Mode
+from ..placement.program import default_horizon, lp_bound
+from .engine import SimResult
+from .jobs import SimJob
+from .utility import Utility, total_utility
+
+FloatArray = npt.NDArray[np.float64]
+
+#: The per-policy keys of ``summary.json`` (issue 3, item 5), in order.
+SUMMARY_KEYS = (
+    "avg_jct_s",
+    "p50_jct_s",
+    "p95_jct_s",
+    "p99_jct_s",
+    "makespan_s",
+    "total_utility",
+    "avg_wait_s",
+    "gpu_util",
+    "colocated_share",
+    "lp_bound_ratio",
+    "decision_p50_ms",
+    "decision_p99_ms",
+    "wall_s",
+)
+
+
+@dataclass(frozen=True)
+class Series:
+    """Per-slot series from slot 0 to the last end (inclusive), for plots."""
+
+    slot_seconds: float
+    gpu_util: tuple[float, ...]
+    queue: tuple[int, ...]
+    running: tuple[int, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "slot_seconds": self.slot_seconds,
+            "gpu_util": list(self.gpu_util),
+            "queue": list(self.queue),
+            "running": list(self.running),
+        }
+
+
+@dataclass(frozen=True)
+class PolicyMetrics:
+    policy: str
+    placed: int
+    rejected: int
+    avg_jct_s: float | None
+    p50_jct_s: float | None
+    p95_jct_s: float | None
+    p99_jct_s: float | None
+    makespan_s: float | None
+    total_completion_slots: int
+    lp_bound_ratio: float | None
+    total_utility: float
+    avg_wait_s: float | None
+    gpu_util: float | None
+    colocated_share: float | None
+    decision_p50_ms: float | None
+    decision_p99_ms: float | None
+    wall_s: float | None
+    jct_s: tuple[float, ...] = field(repr=False)
+    series: Series = field(repr=False)
+    rejected_jobs: tuple[tuple[str, str], ...] = ()  # (job id, error)
+    peak_active_reservations: int = 0
+
+    def summary(self) -> dict[str, float | None]:
+        """The per-policy object of ``summary.json``: exactly :data:`SUMMARY_KEYS`."""
+        return {key: getattr(self, key) for key in SUMMARY_KEYS}
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything (``metrics.json``): the summary, the counts, the series, the JCTs."""
+        return {
+            **self.summary(),
+            "policy": self.policy,
+            "placed": self.placed,
+            "rejected": self.rejected,
+            "rejected_jobs": [{"job_id": j, "error": e} for j, e in self.rejected_jobs],
+            "total_completion_slots": self.total_completion_slots,
+            "peak_active_reservations": self.peak_active_reservations,
+            "jct_s": list(self.jct_s),
+            "series": self.series.as_dict(),
+        }
+
+
+def _pct(values: FloatArray, q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def _mean(values: FloatArray) -> float | None:
+    return float(values.mean()) if len(values) else None
+
+
+def compute_metrics(
+    result: SimResult,
+    utilities: Mapping[str, Utility],
+    bound: float | None = None,
+    wall_s: float | None = None,
+) -> PolicyMetrics:
+    """The metrics of one policy's replay (module docstring)."""
+    delta = result.cluster.slot_seconds
+    placed = [o for o in result.outcomes if o.decision is not None]
+    submit = np.array([o.job.submit_s for o in placed], dtype=np.float64)
+    start = np.array([o.decision.start_slot for o in placed if o.decision], dtype=np.int64)
+    end = np.array([o.decision.end_slot for o in placed if o.decision], dtype=np.int64)
+    arrival = np.array([o.job.request.arrival_slot for o in placed], dtype=np.int64)
+    finish_s = (end + 1) * delta
+    jct = finish_s - submit
+    wait = start * delta - submit
+    terms = {o.job.job_id: int(e - a + 1) for o, e, a in zip(placed, end, arrival, strict=True)}
+    total_terms = int(sum(terms.values()))
+    decision_ms = np.array([o.decision.decision_ms() for o in placed if o.decision])
+    run_slots = colo_slots = 0
+    for o in placed:
+        assert o.decision is not None
+        for p in o.decision.slots:
+            run_slots += p.length
+            if p.mode == Mode.COLOCATED:
+                colo_slots += p.length
+    ratio = None
+    if bound is not None and bound > 0 and not result.rejected and placed:
+        ratio = total_terms / bound
+    series = _series(result, arrival, start, end)
+    return PolicyMetrics(
+        policy=result.policy,
+        placed=len(placed),
+        rejected=len(result.rejected),
+        avg_jct_s=_mean(jct),
+        p50_jct_s=_pct(jct, 50),
+        p95_jct_s=_pct(jct, 95),
+        p99_jct_s=_pct(jct, 99),
+        makespan_s=float(finish_s.max() - submit.min()) if placed else None,
+        total_completion_slots=total_terms,
+        lp_bound_ratio=ratio,
+        total_utility=total_utility(terms, utilities),
+        avg_wait_s=_mean(wait),
+        gpu_util=float(np.mean(series.gpu_util))
+        if series.gpu_util and result.cluster.total_capacity().gpu > 0
+        else None,
+        colocated_share=colo_slots / run_slots if run_slots else None,
+        decision_p50_ms=_pct(decision_ms, 50),
+        decision_p99_ms=_pct(decision_ms, 99),
+        wall_s=wall_s,
+        jct_s=tuple(float(x) for x in jct),
+        series=series,
+        rejected_jobs=tuple((o.job.job_id, o.error) for o in result.rejected),
+        peak_active_reservations=result.peak_active_reservations,
+    )
+
+
+def _series(
+    result: SimResult,
+    arrival: npt.NDArray[np.int64],
+    start: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+) -> Series:
+    delta = result.cluster.slot_seconds
+    if not len(end):
+        return Series(delta, (), (), ())
+    horizon = int(end.max()) + 1
+    gpus = np.zeros(horizon + 1)
+    lo: list[int] = []
+    hi: list[int] = []
+    held: list[float] = []
+    for o in result.outcomes:
+        if o.decision is None:
+            continue
+        per_worker, per_ps = o.job.request.worker.gpu, o.job.request.ps.gpu
+        for p in o.decision.slots:
+            lo.append(p.slot)
+            hi.append(p.stop)
+            held.append(p.total_workers * per_worker + p.total_ps * per_ps)
+    np.add.at(gpus, np.array(lo, dtype=np.int64), np.array(held))
+    np.add.at(gpus, np.array(hi, dtype=np.int64), -np.array(held))
+    total = result.cluster.total_capacity().gpu
+    used = np.cumsum(gpus)[:horizon]
+    util = used / total if total > 0 else np.zeros(horizon)
+    queue = _count(arrival, start, horizon)
+    running = _count(start, end + 1, horizon)
+    return Series(
+        delta,
+        tuple(float(round(x, 9)) for x in util),
+        tuple(int(x) for x in queue),
+        tuple(int(x) for x in running),
+    )
+
+
+def _count(
+    begin: npt.NDArray[np.int64], stop: npt.NDArray[np.int64], horizon: int
+) -> npt.NDArray[np.int64]:
+    """How many intervals [begin, stop) cover each slot of [0, horizon)."""
+    diff = np.zeros(horizon + 1, dtype=np.int64)
+    np.add.at(diff, np.clip(begin, 0, horizon), 1)
+    np.add.at(diff, np.clip(stop, 0, horizon), -1)
+    out: npt.NDArray[np.int64] = np.cumsum(diff)[:horizon]
+    return out
+
+
+# --- the LP lower bound ---------------------------------------------------------------------
+
+#: Defaults of :func:`lower_bound`: the LP grows as jobs × machines × slots.
+LP_MAX_JOBS = 60
+LP_MAX_VARIABLES = 40_000
+
+
+@dataclass(frozen=True)
+class LowerBound:
+    """The LP relaxation's optimum over the replay's jobs (slots), or None and why not."""
+
+    value: float | None
+    note: str
+
+
+def lower_bound(
+    jobs: Sequence[SimJob],
+    cluster: ClusterSnapshot,
+    max_jobs: int = LP_MAX_JOBS,
+    max_variables: int = LP_MAX_VARIABLES,
+    time_limit_s: float = 60.0,
+) -> LowerBound:
+    """``placement.program.lp_bound`` of all ``jobs`` on the empty ``cluster`` from slot 0,
+    when the program is small enough: at most ``max_jobs`` jobs and ``max_variables``
+    variables (≈ Σ_i (H − a_i)·(4·machines + 2), H the default horizon)."""
+    if not jobs:
+        return LowerBound(None, "no job to bound")
+    if len(jobs) > max_jobs:
+        return LowerBound(
+            None,
+            f"LP bound not computed: {len(jobs)} jobs > {max_jobs} (the LP grows as "
+            "jobs × machines × slots)",
+        )
+    requests = [j.request for j in jobs]
+    empty = cluster.at_slot(0)
+    try:
+        horizon = default_horizon(requests, empty)
+        size = sum(max(0, horizon - r.arrival_slot) for r in requests) * (
+            4 * len(cluster.machines) + 2
+        )
+        if size > max_variables:
+            return LowerBound(
+                None, f"LP bound not computed: about {size} variables > {max_variables}"
+            )
+        value = lp_bound(requests, empty, horizon=horizon, time_limit_s=time_limit_s)
+    except MlschedError as err:
+        return LowerBound(None, f"LP bound not computed: {err.code}: {err.message}")
+    if not math.isfinite(value):
+        return LowerBound(None, "LP bound not computed: the solver returned no finite value")
+    return LowerBound(value, f"LP relaxation over {len(jobs)} jobs, horizon {horizon} slots")

@@ -1,0 +1,67 @@
+"""``mlsub replay`` through Typer's CliRunner: --json prints summary.json and only that,
+the files land in --out, errors give the documented exit code and one message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from slurm_mlsched.cli.app import app
+from slurm_mlsched.errors import EXIT_CODES
+
+runner = CliRunner()
+ENV = {"MLSUB_FIXED_NOW": "2026-03-01T10:00:00Z", "MLSUB_DEBUG": ""}
+
+
+def jobs_file(tmp_path: Path) -> Path:
+    jobs = [
+        {"id": f"j{i}", "submit": 300 * i, "workers": 1 + i % 3, "model": "seq2seq",
+         "duration_s": 1200}
+        for i in range(6)
+    ]  # fmt: skip
+    path = tmp_path / "jobs.json"
+    path.write_text(json.dumps({"jobs": jobs}))
+    return path
+
+
+def invoke(*args: str | Path) -> Any:
+    return runner.invoke(app, ["replay", *(str(a) for a in args)], env=ENV)
+
+
+def test_replay_json_is_the_summary_and_files_are_written(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = invoke(
+        jobs_file(tmp_path), "-p", "fifo-ff", "-p", "fifo-bf", "--nodes", "2x4",
+        "--out", out, "--json", "--lp-max-jobs", "0",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert printed == json.loads((out / "summary.json").read_text())
+    assert printed["jobs"] == 6 and set(printed["policies"]) == {"fifo-ff", "fifo-bf"}
+    assert (out / "report.html").exists() and (out / "jct_cdf.png").exists()
+
+
+def test_replay_table_and_progress(tmp_path: Path) -> None:
+    result = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--nodes", "2x4", "--form", "elastic")
+    assert result.exit_code == 0, result.stderr
+    assert "avg JCT" in result.stdout and "yu-rr" in result.stdout
+    assert "6 job(s) replayed, 0 skipped, 0 unplaceable" in result.stdout
+    assert "6/6" in result.stderr  # the progress bar, on stderr
+
+
+def test_replay_unknown_policy_is_an_input_error(tmp_path: Path) -> None:
+    result = invoke(jobs_file(tmp_path), "-p", "nope", "--json")
+    assert result.exit_code == 3 and EXIT_CODES[3].startswith("invalid input")
+    assert result.stdout == ""
+    assert "error[invalid-input]: unknown policy 'nope'" in result.stderr
+    assert "fifo-bf" in result.stderr  # the hint lists the valid policies
+
+
+def test_replay_bad_form_and_missing_file(tmp_path: Path) -> None:
+    bad_form = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--form", "sometimes")
+    assert bad_form.exit_code == 3 and "--form" in bad_form.stderr
+    missing = invoke(tmp_path / "none.json", "-p", "yu-rr")
+    assert missing.exit_code == 3 and "cannot read job list" in missing.stderr
