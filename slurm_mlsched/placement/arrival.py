@@ -4,13 +4,13 @@ the co-location candidates (top-k) and the groups of interchangeable machines.""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..model import ClusterSnapshot, JobRequest, Mode, SlotPlan
 from .job_lp import FloatArray, IntArray, JobShape, LpInstance
-from .packing import fit_counts
+from .packing import EPS, fit_counts
 from .params import PlacementParams
 from .residual import Residual, identical_groups, residual_from
 
@@ -116,19 +116,31 @@ def blocks_for(
     return arr[:-1], arr[1:]
 
 
-def prepare(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Arrival:
+def prepare(
+    job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams, candidates: bool = True
+) -> Arrival:
+    """Everything a decision for ``job`` shares. With ``candidates=False`` the top-k
+    co-location machines and the machine groups are left empty (the exact fast path needs
+    neither); :func:`with_candidates` adds them."""
     a = max(job.arrival_slot, snapshot.now_slot)
     shape = JobShape.of(job, snapshot.slot_seconds)
     res = residual_from(snapshot, a)
     d_min = job.shortest_slots(snapshot.slot_seconds)
-    end = max(a + math.ceil(params.horizon_factor * d_min), res.free_after + 1)
-    colo = _top_k(res, shape, a, end, params.top_k_colocated)
+    arr = Arrival(job, shape, res, a, d_min, (), (), params)
+    return with_candidates(arr) if candidates else arr
+
+
+def with_candidates(arr: Arrival) -> Arrival:
+    """``arr`` with its co-location candidates (top-k) and groups of identical machines."""
+    params, res = arr.params, arr.res
+    end = max(arr.a + math.ceil(params.horizon_factor * arr.d_min), res.free_after + 1)
+    colo = _top_k(res, arr.shape, arr.a, end, params.top_k_colocated)
     if params.group_identical:
         rest = identical_groups(res, set(colo))
     else:
         rest = [[h] for h in range(res.n_machines) if h not in set(colo)]
     groups = tuple((h,) for h in colo) + tuple(tuple(g) for g in rest)
-    return Arrival(job, shape, res, a, d_min, tuple(colo), groups, params)
+    return replace(arr, colo=tuple(colo), groups=groups)
 
 
 def _top_k(res: Residual, shape: JobShape, a: int, end: int, k: int) -> list[int]:
@@ -139,16 +151,20 @@ def _top_k(res: Residual, shape: JobShape, a: int, end: int, k: int) -> list[int
         return []
     starts = res.seg_starts
     stops = np.r_[starts[1:], max(end, int(starts[-1]) + 1)]
-    lo = np.clip(starts, a, end)
-    hi = np.clip(stops, a, end)
-    weight = (hi - lo).astype(np.float64)
-    room = np.zeros(res.n_machines)
-    best = np.zeros(res.n_machines)
-    for s in np.flatnonzero(weight > 0):
-        fit = fit_counts(res.seg_res[:, :, s] - shape.beta, shape.alpha).astype(np.float64)
-        fit = np.minimum(fit, shape.n_max)
-        room += weight[s] * fit
-        best = np.maximum(best, fit)
+    weight = (np.clip(stops, a, end) - np.clip(starts, a, end)).astype(np.float64)
+    live = np.flatnonzero(weight > 0)
+    if len(live) == 0:
+        return []
+    seg = res.seg_res[:, :, live] - shape.beta[None, :, None]  # (H, 3, S')
+    mask = shape.alpha > 0
+    if mask.any():
+        q = np.floor(np.maximum(seg[:, mask, :], 0.0) / shape.alpha[mask][None, :, None] + EPS)
+        fit = np.minimum(q.min(axis=1), float(shape.n_max))  # (H, S')
+        fit = np.where((seg >= -1e-9).all(axis=1), fit, 0.0)  # the PS must fit too
+    else:
+        fit = np.where((seg >= -1e-9).all(axis=1), float(shape.n_max), 0.0)
+    room = fit @ weight[live]
+    best = fit.max(axis=1)
     order = np.lexsort((np.arange(res.n_machines), -room))
     return [int(h) for h in order if best[h] >= 1][:k]
 

@@ -84,16 +84,30 @@ def residual_from(snapshot: ClusterSnapshot, t0: int) -> Residual:
             points.add(r.start_slot)
         points.add(r.end_slot)
     starts = np.array(sorted(points), dtype=np.int64)
-    res = np.repeat(cap[:, :, None], len(starts), axis=2)
+    n_seg = len(starts)
     touched = np.zeros(len(cap), dtype=bool)
-    for r in active:
-        h = index.get(r.machine)
-        if h is None:
-            raise ValueError(f"reservation of job {r.job_id!r} names unknown machine {r.machine!r}")
-        lo = int(np.searchsorted(starts, max(r.start_slot, t0)))
-        hi = int(np.searchsorted(starts, r.end_slot))
-        res[h, :, lo:hi] -= np.array(r.usage.as_tuple())[:, None]
-        touched[h] = True
+    res = np.repeat(cap[:, :, None], n_seg, axis=2)
+    if active:
+        rows = np.empty(len(active), dtype=np.int64)
+        for i, r in enumerate(active):
+            h = index.get(r.machine)
+            if h is None:
+                raise ValueError(
+                    f"reservation of job {r.job_id!r} names unknown machine {r.machine!r}"
+                )
+            rows[i] = h
+        begin = np.fromiter((max(r.start_slot, t0) for r in active), np.int64, len(active))
+        end = np.fromiter((r.end_slot for r in active), np.int64, len(active))
+        usage = np.array([r.usage.as_tuple() for r in active], dtype=np.float64)  # (R, 3)
+        lo = np.searchsorted(starts, begin)
+        hi = np.searchsorted(starts, end)
+        # difference array over segments: −usage from lo, +usage from hi; then a cumsum
+        delta = np.zeros((len(cap), 3, n_seg + 1))
+        for r_idx in range(3):
+            np.add.at(delta[:, r_idx, :], (rows, lo), -usage[:, r_idx])
+            np.add.at(delta[:, r_idx, :], (rows, hi), usage[:, r_idx])
+        res += np.cumsum(delta, axis=2)[:, :, :n_seg]
+        touched[rows] = True
     np.maximum(res, 0.0, out=res)
     free_after = int(starts[-1]) if active else t0
     return Residual(

@@ -24,7 +24,7 @@ import numpy as np
 from ..model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
 from ..model.decision import merge_runs
 from . import elastic, nonelastic
-from .arrival import Arrival, prepare, slot_plan
+from .arrival import Arrival, prepare, slot_plan, with_candidates
 from .highs_lp import highs_version
 from .params import PlacementParams
 from .registry import register
@@ -36,7 +36,7 @@ POLICY = "yu-rr"
 def place_yu_rr(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
     """Online LP relaxation + randomized rounding + repair (Yu et al.; MODEL.md §4–5)."""
     clock = _Stopwatch()
-    arr = prepare(job, snapshot, params)
+    arr = prepare(job, snapshot, params, candidates=False)
     clock.lap("prepare")
     if params.fast_path:
         fast = _fast_path(arr)
@@ -50,6 +50,8 @@ def place_yu_rr(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementPar
                 notes=("exact fast path: all workers co-located from arrival",),
                 solver="fast-path",
             )
+    arr = with_candidates(arr)
+    clock.lap("candidates")
     if params.form == Form.ELASTIC:
         return _elastic(arr, clock)
     return _non_elastic(arr, clock)
