@@ -22,7 +22,15 @@ from ..model import Mode, SlotPlan
 from .arrival import Arrival, blocks_for, slot_plan
 from .highs_lp import LpStatus
 from .job_lp import FloatArray, IntArray, LpInstance, LpSolution, Objective, solve_job_lp
-from .packing import EPS, fill_distributed, first_fit, fit_counts, overloaded, unbiased_round
+from .packing import (
+    EPS,
+    fill_distributed,
+    first_fit,
+    fit_counts,
+    overloaded,
+    shed_and_replace,
+    unbiased_round,
+)
 
 IDLE, DIST = -1, -2
 
@@ -322,16 +330,7 @@ def repair_capacity(arr: Arrival, ws: Working) -> None:
                 f"turned distributed with {int(ws.w[t].sum())} worker(s)"
             )
         else:
-            removed = 0
-            for h in (int(x) for x in np.flatnonzero(overloaded(room))):
-                while (room[h] < -1e-7).any() and ws.w[t, h] > 0:
-                    ws.w[t, h] -= 1
-                    room[h] += shape.alpha
-                    removed += 1
-                while (room[h] < -1e-7).any() and ws.s[t, h] > 0:
-                    ws.s[t, h] -= 1
-                    room[h] += shape.beta
-            ws.w[t] += first_fit(room, shape.alpha, removed, order_all)
+            shed_and_replace(room, ws.w[t], ws.s[t], shape.alpha, shape.beta, order_all)
             ws.actions.append(
                 f"slot {slot}: removed tasks over capacity; {int(ws.w[t].sum())} worker(s) remain"
             )

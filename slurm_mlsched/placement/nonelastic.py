@@ -23,7 +23,15 @@ from ..model import Mode
 from .arrival import Arrival
 from .highs_lp import LpStatus
 from .job_lp import FloatArray, IntArray, LpSolution, Objective, solve_job_lp
-from .packing import EPS, fill_distributed, first_fit, fit_counts, overloaded, unbiased_round
+from .packing import (
+    EPS,
+    fill_distributed,
+    first_fit,
+    fit_counts,
+    overloaded,
+    shed_and_replace,
+    unbiased_round,
+)
 
 
 @dataclass
@@ -290,16 +298,7 @@ def repair(arr: Arrival, sh: Shape, deadline: int) -> Shape:
                 f"{sh.workers} worker(s)"
             )
         else:
-            removed = 0
-            for h in (int(x) for x in np.flatnonzero(over)):
-                while (room[h] < -1e-7).any() and sh.w[h] > 0:
-                    sh.w[h] -= 1
-                    room[h] += shape.alpha
-                    removed += 1
-                while (room[h] < -1e-7).any() and sh.s[h] > 0:
-                    sh.s[h] -= 1
-                    room[h] += shape.beta
-            sh.w += first_fit(room, shape.alpha, removed, order)
+            shed_and_replace(room, sh.w, sh.s, shape.alpha, shape.beta, order)
             sh.actions.append(f"removed tasks over capacity; {sh.workers} worker(s) remain")
         _ps_rule(arr, sh)
         normalize(sh)

@@ -101,3 +101,26 @@ def fill_distributed(
             np.zeros(h, dtype=np.int64) if ps is None else ps.copy(),
         )
     return w, s
+
+
+def shed_and_replace(
+    room: FloatArray,
+    workers: IntArray,
+    ps: IntArray,
+    alpha: FloatArray,
+    beta: FloatArray,
+    order: IntArray,
+) -> None:
+    """Repair of a distributed placement over capacity, in place: on every overloaded
+    machine drop workers, then PSs, until it fits; then re-place the dropped workers
+    first-fit wherever there is room (the PS rule is enforced by the caller)."""
+    removed = 0
+    for h in (int(x) for x in np.flatnonzero(overloaded(room))):
+        while (room[h] < -1e-7).any() and workers[h] > 0:
+            workers[h] -= 1
+            room[h] += alpha
+            removed += 1
+        while (room[h] < -1e-7).any() and ps[h] > 0:
+            ps[h] -= 1
+            room[h] += beta
+    workers += first_fit(room, alpha, removed, order)
