@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test unit lint typecheck bench clean cluster-up cluster-down
+.PHONY: venv demo test unit lint typecheck bench bench-live bench-agreement clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -17,9 +17,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The main job end to end: local Slurm cluster, mlsub examples/ps_train.py, its result.
 demo: venv
-	$(VENV)/bin/mlsub plan examples/train_resnet.py --cluster examples/cluster.yaml
-	$(VENV)/bin/mlsub plan examples/train_resnet.py --cluster examples/cluster.yaml --json
+	bash scripts/demo.sh
 
 lint: venv
 	$(VENV)/bin/ruff check slurm_mlsched tests bench examples migrations
@@ -44,8 +44,20 @@ cluster-up:
 cluster-down:
 	bash scripts/slurm-lab/stop-cluster.sh && rm -f $(LAB_MARKER)
 
+# Each writes its own section of docs/benchmarks.md (bench/sections.py).
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md
+	$(MAKE) bench-live bench-agreement
+
+# Live planning latency: needs the local Slurm cluster (started here if it is not up).
+bench-live: venv
+	bash scripts/slurm-lab/start-cluster.sh >/dev/null
+	$(PY) -m bench.live_latency --out docs/benchmarks.md
+
+# A real Slurm log replayed and compared with what Slurm did (needs the local cluster).
+bench-agreement: venv
+	bash scripts/slurm-lab/start-cluster.sh >/dev/null
+	$(PY) -m bench.slurm_agreement --out docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build

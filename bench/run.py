@@ -24,6 +24,7 @@ from slurm_mlsched.placement.program import lp_bound, solve_exact
 from slurm_mlsched.placement.verify import check_decision
 
 from .instances import latency_cluster, latency_job, medium_instance, small_instance
+from .sections import write_section
 
 
 def total_completion(decisions: list[Decision]) -> int:
@@ -223,13 +224,13 @@ def machine_facts() -> dict[str, str]:
 def render(res: dict[str, Any]) -> str:
     m, q, lp, rd, lat = res["machine"], res["quality"], res["lp"], res["rounding"], res["latency"]
     lines = [
-        "# Benchmarks",
+        "## Placement core",
         "",
         "Written by `make bench` (`python -m bench.run`); raw numbers in `bench/out/core.json`.",
         f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, {m['platform']}.",
         f"Date: {m['date']}. All figures below come from this one run.",
         "",
-        "## Quality: `yu-rr` total completion time ÷ `exact` optimum",
+        "### Quality: `yu-rr` total completion time ÷ `exact` optimum",
         "",
         f"{len(q['instances'])} seeded random instances (≤ {q['max_jobs']} jobs, ≤ "
         f"{q['max_machines']} machines; the optimal schedules end by slot "
@@ -251,7 +252,7 @@ def render(res: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "## Quality on larger instances: `yu-rr` ÷ `lp-bound`",
+        "### Quality on larger instances: `yu-rr` ÷ `lp-bound`",
         "",
         f"{len(lp['instances'])} instances of 20 jobs on 8 machines (4 GPUs each). The LP "
         "relaxation is a lower bound, so these ratios over-state the gap to the optimum.",
@@ -264,7 +265,7 @@ def render(res: dict[str, Any]) -> str:
         lines.append(f"| {form} | {s['mean']:.3f} | {s['p95']:.3f} | {s['max']:.3f} |")
     lines += [
         "",
-        "## Rounding behaviour",
+        "### Rounding behaviour",
         "",
         "Every decision of the quality and LP-bound instance sets, re-run with the exact fast "
         "path off so that each job goes through LP + rounding + repair. MODEL.md §4 expects, "
@@ -291,7 +292,7 @@ def render(res: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "## Decision latency per arrival",
+        "### Decision latency per arrival",
         "",
         "One `place()` call per arrival against a cluster of machines with 8 GPUs, 32 CPUs, "
         "256 GiB, with 0 or 200 earlier reservations (random machines, start 0–19, length "
@@ -334,7 +335,7 @@ def main() -> None:
     print("latency done", round(time.perf_counter() - t0, 1), "s", flush=True)
     Path(args.raw).parent.mkdir(parents=True, exist_ok=True)
     Path(args.raw).write_text(json.dumps(res, indent=1, default=str))
-    Path(args.out).write_text(render(res))
+    write_section(Path(args.out), "core", render(res))
     print(f"wrote {args.out}")
 
 

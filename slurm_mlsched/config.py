@@ -12,10 +12,18 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
     cluster_name = "default"           # the name reservations are kept under
     reservation_grace_s = 600          # see RESERVATION_GRACE_DOC
     db_busy_timeout_s = 30             # how long to wait for the database lock
+    slot_seconds = 60                  # Δ of live planning (submit, plan without --cluster)
+    remote = "alice@login.example"     # run Slurm commands on this login node over SSH
+    remote_dir = ".mlsub/decisions"    # where remote submissions stage their files there
+
+    [job]                              # job option defaults (below the script header and
+    partition = "gpu"                  # the command line); names as in JobOptions
+    mem_per_worker = "16G"
 
 Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS`` (comma-separated), ``MLSUB_CLUSTER_NAME``,
-``MLSUB_RESERVATION_GRACE_S``, ``MLSUB_DB_BUSY_TIMEOUT_S``. ``MLSUB_CONFIG`` names the
-user config file instead of the XDG one.
+``MLSUB_RESERVATION_GRACE_S``, ``MLSUB_DB_BUSY_TIMEOUT_S``, ``MLSUB_SLOT_SECONDS``,
+``MLSUB_REMOTE``, ``MLSUB_REMOTE_DIR``. ``MLSUB_CONFIG`` names the user config file
+instead of the XDG one.
 
 :func:`load_config` is a function of its inputs (the environment, the flags and the two
 paths); it reads the two files and nothing else.
@@ -30,11 +38,16 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .errors import InputError
+from .remote.target import parse_target
 
 SYSTEM_CONFIG = Path("/etc/mlsched/config.toml")
 DEFAULT_RESERVATION_GRACE_S = 600.0
 DEFAULT_BUSY_TIMEOUT_S = 30.0
 DEFAULT_CLUSTER_NAME = "default"
+#: Δ of live planning: short enough that a job waiting for another starts soon after it.
+DEFAULT_LIVE_SLOT_SECONDS = 60.0
+#: Where ``mlsub --remote`` stages each decision's files, relative to the remote home.
+DEFAULT_REMOTE_DIR = ".mlsub/decisions"
 
 RESERVATION_GRACE_DOC = (
     "after its predicted end, a decision that is not yet in a terminal state (the job may "
@@ -59,6 +72,16 @@ class Config:
     """Seconds a non-terminal decision keeps its last slot's resources after its end."""
     db_busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
     """Seconds to wait for the database lock before failing."""
+    remote: str = ""
+    """``[user@]host[:port]`` or a ``~/.ssh/config`` Host alias of a login node: Slurm
+    commands run there over SSH (docs/user-guide.md); empty = on this machine."""
+    remote_dir: str = DEFAULT_REMOTE_DIR
+    """The directory on the login node under which each remote submission gets its staging
+    directory (relative to the remote home unless absolute); the compute nodes must see it."""
+    slot_seconds: float = DEFAULT_LIVE_SLOT_SECONDS
+    """Slot length Δ (seconds) when planning against the live cluster."""
+    job: tuple[tuple[str, object], ...] = ()
+    """Job option defaults from the ``[job]`` table (field name, raw value)."""
     sources: tuple[str, ...] = ()
     """The files and layers that set something (for ``mlsub db current`` and errors)."""
 
@@ -67,6 +90,8 @@ class Config:
 
 
 KEYS = tuple(f.name for f in fields(Config) if f.name != "sources")
+#: Keys only the files set (a table has no environment form).
+FILE_ONLY = frozenset({"job"})
 
 
 def default_db_path(env: Mapping[str, str]) -> Path:
@@ -99,7 +124,9 @@ def load_config(
             config = _apply(config, layer, str(path))
             sources.append(str(path))
     from_env = {
-        key: env[ENV_PREFIX + key.upper()] for key in KEYS if env.get(ENV_PREFIX + key.upper())
+        key: env[ENV_PREFIX + key.upper()]
+        for key in KEYS
+        if key not in FILE_ONLY and env.get(ENV_PREFIX + key.upper())
     }
     if from_env:
         config = _apply(config, from_env, "environment")
@@ -161,6 +188,15 @@ def _names(raw: object, where: str) -> tuple[str, ...]:
     return tuple(_text(item, where) for item in items)
 
 
+def _remote(raw: object, where: str) -> str:
+    text = _text(raw, where)
+    try:
+        parse_target(text)
+    except InputError as err:
+        raise InputError(f"{where}: {err.message}", hint=err.hint, context={}) from None
+    return text
+
+
 def _seconds(raw: object, where: str) -> float:
     try:
         value = float(raw) if isinstance(raw, str | int | float) and raw is not True else -1.0
@@ -175,10 +211,39 @@ def _seconds(raw: object, where: str) -> float:
     return value
 
 
+def _positive_seconds(raw: object, where: str) -> float:
+    value = _seconds(raw, where)
+    if value <= 0:
+        raise InputError(f"{where} must be > 0 seconds, got {raw!r}", hint="write e.g. 60")
+    return value
+
+
+def _job_table(raw: object, where: str) -> tuple[tuple[str, object], ...]:
+    from .files.job_options import OPTIONS  # the job option names (a pure module)
+
+    if not isinstance(raw, Mapping):
+        raise InputError(
+            f"{where} must be a table of job options, got {raw!r}",
+            hint='write a [job] section with lines such as: partition = "gpu"',
+        )
+    for key in raw:
+        if key not in OPTIONS:
+            raise InputError(
+                f"{where}: unknown job option {key!r}",
+                hint=f"valid names: {', '.join(sorted(OPTIONS))}",
+                context={"key": key},
+            )
+    return tuple(sorted((str(k), v) for k, v in raw.items()))
+
+
 _CONVERT = {
     "db_url": _text,
     "admins": _names,
     "cluster_name": _text,
     "reservation_grace_s": _seconds,
     "db_busy_timeout_s": _seconds,
+    "slot_seconds": _positive_seconds,
+    "job": _job_table,
+    "remote": _remote,
+    "remote_dir": _text,
 }

@@ -19,6 +19,8 @@ EXIT_CODES: dict[int, str] = {
     5: "solver failure (time limit without a solution, numerical trouble)",
     6: "Slurm unreachable or a Slurm command failed",
     7: "decision store error",
+    8: "remote (SSH) connection failed: host key, authentication, network",
+    9: "the job ran but did not complete (mlsub submit --wait: failed or cancelled)",
 }
 
 
@@ -124,6 +126,9 @@ class SlurmError(MlschedError):
 
     code: str = "slurm-command-failed"
     exit_code: int = 6
+    may_have_run: bool = False
+    """True when the command may have done its work before failing (it timed out, or the
+    connection dropped): for ``sbatch`` the job may exist, so the outcome is unknown."""
 
 
 @dataclass
@@ -138,3 +143,113 @@ class SlurmOutputError(SlurmError):
     """A Slurm command succeeded but printed something mlsub cannot read."""
 
     code: str = "slurm-output-unreadable"
+
+
+@dataclass
+class RemoteError(MlschedError):
+    """Talking to the remote login node over SSH failed (``mlsub --remote``).
+
+    The failure is in the SSH connection (network, host key, authentication, a dropped
+    connection), not in Slurm: a Slurm command that ran remotely and failed is still a
+    :class:`SlurmError`. Raised by :mod:`slurm_mlsched.remote`.
+    """
+
+    code: str = "remote-error"
+    exit_code: int = 8
+    may_have_run: bool = False
+    """True when a remote command had been started when the connection failed (see
+    :class:`RemoteConnectionLost`): its outcome is unknown. False for every failure that
+    happened before a command was sent (connecting, host keys, logging in, uploads)."""
+
+
+@dataclass
+class RemoteConnectError(RemoteError):
+    """No SSH connection could be made: DNS, connection refused, timeout, not an SSH server."""
+
+    code: str = "ssh-connect-failed"
+
+
+@dataclass
+class RemoteAuthError(RemoteError):
+    """The SSH server accepted none of the keys tried (keys and ssh-agent only, no passwords)."""
+
+    code: str = "ssh-auth-failed"
+
+
+@dataclass
+class RemoteConfigError(RemoteError):
+    """The remote target or its ``~/.ssh/config`` entry asks for something not supported."""
+
+    code: str = "ssh-config-unsupported"
+
+
+@dataclass
+class HostKeyError(RemoteError):
+    """The server's host key could not be verified against known_hosts: the connection is
+    refused before anything is sent (no key, no command)."""
+
+    code: str = "host-key-rejected"
+
+
+@dataclass
+class UnknownHostKeyError(HostKeyError):
+    """The host is not in known_hosts; the message shows its key's fingerprint and how to
+    trust it after checking that fingerprint out of band."""
+
+    code: str = "host-key-unknown"
+
+
+@dataclass
+class HostKeyChangedError(HostKeyError):
+    """known_hosts holds a different key for the host: a possible man-in-the-middle."""
+
+    code: str = "host-key-changed"
+
+
+@dataclass
+class RemoteConnectionLost(RemoteError):
+    """The SSH connection dropped while a command or an upload was under way.
+
+    ``may_have_run`` says whether the remote command had been started: when it is true the
+    outcome is unknown (an ``sbatch`` may or may not have queued the job), which is what
+    ``mlsub reconcile`` resolves later.
+    """
+
+    code: str = "ssh-connection-lost"
+    may_have_run: bool = True
+
+
+@dataclass
+class RemoteCommandTimeout(SlurmError):
+    """A command run over SSH did not finish in time; the channel was closed.
+
+    A :class:`SlurmError` like the local timeout, so :class:`SlurmCommands` treats both the
+    same; its outcome is unknown (the remote process may have done its work, or may still
+    be running): ``may_have_run`` is always true, as for :class:`RemoteConnectionLost`.
+    """
+
+    code: str = "remote-command-timeout"
+    may_have_run: bool = True
+
+
+@dataclass
+class PluginCheckError(InputError):
+    """A Slurm Lua plugin that would fail in slurmctld or sbatch: a syntax error, an error
+    while loading, a missing function or a bad site table (``mlsub plugins check``)."""
+
+    code: str = "plugin-check-failed"
+
+
+@dataclass
+class LuaMissingError(InputError):
+    """The Lua interpreter the plugin check needs (the version Slurm links) is missing."""
+
+    code: str = "lua-missing"
+
+
+@dataclass
+class JobDidNotComplete(MlschedError):
+    """``mlsub submit --wait``: the job ended failed or cancelled (the decision holds why)."""
+
+    code: str = "job-did-not-complete"
+    exit_code: int = 9

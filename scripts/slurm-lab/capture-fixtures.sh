@@ -31,7 +31,7 @@ wait_for() {
   echo "[capture] timed out waiting for: $what" >&2; return 1
 }
 running_count() { squeue -h -t RUNNING -o %i | wc -l; }
-all_idle() { [ "$(sinfo -h -N -o '%T' | grep -c '^idle$')" = 4 ]; }
+all_idle() { [ "$(sinfo -h -N -o '%N %T' | sort -u | grep -c ' idle$')" = 4 ]; }  # once per node
 restore() {
   scancel --user=root 2>/dev/null || true
   [ -s "$BASE/run/slurmd-node4.pid" ] && [ -d "/proc/$(cat "$BASE/run/slurmd-node4.pid")" ] \

@@ -13,6 +13,7 @@ Wiring (the only place adapters are picked):
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -20,16 +21,21 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from ..errors import InputError
+from ..errors import InputError, JobDidNotComplete
 from ..services.clock import Clock, FixedClock, WallClock
 from ..services.plan import plan_from_files
 from ..services.policies import list_policies
+from ..services.reconcile import DEFAULT_STALE_AFTER_S
+from ..storage import DecisionState
 from . import cluster as cluster_cli
 from . import output
+from . import plugins as plugins_cli
 from . import replay as replay_cli
 from .decisions import plan_reserved, register
 from .errors import handle_errors
 from .highs_banner import silence_highs_banner
+from .live import LiveRequest, run_for_sbatch, run_reconcile, run_submit
+from .slurm_access import RemoteOption
 
 FIXED_NOW_ENV = "MLSUB_FIXED_NOW"
 DEBUG_ENV = "MLSUB_DEBUG"
@@ -82,130 +88,199 @@ def _root(
     silence_highs_banner()
 
 
+# --- job options, shared by plan and submit ----------------------------------------------------
+
+Workers = Annotated[int | None, typer.Option(help="Workers (N, at most).", rich_help_panel=JOB)]
+Ps = Annotated[str | None, typer.Option(help="PSs: 'auto' or a count.", rich_help_panel=JOB)]
+GpusPerWorker = Annotated[
+    int | None, typer.Option(help="GPUs per worker (default 1).", rich_help_panel=JOB)
+]
+CpusPerWorker = Annotated[
+    int | None, typer.Option(help="CPUs per worker (default 4).", rich_help_panel=JOB)
+]
+MemPerWorker = Annotated[
+    str | None,
+    typer.Option(
+        help="Memory per worker, Slurm-style (8G; bare = MiB) (default 16G).",
+        rich_help_panel=JOB,
+    ),
+]
+CpusPerPs = Annotated[
+    int | None, typer.Option(help="CPUs per PS (default 2).", rich_help_panel=JOB)
+]
+MemPerPs = Annotated[
+    str | None,
+    typer.Option(help="Memory per PS, Slurm-style (default 8G).", rich_help_panel=JOB),
+]
+Epochs = Annotated[int | None, typer.Option(help="Epochs (default 1).", rich_help_panel=JOB)]
+BatchesPerEpoch = Annotated[
+    int | None, typer.Option(help="Mini-batches per epoch.", rich_help_panel=JOB)
+]
+Model = Annotated[
+    str | None, typer.Option(help="Profiled model (see the user guide).", rich_help_panel=JOB)
+]
+StepTime = Annotated[
+    float | None, typer.Option(help="Seconds per mini-batch (τ).", rich_help_panel=JOB)
+]
+ModelSize = Annotated[float | None, typer.Option(help="Model size in MB (g).", rich_help_panel=JOB)]
+BwEx = Annotated[
+    float | None,
+    typer.Option(
+        help="Network MB/s per worker (default: the model's, else 100).", rich_help_panel=JOB
+    ),
+]
+BwIn = Annotated[
+    float | None,
+    typer.Option(
+        help="Internal MB/s per worker (default: the model's, else 1000).", rich_help_panel=JOB
+    ),
+]
+Name = Annotated[str | None, typer.Option(help="Job name.", rich_help_panel=JOB)]
+Partition = Annotated[
+    str | None, typer.Option(help="Slurm partition (live: its nodes only).", rich_help_panel=JOB)
+]
+TimeLimit = Annotated[
+    str | None,
+    typer.Option("--time", help="Slurm time limit (90, 1:30:00, 2-00:00:00).", rich_help_panel=JOB),
+]
+Output = Annotated[
+    str | None,
+    typer.Option(help="sbatch --output pattern (default mlsub-ID-%j.out).", rich_help_panel=JOB),
+]
+Interpreter = Annotated[
+    str | None,
+    typer.Option(
+        help="Runs the script on each task (default: python3 for *.py).", rich_help_panel=JOB
+    ),
+]
+Policy = Annotated[
+    str | None, typer.Option(help="Placement policy (default yu-rr).", rich_help_panel=POLICY)
+]
+Seed = Annotated[
+    int | None, typer.Option(help="Rounding seed (default 0).", rich_help_panel=POLICY)
+]
+FormOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--form", help="elastic | non-elastic (default non-elastic).", rich_help_panel=POLICY
+    ),
+]
+ClusterName = Annotated[
+    str | None, typer.Option(help="Cluster the decision is kept under.", rich_help_panel=STORE)
+]
+DbUrl = Annotated[str | None, typer.Option(help="Decision store URL.", rich_help_panel=STORE)]
+AsJson = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
+ScriptArgs = Annotated[
+    list[str] | None,
+    typer.Argument(help="Arguments for the program, after --.", show_default=False),
+]
+
+
 @app.command()
 def plan(
-    cluster: Annotated[
-        Path,
-        typer.Option("--cluster", "-c", help="Cluster file (YAML).", show_default=False),
-    ],
     script: Annotated[
         Path | None,
         typer.Argument(help="Job script; its '# mlsub:' header lines are read."),
     ] = None,
-    workers: Annotated[
-        int | None, typer.Option(help="Workers (N, at most).", rich_help_panel=JOB)
-    ] = None,
-    ps: Annotated[
-        str | None, typer.Option(help="PSs: 'auto' or a count.", rich_help_panel=JOB)
-    ] = None,
-    gpus_per_worker: Annotated[
-        int | None, typer.Option(help="GPUs per worker (default 1).", rich_help_panel=JOB)
-    ] = None,
-    cpus_per_worker: Annotated[
-        int | None, typer.Option(help="CPUs per worker (default 4).", rich_help_panel=JOB)
-    ] = None,
-    mem_per_worker: Annotated[
-        str | None,
+    cluster: Annotated[
+        Path | None,
         typer.Option(
-            help="Memory per worker, Slurm-style (8G; bare = MiB) (default 16G).",
-            rich_help_panel=JOB,
+            "--cluster",
+            "-c",
+            help="Cluster file (YAML). Without it: the live Slurm cluster (needs SCRIPT).",
+            show_default=False,
         ),
     ] = None,
-    cpus_per_ps: Annotated[
-        int | None, typer.Option(help="CPUs per PS (default 2).", rich_help_panel=JOB)
-    ] = None,
-    mem_per_ps: Annotated[
-        str | None,
-        typer.Option(help="Memory per PS, Slurm-style (default 8G).", rich_help_panel=JOB),
-    ] = None,
-    epochs: Annotated[
-        int | None, typer.Option(help="Epochs (default 1).", rich_help_panel=JOB)
-    ] = None,
-    batches_per_epoch: Annotated[
-        int | None, typer.Option(help="Mini-batches per epoch.", rich_help_panel=JOB)
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(help="Profiled model (see the user guide).", rich_help_panel=JOB)
-    ] = None,
-    step_time: Annotated[
-        float | None, typer.Option(help="Seconds per mini-batch (τ).", rich_help_panel=JOB)
-    ] = None,
-    model_size: Annotated[
-        float | None, typer.Option(help="Model size in MB (g).", rich_help_panel=JOB)
-    ] = None,
-    bw_ex: Annotated[
-        float | None,
-        typer.Option(
-            help="Network MB/s per worker (default: the model's, else 100).", rich_help_panel=JOB
-        ),
-    ] = None,
-    bw_in: Annotated[
-        float | None,
-        typer.Option(
-            help="Internal MB/s per worker (default: the model's, else 1000).", rich_help_panel=JOB
-        ),
-    ] = None,
-    name: Annotated[str | None, typer.Option(help="Job name.", rich_help_panel=JOB)] = None,
-    partition: Annotated[
-        str | None,
-        typer.Option(help="Slurm partition (used when submitting).", rich_help_panel=JOB),
-    ] = None,
-    policy: Annotated[
-        str | None, typer.Option(help="Placement policy (default yu-rr).", rich_help_panel=POLICY)
-    ] = None,
-    seed: Annotated[
-        int | None, typer.Option(help="Rounding seed (default 0).", rich_help_panel=POLICY)
-    ] = None,
-    form: Annotated[
-        str | None,
-        typer.Option(help="elastic | non-elastic (default non-elastic).", rich_help_panel=POLICY),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    workers: Workers = None,
+    ps: Ps = None,
+    gpus_per_worker: GpusPerWorker = None,
+    cpus_per_worker: CpusPerWorker = None,
+    mem_per_worker: MemPerWorker = None,
+    cpus_per_ps: CpusPerPs = None,
+    mem_per_ps: MemPerPs = None,
+    epochs: Epochs = None,
+    batches_per_epoch: BatchesPerEpoch = None,
+    model: Model = None,
+    step_time: StepTime = None,
+    model_size: ModelSize = None,
+    bw_ex: BwEx = None,
+    bw_in: BwIn = None,
+    name: Name = None,
+    partition: Partition = None,
+    time_limit: TimeLimit = None,
+    output_pattern: Output = None,
+    interpreter: Interpreter = None,
+    policy: Policy = None,
+    seed: Seed = None,
+    form: FormOpt = None,
+    as_json: AsJson = False,
     reserve: Annotated[
         bool,
         typer.Option(
             "--reserve",
             help="Plan around the decision store's reservations and record this decision "
-            "as 'planned' (its JSON then carries decision_id).",
+            "as 'planned' (its JSON then carries decision_id). Needs --cluster.",
             rich_help_panel=STORE,
         ),
     ] = False,
-    cluster_name: Annotated[
-        str | None,
-        typer.Option(help="Cluster the reservation is kept under.", rich_help_panel=STORE),
-    ] = None,
-    db_url: Annotated[
-        str | None, typer.Option(help="Decision store URL.", rich_help_panel=STORE)
-    ] = None,
+    for_sbatch: Annotated[
+        bool,
+        typer.Option(
+            "--for-sbatch",
+            help="For the cli_filter plugin: place SCRIPT on the live cluster, record the "
+            "decision for the user's own sbatch, print KEY=VALUE lines "
+            "(docs/admin-plugins.md).",
+            rich_help_panel=STORE,
+        ),
+    ] = False,
+    cluster_name: ClusterName = None,
+    db_url: DbUrl = None,
+    remote: RemoteOption = None,
+    args: ScriptArgs = None,
 ) -> None:
-    """Plan where and when a job would run on the cluster described by --cluster."""
-    overrides: dict[str, object] = {
-        "workers": workers,
-        "ps": ps,
-        "gpus_per_worker": gpus_per_worker,
-        "cpus_per_worker": cpus_per_worker,
-        "mem_per_worker": mem_per_worker,
-        "cpus_per_ps": cpus_per_ps,
-        "mem_per_ps": mem_per_ps,
-        "epochs": epochs,
-        "batches_per_epoch": batches_per_epoch,
-        "model": model,
-        "step_time": step_time,
-        "model_size": model_size,
-        "bw_ex": bw_ex,
-        "bw_in": bw_in,
-        "name": name,
-        "partition": partition,
-        "policy": policy,
-        "seed": seed,
-        "form": form,
-    }
+    """Plan where and when a job would run (nothing is submitted).
+
+    On the cluster file given with --cluster, or on the live Slurm cluster: a dry run of
+    submit that shows the decision and the sbatch script and records nothing.
+    """
+    overrides = _overrides(locals())
+    if cluster is None and not for_sbatch and (script is None or reserve):  # usage: exit 2
+        raise typer.BadParameter(
+            "plan needs --cluster FILE"
+            + (" with --reserve" if reserve else ", or a SCRIPT to plan on the live cluster"),
+            param_hint="'--cluster'",
+        )
+    if remote is not None and cluster is not None:
+        raise typer.BadParameter(
+            "--remote plans on the live cluster behind a login node; --cluster plans offline",
+            param_hint="'--remote'",
+        )
     with handle_errors(debug=_debug()):
+        if for_sbatch:
+            if script is None or cluster is not None:
+                raise InputError(
+                    "--for-sbatch needs SCRIPT and plans on the live cluster (no --cluster)",
+                    hint="the cli_filter plugin calls: mlsub plan --for-sbatch SCRIPT",
+                )
+            placed = run_for_sbatch(
+                LiveRequest(script, (), overrides, cluster_name, db_url), clock=_clock()
+            )
+            output.show_lines(placed.lines())
+            return
+        if cluster is None:
+            assert script is not None
+            outcome, _ = run_submit(
+                LiveRequest(script, tuple(args or ()), overrides, cluster_name, db_url, remote),
+                clock=_clock(),
+                dry_run=True,
+            )
+            output.show_submitted(outcome.as_dict(), as_json=as_json, show_script=True)
+            return
         if reserve:
             reserved = plan_reserved(
                 script=script,
                 cluster=cluster,
-                overrides=overrides,
+                overrides=_plan_only(overrides),
                 clock=_clock(),
                 cluster_name=cluster_name,
                 db_url=db_url,
@@ -213,9 +288,135 @@ def plan(
             output.show_reserved(reserved, as_json=as_json)
             return
         result = plan_from_files(
-            script=script, cluster=cluster, overrides=overrides, clock=_clock()
+            script=script, cluster=cluster, overrides=_plan_only(overrides), clock=_clock()
         )
         output.show_plan(result.as_dict(), as_json=as_json)
+
+
+@app.command()
+def submit(
+    script: Annotated[
+        Path, typer.Argument(help="Training script; its '# mlsub:' header lines are read.")
+    ],
+    args: ScriptArgs = None,
+    workers: Workers = None,
+    ps: Ps = None,
+    gpus_per_worker: GpusPerWorker = None,
+    cpus_per_worker: CpusPerWorker = None,
+    mem_per_worker: MemPerWorker = None,
+    cpus_per_ps: CpusPerPs = None,
+    mem_per_ps: MemPerPs = None,
+    epochs: Epochs = None,
+    batches_per_epoch: BatchesPerEpoch = None,
+    model: Model = None,
+    step_time: StepTime = None,
+    model_size: ModelSize = None,
+    bw_ex: BwEx = None,
+    bw_in: BwIn = None,
+    name: Name = None,
+    partition: Partition = None,
+    time_limit: TimeLimit = None,
+    output_pattern: Output = None,
+    interpreter: Interpreter = None,
+    policy: Policy = None,
+    seed: Seed = None,
+    form: FormOpt = None,
+    show_script: Annotated[
+        bool, typer.Option("--show-script", help="Also print the sbatch script.")
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="Wait until the job ends; exit 0 if it completed, 9 if it failed or was "
+            "cancelled.",
+        ),
+    ] = False,
+    as_json: AsJson = False,
+    cluster_name: ClusterName = None,
+    db_url: DbUrl = None,
+    remote: RemoteOption = None,
+) -> None:
+    """Place a job on the live cluster, record the decision, submit it (mlsub SCRIPT).
+
+    Arguments after -- go to the program verbatim.
+    """
+    overrides = _overrides(locals())
+    with handle_errors(debug=_debug()):
+        with output.waiting(enabled=wait and not as_json) as progress:
+            outcome, final = run_submit(
+                LiveRequest(script, tuple(args or ()), overrides, cluster_name, db_url, remote),
+                clock=_clock(),
+                dry_run=False,
+                wait=progress if wait else None,
+            )
+        result = outcome.as_dict()
+        if final is not None:
+            result["state"] = final.value
+        output.show_submitted(result, as_json=as_json, show_script=show_script)
+        if final is not None and final != DecisionState.COMPLETED:
+            raise JobDidNotComplete(
+                f"Slurm job {outcome.slurm_job_id} ended {final.value}",
+                hint=f"see its output file and: mlsub show {result['decision_id']}",
+                context={"decision_id": result["decision_id"], "state": final.value},
+            )
+
+
+@app.command(name="reconcile")
+def reconcile_cmd(
+    decision_ids: Annotated[
+        list[int] | None,
+        typer.Argument(help="Only these decisions (default: every open one you may manage)."),
+    ] = None,
+    stale_after: Annotated[
+        float,
+        typer.Option(
+            help="Seconds after which a decision still 'submitting' with no Slurm job is "
+            "marked submit-failed.",
+            min=0,
+        ),
+    ] = DEFAULT_STALE_AFTER_S,
+    as_json: AsJson = False,
+    cluster_name: ClusterName = None,
+    db_url: DbUrl = None,
+    remote: RemoteOption = None,
+) -> None:
+    """Bring open decisions up to date with what Slurm did (squeue, then sacct).
+
+    Decisions move to submitted, running, completed/failed/cancelled, or submit-failed
+    when a submission never reached Slurm.
+    """
+    with handle_errors(debug=_debug()):
+        report = run_reconcile(
+            clock=_clock(),
+            cluster_name=cluster_name,
+            db_url=db_url,
+            stale_after_s=stale_after,
+            decision_ids=decision_ids or (),
+            remote=remote,
+        )
+        output.show_reconciled(report, as_json=as_json)
+
+
+_JOB_FIELDS = (
+    "workers", "ps", "gpus_per_worker", "cpus_per_worker", "mem_per_worker", "cpus_per_ps",
+    "mem_per_ps", "epochs", "batches_per_epoch", "model", "step_time", "model_size", "bw_ex",
+    "bw_in", "name", "partition", "policy", "seed", "form", "interpreter",
+)  # fmt: skip
+#: Parameter name -> job option, where they differ.
+_RENAMED = {"time_limit": "time_limit", "output_pattern": "output"}
+
+
+def _overrides(params: dict[str, object]) -> dict[str, object]:
+    """The job options a command was given (None = not given), by JobOptions field."""
+    out = {f: params[f] for f in _JOB_FIELDS}
+    out.update({field: params[p] for p, field in _RENAMED.items()})
+    return out
+
+
+def _plan_only(overrides: dict[str, object]) -> dict[str, object]:
+    """Plan against a cluster file: the submission-only options play no part."""
+    return {k: v for k, v in overrides.items() if k not in ("time_limit", "output", "interpreter")}
 
 
 @app.command()
@@ -230,7 +431,43 @@ def policies(
 register(app, clock=_clock, debug=_debug)
 cluster_cli.register(app, clock=_clock, debug=_debug)
 replay_cli.register(app, clock=_clock, debug=_debug)
+plugins_cli.register(app, clock=_clock, debug=_debug)
 
 
 def main() -> None:
-    app()
+    app(args=shorthand(sys.argv[1:]), prog_name="mlsub")
+
+
+def shorthand(argv: list[str]) -> list[str]:
+    """``mlsub train.py [...]`` is ``mlsub submit train.py [...]``: a first argument that
+    is no command or option but an existing file.
+
+    A leading ``--remote TARGET`` (or ``--remote=TARGET``) moves behind the command, where
+    Typer reads it: ``mlsub --remote X train.py`` is ``mlsub submit --remote X train.py``,
+    ``mlsub --remote X reconcile`` is ``mlsub reconcile --remote X``."""
+    lead, rest = _leading_remote(argv)
+    first = rest[0] if rest else ""
+    if first and not first.startswith("-") and first not in _command_names():
+        return ["submit", *lead, *rest] if Path(first).is_file() else argv
+    if lead and first in _command_names():
+        return [first, *lead, *rest[1:]]
+    return argv
+
+
+def _leading_remote(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The ``--remote`` options before the first other argument, and the rest."""
+    i = 0
+    while i < len(argv):
+        if argv[i].startswith("--remote="):
+            i += 1
+        elif argv[i] == "--remote" and i + 1 < len(argv):
+            i += 2
+        else:
+            break
+    return argv[:i], argv[i:]
+
+
+def _command_names() -> set[str]:
+    names = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
+    names |= {g.name or "" for g in app.registered_groups}
+    return names

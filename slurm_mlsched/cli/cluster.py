@@ -1,47 +1,26 @@
 """``mlsub cluster``: the live cluster as the placement sees it (nodes, free capacity now,
 running jobs, excluded nodes).
 
-Wiring: the node state source is picked by
-:func:`~slurm_mlsched.slurm.nodes.select_source` over a
-:class:`~slurm_mlsched.slurm.runner.LocalRunner` (pyslurm when it matches the cluster's
-Slurm, else the Slurm commands). ``MLSUB_SLURM_SOURCE`` overrides it: ``cli`` (the Slurm
-commands, JSON where the version has it), ``json`` or ``text`` (those formats only).
+Wiring: the Slurm commands run here or, with ``--remote`` (or the config's ``remote``), on
+a login node over SSH (:mod:`.slurm_access`, which also picks the node state source:
+pyslurm when it matches the cluster's Slurm, else the Slurm commands; over SSH always the
+commands; ``MLSUB_SLURM_SOURCE`` overrides it).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
-from ..errors import InputError
-from ..files.cluster_file import DEFAULT_SLOT_SECONDS
 from ..services.clock import Clock
 from ..services.cluster_state import read_cluster_state
-from ..slurm.nodes import Mode, NodeStateSource, SlurmCliSource, select_source
-from ..slurm.runner import LocalRunner
+from ..services.submit import cluster_view
 from . import output
 from .errors import handle_errors
-
-SOURCE_ENV = "MLSUB_SLURM_SOURCE"
-_CLI_MODES: dict[str, Mode] = {"cli": "auto", "json": "json", "text": "text"}
-
-
-def node_state_source() -> NodeStateSource:
-    """The one place the live node state source is chosen."""
-    runner = LocalRunner()
-    forced = os.environ.get(SOURCE_ENV, "").strip().lower()
-    if forced in _CLI_MODES:
-        return SlurmCliSource(runner, mode=_CLI_MODES[forced])
-    if forced not in ("", "auto"):
-        raise InputError(
-            f"environment variable {SOURCE_ENV} must be auto, cli, json or text, got {forced!r}",
-            hint=f"unset {SOURCE_ENV} to pick the source automatically",
-            context={"variable": SOURCE_ENV, "value": forced},
-        )
-    return select_source(runner).source
+from .slurm_access import RemoteOption, slurm_access
+from .store import context, open_configured
 
 
 def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
@@ -50,14 +29,47 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
     @app.command()
     def cluster(
         slot_seconds: Annotated[
-            float,
-            typer.Option(help="Δ, seconds per slot, for the reservations' slots.", min=1),
-        ] = DEFAULT_SLOT_SECONDS,
+            float | None,
+            typer.Option(
+                help="Δ, seconds per slot, for the reservations' slots (default: the "
+                "config's slot_seconds, 60).",
+                min=1,
+            ),
+        ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+        remote: RemoteOption = None,
+        slurm_only: Annotated[
+            bool,
+            typer.Option(
+                "--slurm-only",
+                help="Leave out the decision store's reservations (Slurm's jobs only).",
+            ),
+        ] = False,
+        cluster_name: Annotated[
+            str | None, typer.Option(help="Cluster name the decisions are kept under.")
+        ] = None,
+        db_url: Annotated[str | None, typer.Option(help="Decision store URL.")] = None,
     ) -> None:
-        """Show the live cluster: capacity and free resources per node, running jobs."""
+        """Show the live cluster: capacity and free resources per node, running jobs, and
+        the decision store's reservations."""
         with handle_errors(debug=debug()):
-            state = read_cluster_state(
-                node_state_source(), clock=clock(), slot_seconds=slot_seconds
-            )
+            ctx = context({"db_url": db_url, "cluster_name": cluster_name, "remote": remote})
+            config = ctx.config
+            slot = slot_seconds or config.slot_seconds
+            with slurm_access(config.remote, remote_dir=config.remote_dir) as access:
+                source = access.node_state_source()
+                if slurm_only:
+                    state = read_cluster_state(source, clock=clock(), slot_seconds=slot)
+                else:
+                    store = open_configured(ctx)
+                    try:
+                        state = cluster_view(
+                            source,
+                            store,
+                            clock=clock(),
+                            cluster_name=config.cluster_name,
+                            slot_seconds=slot,
+                        )
+                    finally:
+                        store.close()
             output.show_cluster(state.as_dict(), as_json=as_json)

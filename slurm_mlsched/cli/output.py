@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -265,7 +266,30 @@ def show_explanation(e: Mapping[str, Any], *, as_json: bool) -> None:
         console.print(f"  • {line}")
     for b in e["binding"]:
         console.print(f"  • {b['node']}: tightest resource {b['resource']} at {b['share']:.0%}")
-    console.print(f"  • alternatives: {e['alternatives_note']}")
+    table = Table(
+        "alternative", "mode", "workers", "start slot", "end (UTC)", "completion (slots)",
+        "notes", title="alternatives (predicted completion = end slot − arrival + 1)",
+    )  # fmt: skip
+    for a in e["alternatives"]:
+        if "error" in a:
+            table.add_row(a["kind"], "", "", "", "", "", a["error"])
+            continue
+        notes = []
+        if "violations" in a:
+            notes.append(f"{a['violations']} violation(s) before repair")
+            notes.append(f"work by D {a['work_fraction']:.0%}")
+            if a.get("kept"):
+                notes.append("kept")
+        table.add_row(
+            a["kind"],
+            a.get("mode", ""),
+            str(a.get("workers", "")),
+            str(a.get("start_slot", "")),
+            _short_time(a["end"])[:16] if a.get("end") else "",
+            str(a.get("completion_slots", "")),
+            ", ".join(notes),
+        )
+    console.print(table)
     if e["reproduced"]:
         console.print(Text("re-solve from the stored inputs: reproduced exactly", style="green"))
         return
@@ -427,3 +451,98 @@ def show_replay(report: Mapping[str, Any], *, as_json: bool) -> None:
     files = report.get("files") or {}
     if files:
         console.print(f"wrote {files['summary']}, {files['html']} and the plots", soft_wrap=True)
+
+
+def show_submitted(result: Mapping[str, Any], *, as_json: bool, show_script: bool) -> None:
+    """``mlsub submit`` / ``mlsub plan SCRIPT`` (live): the plan, the script, the outcome."""
+    if as_json:
+        show_json(result)
+        return
+    show_plan(result, as_json=False)
+    console = _out()
+    excluded = result["cluster"].get("excluded") or []
+    if excluded:
+        console.print("not used: " + ", ".join(f"{e['name']} ({e['reason']})" for e in excluded))
+    if show_script:
+        console.print(Text("sbatch script:", style="bold"))
+        console.print(Text(result["script"]), soft_wrap=True)
+    begin = f", begins {_short_time(result['begin'])}" if result.get("begin") else ""
+    if result.get("decision_id") is None:
+        console.print(f"dry run: nothing recorded or submitted{begin}")
+        return
+    console.print(
+        f"decision {result['decision_id']} submitted as Slurm job {result['slurm_job_id']}"
+        f"{begin} (state {result['state']}); follow it with: mlsub show "
+        f"{result['decision_id']}, squeue -j {result['slurm_job_id']}"
+    )
+
+
+def show_reconciled(report: Mapping[str, Any], *, as_json: bool) -> None:
+    """``mlsub reconcile``: one row per open decision looked at."""
+    if as_json:
+        show_json(report)
+        return
+    console = _out()
+    rows = report["decisions"]
+    if not rows:
+        console.print("no open decisions to reconcile")
+    else:
+        table = Table("decision", "slurm job", "before", "after", "found in", "note")
+        for r in rows:
+            table.add_row(
+                str(r["decision_id"]),
+                r["slurm_job_id"] or "",
+                r["before"],
+                r["after"],
+                r["found_in"] or "",
+                r["note"],
+            )
+        console.print(table)
+    for note in report["notes"]:
+        _err().print(f"note: {note}")
+
+
+# --- the Slurm plugins -------------------------------------------------------------------------
+
+
+def show_plugin_check(report: Mapping[str, Any], *, as_json: bool) -> None:
+    """``mlsub plugins check``: one ``FILE: ok`` line per good file, else its problems as
+    ``FILE:LINE: error: message`` (the compiler convention editors understand)."""
+    if as_json:
+        show_json(report)
+        return
+    for f in report["files"]:
+        for finding in f["findings"]:
+            where = f["path"] if finding["line"] is None else f"{f['path']}:{finding['line']}"
+            typer.echo(f"{where}: {finding['severity']}: {finding['message']}")
+        if f["ok"]:
+            typer.echo(f"{f['path']}: ok ({f['kind']}, checked with {report['interpreter']})")
+
+
+def show_installed_plugins(paths: Sequence[str]) -> None:
+    for path in paths:
+        typer.echo(f"wrote {path}")
+    typer.echo(
+        "next: edit their site tables, then check them: mlsub plugins check "
+        + " ".join(paths)
+        + " (install: docs/admin-plugins.md)"
+    )
+
+
+@contextmanager
+def waiting(*, enabled: bool) -> Iterator[Callable[[str], None]]:
+    """A status line on stderr while ``submit --wait`` waits; yields ``update(state)``."""
+    if not enabled:
+        yield lambda state: None
+        return
+    with _err().status("waiting for the job to be submitted") as status:
+
+        def update(state: str) -> None:
+            status.update(f"job {state}: waiting for it to end (Ctrl-C stops waiting only)")
+
+        yield update
+
+
+def show_lines(lines: Sequence[str]) -> None:
+    """Plain lines on stdout, nothing else (``plan --for-sbatch``: a machine reads them)."""
+    sys.stdout.write("".join(f"{line}\n" for line in lines))

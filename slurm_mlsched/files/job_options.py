@@ -26,6 +26,7 @@ Defaults (documented in ``docs/user-guide.md``):
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -74,6 +75,9 @@ class JobOptions:
     name: str = ""
     partition: str | None = None  # kept for the live path; plan ignores it
     form: Form = Form.NON_ELASTIC
+    time_limit: int | None = None  # minutes (sbatch --time); submission only
+    output: str | None = None  # sbatch --output pattern; submission only
+    interpreter: str | None = None  # runs the script (default: python3 for *.py)
 
     @property
     def workload(self) -> float:
@@ -155,6 +159,32 @@ def _text(option: str, value: object) -> str:
     return value.strip()
 
 
+_SLURM_TIME = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
+
+
+def _time_limit(option: str, value: object) -> int:
+    """Slurm's ``--time``: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S -> whole minutes (rounded up)."""
+    hint = "write a Slurm time limit: 90 (minutes), 1:30:00, 2-00:00:00"
+    text = str(value).strip() if isinstance(value, str | int) and value is not True else ""
+    match = _SLURM_TIME.fullmatch(text)
+    if not match:
+        raise _bad(option, value, "is not a Slurm time limit", hint)
+    days, a, b, c = match.groups()
+    parts = [int(x) for x in (a, b, c) if x is not None]
+    if days is not None:  # D-H[:M[:S]]
+        h, m, sec = [*parts, 0, 0][:3]
+    elif len(parts) == 1:  # M
+        h, m, sec = 0, parts[0], 0
+    elif len(parts) == 2:  # M:S
+        h, m, sec = 0, parts[0], parts[1]
+    else:  # H:M:S
+        h, m, sec = parts
+    seconds = ((int(days or 0) * 24 + h) * 60 + m) * 60 + sec
+    if seconds <= 0:
+        raise _bad(option, value, "must be at least one second", hint)
+    return math.ceil(seconds / 60)
+
+
 def _form(option: str, value: object) -> Form:
     try:
         return Form(str(value).strip().lower())
@@ -184,6 +214,9 @@ OPTIONS: dict[str, tuple[str, Converter]] = {
     "name": ("--name", _text),
     "partition": ("--partition", _text),
     "form": ("--form", _form),
+    "time_limit": ("--time", _time_limit),
+    "output": ("--output", _text),
+    "interpreter": ("--interpreter", _text),
 }
 _BY_FLAG = {flag: name for name, (flag, _) in OPTIONS.items()}
 assert set(OPTIONS) == {f.name for f in fields(JobOptions)}, "OPTIONS out of sync"
@@ -265,13 +298,16 @@ def merge_options(
     cli_overrides: Mapping[str, object],
     *,
     header_source: str = "'# mlsub:' header",
+    config_defaults: Mapping[str, object] | None = None,
 ) -> JobOptions:
-    """Defaults < script header < command line; every value checked and converted.
+    """Defaults < config ``[job]`` table < script header < command line; every value
+    checked and converted.
 
     ``cli_overrides`` maps :class:`JobOptions` field names to values given on the command
     line (``None`` = not given); values may be strings or already typed.
     """
-    merged: dict[str, object] = dict(_header_values(header_args, header_source))
+    merged: dict[str, object] = dict(config_defaults or {})
+    merged.update(_header_values(header_args, header_source))
     for name, value in cli_overrides.items():
         if name not in OPTIONS:
             raise ValueError(f"not a job option: {name!r}")

@@ -49,6 +49,30 @@ class PlacementParams:
     mip_rel_gap: float = 0.0
     """exact: relative MIP gap accepted (0 = prove optimality)."""
 
+    # --- the replay baselines oasis, optimus, drf (docs/formulation.md, "Baselines") ---
+    utility_seed: int | None = None
+    """Seed of the jobs' utility draws (``placement.utility``), which ``oasis`` prices
+    against; None = ``seed``. The replay sets it to its seed before deriving per-job seeds,
+    so the policy sees the utilities the metrics score."""
+    oasis_ln_u: float | None = None
+    """oasis: ln U, the largest utility per unit of (normalized) resource over all jobs;
+    None = from the job alone. The replay sets the value of the whole trace (oracle)."""
+    oasis_ln_l: float | None = None
+    """oasis: ln L, (1/4η) × the smallest utility per unit of time and resource; None =
+    from the job alone. Kept as a logarithm: with sigmoid utilities L underflows."""
+    oasis_end_candidates: int = 6
+    """oasis: completion slots tried: the earliest feasible end, then durations ×√2 each."""
+    oasis_max_segments: int = 64
+    """oasis: at most this many segments (runs of slots with equal prices) in a job's window;
+    beyond, consecutive ones are merged into blocks holding their most reserved usage."""
+    optimus_samples: int = 10
+    """optimus: (PS, worker) samples of the time model behind each job's speed-model fit."""
+    optimus_noise: float = 0.05
+    """optimus: relative noise of each sample, uniform in [−noise, +noise], seeded."""
+    realloc_keep_placement: bool = True
+    """optimus, drf: a job whose counts do not change at an event keeps its machines (no
+    migration); False re-places every job at every event."""
+
     def with_seed(self, seed: int) -> PlacementParams:
         return replace(self, seed=seed)
 

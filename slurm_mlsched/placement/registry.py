@@ -1,38 +1,118 @@
-"""Policies share one signature and are looked up by name (no if-chains on names)."""
+"""Policies are looked up by name (no if-chains on names). Two kinds, each with one signature:
+
+* **arrival** policies, ``(JobRequest, ClusterSnapshot, PlacementParams) -> Decision``:
+  decide once, on the job's arrival, against the reservations in the snapshot (``yu-rr``,
+  ``exact``, ``fifo-*``, ``oasis``); ``place()`` and the replay engine call them;
+* **re-allocating** policies, ``(tuple[RunningJob, ...], ClusterSnapshot, int,
+  PlacementParams) -> tuple[Allocation | None, ...]``: at every arrival and completion,
+  the worker/PS counts and machines of every active job (``optimus``, ``drf``;
+  :mod:`.reallocation`). Only the replay runs them (``sim.realloc``): a Slurm job keeps
+  its allocation, so ``place()`` refuses them.
+
+A policy may also register a **prepare** hook, ``(requests, cluster, params) -> params``,
+which the replay calls once with all the jobs before the run: the place for constants a
+policy takes from the whole trace (OASiS's price bounds U and L).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..errors import InputError
 from ..model import ClusterSnapshot, Decision, JobRequest
 from .params import PlacementParams
+from .reallocation import Allocation, RunningJob
 
 PolicyFn = Callable[[JobRequest, ClusterSnapshot, PlacementParams], Decision]
+ReallocateFn = Callable[
+    [tuple[RunningJob, ...], ClusterSnapshot, int, PlacementParams],
+    tuple[Allocation | None, ...],
+]
+PrepareFn = Callable[[Sequence[JobRequest], ClusterSnapshot, PlacementParams], PlacementParams]
 
 _POLICIES: dict[str, PolicyFn] = {}
+_REALLOCATING: dict[str, ReallocateFn] = {}
+_PREPARE: dict[str, PrepareFn] = {}
 
 
-def register(name: str) -> Callable[[PolicyFn], PolicyFn]:
+def _claim(name: str) -> None:
+    if name in _POLICIES or name in _REALLOCATING:
+        raise RuntimeError(f"policy {name!r} registered twice")
+
+
+def register(name: str, *, prepare: PrepareFn | None = None) -> Callable[[PolicyFn], PolicyFn]:
+    """Register an arrival policy (and its optional trace-level ``prepare`` hook)."""
+
     def deco(fn: PolicyFn) -> PolicyFn:
-        if name in _POLICIES:
-            raise RuntimeError(f"policy {name!r} registered twice")
+        _claim(name)
         _POLICIES[name] = fn
+        if prepare is not None:
+            _PREPARE[name] = prepare
+        return fn
+
+    return deco
+
+
+def register_reallocating(name: str) -> Callable[[ReallocateFn], ReallocateFn]:
+    """Register a re-allocating policy (replay only)."""
+
+    def deco(fn: ReallocateFn) -> ReallocateFn:
+        _claim(name)
+        _REALLOCATING[name] = fn
         return fn
 
     return deco
 
 
 def policy_names() -> tuple[str, ...]:
-    return tuple(sorted(_POLICIES))
+    return tuple(sorted({*_POLICIES, *_REALLOCATING}))
+
+
+def _unknown(name: str) -> InputError:
+    return InputError(
+        f"unknown policy {name!r}",
+        hint=f"choose one of: {', '.join(policy_names())}",
+        context={"policy": name},
+    )
+
+
+def policy_function(name: str) -> Callable[..., object]:
+    """The registered function of either kind (for validation and ``mlsub policies``)."""
+    fn: Callable[..., object] | None = _POLICIES.get(name) or _REALLOCATING.get(name)
+    if fn is None:
+        raise _unknown(name)
+    return fn
 
 
 def get_policy(name: str) -> PolicyFn:
+    """The arrival policy ``name``; a re-allocating one is an :class:`InputError` here."""
     try:
         return _POLICIES[name]
     except KeyError:
-        raise InputError(
-            f"unknown policy {name!r}",
-            hint=f"choose one of: {', '.join(policy_names())}",
-            context={"policy": name},
-        ) from None
+        if name in _REALLOCATING:
+            raise InputError(
+                f"policy {name!r} re-allocates running jobs at every arrival and completion: "
+                "it runs in replay only",
+                hint=f"replay a trace with it (mlsub replay TRACE --policy {name}), or plan "
+                f"with one of: {', '.join(sorted(_POLICIES))}",
+                context={"policy": name},
+            ) from None
+        raise _unknown(name) from None
+
+
+def get_reallocating(name: str) -> ReallocateFn | None:
+    """The re-allocating policy ``name``, None when ``name`` is an arrival policy."""
+    if name in _REALLOCATING:
+        return _REALLOCATING[name]
+    if name in _POLICIES:
+        return None
+    raise _unknown(name)
+
+
+def prepare_params(
+    name: str, requests: Sequence[JobRequest], cluster: ClusterSnapshot, params: PlacementParams
+) -> PlacementParams:
+    """``params`` completed with the policy's trace-level constants (unchanged when the
+    policy has no prepare hook)."""
+    hook = _PREPARE.get(name)
+    return params if hook is None else hook(requests, cluster, params)

@@ -93,8 +93,13 @@ def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
     clock.lap("lp_search")
     rng = np.random.default_rng(arr.params.seed)
     best: elastic.BlockDraw | None = None
-    for _ in range(max(1, arr.params.trials)):
+    trials: list[tuple[str, float]] = []
+    for k in range(max(1, arr.params.trials)):
         draw = elastic.round_trial(arr, sr, rng)
+        trials += [
+            (f"trial{k}:violations", float(draw.violations)),
+            (f"trial{k}:work_fraction", draw.work / arr.shape.workload),
+        ]
         if best is None or (draw.violations, -min(draw.work, arr.shape.workload)) < (
             best.violations,
             -min(best.work, arr.shape.workload),
@@ -114,6 +119,7 @@ def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
         ("pre_repair_work_fraction", best.work / arr.shape.workload),
         ("lp_solves", float(sr.lp_solves)),
         ("lp_blocks", float(len(sr.starts))),
+        *trials,
     )
     return _decision(
         arr,
@@ -132,10 +138,19 @@ def _non_elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
     rng = np.random.default_rng(arr.params.seed)
     best: nonelastic.Shape | None = None
     best_key: tuple[int, float, int] | None = None
-    for _ in range(max(1, arr.params.trials)):
+    trials: list[tuple[str, float]] = []
+    for k in range(max(1, arr.params.trials)):
         sh = nonelastic.round_trial(arr, ss, rng)
         end = nonelastic.end_slot(arr, sh) if sh.workers else 1 << 60
         key = (nonelastic.violations(arr, sh), -nonelastic.work_by(arr, sh, ss.deadline), end)
+        trials += [
+            (f"trial{k}:violations", float(key[0])),
+            (f"trial{k}:work_fraction", -key[1] / arr.shape.workload),
+            (f"trial{k}:end_slot", float(end) if sh.workers else -1.0),
+            (f"trial{k}:workers", float(sh.workers)),
+            (f"trial{k}:start_slot", float(sh.start)),
+            (f"trial{k}:colocated", 1.0 if sh.colo >= 0 else 0.0),
+        ]
         if best_key is None or key < best_key:
             best, best_key = sh, key
     assert best is not None and best_key is not None
@@ -153,6 +168,7 @@ def _non_elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
         ("pre_repair_work_fraction", -best_key[1] / arr.shape.workload),
         ("pre_repair_end_slot", float(best_key[2]) if best.workers else -1.0),
         ("lp_solves", float(ss.lp_solves)),
+        *trials,
     )
     return _decision(
         arr,

@@ -56,6 +56,21 @@ from .templates import TEMPLATE, load_template
 
 #: First port of a job's tasks when the caller does not choose one.
 DEFAULT_BASE_PORT = 29500
+#: The ports :func:`port_base` hands out: [PORT_LOW, PORT_HIGH), in blocks of PORT_BLOCK,
+#: below Linux's ephemeral range (32768–60999), where outgoing connections take theirs.
+PORT_LOW, PORT_HIGH, PORT_BLOCK = 20000, 32768, 64
+
+
+def port_base(decision_id: int, n_tasks: int) -> int:
+    """The first port of a decision's tasks: decisions whose ids differ by less than
+    ``(PORT_HIGH − PORT_LOW) / block`` (199 for jobs of up to 64 tasks) get disjoint port
+    ranges, so jobs that share a host (several Slurm nodes on one machine, or a node's
+    address shared by several jobs) do not collide. A job of more than 64 tasks takes a
+    block of the next multiple of 64."""
+    block = PORT_BLOCK * max(1, math.ceil(n_tasks / PORT_BLOCK))
+    blocks = (PORT_HIGH - PORT_LOW) // block
+    return PORT_LOW + (decision_id % blocks) * block
+
 
 #: The per-task launcher (a constant: no user value is ever pasted into it).
 LAUNCHER = """\
@@ -77,6 +92,7 @@ class ScriptSpec:
     command: tuple[str, ...]  # the program and its arguments, e.g. ("python3", "train.py")
     job_name: str
     decision_id: str = ""
+    comment: str | None = None  # the decision tag (sbatch/tag.py), on every component
     partition: str | None = None
     begin: datetime | None = None  # aware; when the decision starts after now
     time_limit_minutes: int | None = None
@@ -247,7 +263,7 @@ def render_sbatch(
         job_id=decision.job_id,
         decision_id=spec.decision_id,
         job_name=spec.job_name,
-        comment=f"mlsched:decision={spec.decision_id or decision.job_id}",
+        comment=spec.comment,
         begin=_begin(spec),
         partition=spec.partition,
         time_limit=spec.time_limit_minutes,
@@ -348,6 +364,7 @@ def _check_spec(
         ("job name", spec.job_name),
         ("job id", decision.job_id),
         ("decision id", spec.decision_id),
+        ("comment", spec.comment or ""),
         ("partition", spec.partition),
         ("output", spec.output),
     ]

@@ -14,7 +14,13 @@ time ``now`` and the slot length Δ in, a :class:`ClusterState` out:
   1, since it holds the node now). A job without a time limit (or with an end Slurm does
   not report) holds until ``UNKNOWN_END_HORIZON``;
 * ``extra`` reservations (e.g. decisions not yet running) are added as they are, those on
-  usable nodes only.
+  usable nodes only;
+* ``partition``: only nodes of that partition are usable (others are listed as excluded,
+  "not in partition P"); ``covered_jobs``: running jobs whose holdings are already in
+  ``extra`` (mlsub's own jobs, whose decisions the store still reserves until their
+  predicted end + grace) are left out, so nothing is counted twice.
+
+:func:`own_jobs` finds those jobs by the decision tag in their comment.
 
 :func:`read_cluster_state` is the wiring: read the source, then build. Nothing here prints.
 """
@@ -22,7 +28,7 @@ time ``now`` and the slot length Δ in, a :class:`ClusterState` out:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,6 +36,7 @@ from typing import Any
 from .. import __version__
 from ..files.cluster_file import DEFAULT_SLOT_SECONDS, as_utc, floor_to_slot
 from ..model import ClusterSnapshot, Machine, Reservation, Resources
+from ..sbatch.tag import find_tags
 from ..slurm.nodes import NodeState, NodeStateSource
 from ..slurm.parse import JobRecord, NodeRecord
 from .clock import Clock
@@ -102,13 +109,17 @@ def build_cluster_state(
     now: datetime,
     slot_seconds: float = DEFAULT_SLOT_SECONDS,
     extra: Iterable[Reservation] = (),
+    partition: str | None = None,
+    covered_jobs: Collection[str] = (),
 ) -> ClusterState:
     """The snapshot and per-node view of ``state`` at ``now`` (pure; see the module doc)."""
     now = as_utc(now)
     epoch = floor_to_slot(now, slot_seconds)
-    usable = {n.name for n in state.usable()}
+    usable = {n.name for n in state.usable() if _in_partition(n, partition)}
     holdings: dict[str, list[tuple[JobRecord, Resources]]] = {n.name: [] for n in state.nodes}
     for job in state.jobs:
+        if job.job_id in covered_jobs or job.job_id.split("+")[0] in covered_jobs:
+            continue
         for alloc in job.allocations:
             usage = Resources(float(alloc.gpus), float(alloc.cpus), alloc.memory_mib)
             holdings.setdefault(alloc.node, []).append((job, usage))
@@ -130,7 +141,8 @@ def build_cluster_state(
         NodeView(
             record=n,
             usable=n.name in usable,
-            reason=n.unusable_reason(),
+            reason=n.unusable_reason()
+            or (None if n.name in usable else f"not in partition {partition}"),
             total=_capacity(n),
             used_now=_sum(u for _, u in holdings.get(n.name, ())),
             jobs=tuple(dict.fromkeys(j.job_id for j, _ in holdings.get(n.name, ()))),
@@ -146,6 +158,26 @@ def build_cluster_state(
         slurm_version=state.slurm_version,
         notes=state.notes,
     )
+
+
+def _in_partition(node: NodeRecord, partition: str | None) -> bool:
+    return partition is None or partition in node.partitions
+
+
+def partitions_of(state: NodeState) -> tuple[str, ...]:
+    """Every partition some node belongs to, in first-seen order."""
+    return tuple(dict.fromkeys(p for n in state.nodes for p in n.partitions))
+
+
+def own_jobs(jobs: Iterable[JobRecord], tags: Mapping[str, int]) -> dict[str, int]:
+    """Slurm job id -> decision id, for the jobs whose comment holds one of ``tags``
+    (tag text -> decision id; a tag counts only with its exact token)."""
+    out: dict[str, int] = {}
+    for job in jobs:
+        for tag in find_tags(job.comment):
+            if str(tag) in tags:
+                out[job.job_id.split("+")[0]] = tags[str(tag)]
+    return out
 
 
 def read_cluster_state(

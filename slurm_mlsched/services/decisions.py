@@ -9,7 +9,7 @@ ids do not reveal what exists.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import InputError, NotFoundError
 from ..files.cluster_file import load_cluster
 from ..files.job_options import merge_options, read_script_header
-from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, NodeCount
+from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, Form, NodeCount
 from ..placement import place
 from ..storage import (
     DecisionRecord,
@@ -177,12 +177,102 @@ def explain(store: DecisionStore, viewer: Viewer, decision_id: int) -> dict[str,
         "trials": d.trials,
         "repair_actions": list(d.repair_actions),
         "binding": binding_resources(d, record, snap),
-        "alternatives": [],
-        "alternatives_note": "the policy does not record the alternatives it considered",
+        "alternatives": alternatives(record),
         "snapshot_sha256": record.snapshot_sha256,
         "snapshot_digest_ok": stored_digest == record.snapshot_sha256,
         **resolve(record),
     }
+
+
+#: Other ways to place the job that ``explain`` re-solves on the stored snapshot: what plain
+#: Slurm would have done (first fit of all N workers), and the paper's elastic form.
+WHAT_IF: tuple[tuple[str, str, bool], ...] = (
+    ("plain Slurm (fifo-ff: all workers at once, first fit)", "fifo-ff", False),
+    ("yu-rr, the other form", "yu-rr", True),  # (label, policy, switch the form)
+)
+
+
+def alternatives(record: DecisionRecord) -> list[dict[str, Any]]:
+    """What the decision was chosen among, each with its predicted completion:
+
+    * the rounding trials the policy drew (from the decision's ``trial<k>:*`` stats):
+      before repair, with their capacity violations, work covered by the LP deadline and
+      end; the chosen one is the first by (violations, −work, end);
+    * what-if re-solves on the stored inputs (:data:`WHAT_IF`), deterministic like the
+      decision itself.
+    """
+    d, snap, req = record.decision, record.snapshot, record.request
+    out: list[dict[str, Any]] = [_alternative("chosen", d, snap, req.arrival_slot)]
+    out += _trials(d, snap, req.arrival_slot)
+    for label, policy, switch_form in WHAT_IF:
+        params = record.params
+        if switch_form:
+            other = Form.ELASTIC if d.form == Form.NON_ELASTIC else Form.NON_ELASTIC
+            params = replace(params, form=other)
+            label = f"yu-rr, {other.value} form"
+        try:
+            alt = place(req, snap, policy, params)
+        except Exception as exc:  # an alternative that cannot be built is reported, not raised
+            out.append({"kind": label, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        out.append(_alternative(label, alt, snap, req.arrival_slot))
+    return out
+
+
+def _alternative(kind: str, d: Decision, snap: ClusterSnapshot, arrival: int) -> dict[str, Any]:
+    first = d.slots[0] if d.slots else None
+    return {
+        "kind": kind,
+        "policy": d.policy,
+        "form": d.form.value,
+        "mode": d.mode.value,
+        "workers": first.total_workers if first else 0,
+        "ps": first.total_ps if first else 0,
+        "start_slot": d.start_slot,
+        "end_slot": d.end_slot,
+        "start": _iso(snap.slot_start(d.start_slot)),
+        "end": _iso(snap.slot_start(d.end_slot + 1)),
+        "completion_slots": d.end_slot - arrival + 1,
+    }
+
+
+def _trials(d: Decision, snap: ClusterSnapshot, arrival: int) -> list[dict[str, Any]]:
+    by_trial: dict[int, dict[str, float]] = {}
+    for key, value in d.stats:
+        name, sep, field = key.partition(":")
+        if sep and name.startswith("trial") and name[5:].isdigit():
+            by_trial.setdefault(int(name[5:]), {})[field] = value
+    rows = []
+    for k in sorted(by_trial):
+        t = by_trial[k]
+        row: dict[str, Any] = {
+            "kind": f"rounding trial {k}",
+            "violations": int(t.get("violations", 0)),
+            "work_fraction": t.get("work_fraction"),
+        }
+        end = t.get("end_slot")
+        if end is not None and end >= 0:
+            row.update(
+                end_slot=int(end),
+                end=_iso(snap.slot_start(int(end) + 1)),
+                completion_slots=int(end) - arrival + 1,
+                workers=int(t.get("workers", 0)),
+                start_slot=int(t.get("start_slot", 0)),
+                mode="colocated" if t.get("colocated") else "distributed",
+            )
+        rows.append(row)
+    if rows:
+        best = min(
+            range(len(rows)),
+            key=lambda i: (
+                rows[i]["violations"],
+                -(rows[i]["work_fraction"] or 0.0),
+                rows[i].get("end_slot", 1 << 60),
+            ),
+        )
+        for i, row in enumerate(rows):
+            row["kept"] = i == best
+    return rows
 
 
 def resolve(record: DecisionRecord) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass
 
 from ..placement import policy_names
-from ..placement.registry import get_policy
+from ..placement.registry import policy_function
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class PolicyInfo:
 def list_policies() -> list[PolicyInfo]:
     out = []
     for name in policy_names():
-        fn = get_policy(name)
+        fn = policy_function(name)
         module = sys.modules.get(fn.__module__)
         doc = (fn.__doc__ or (module.__doc__ if module else None) or "").strip()
         out.append(PolicyInfo(name, doc.splitlines()[0].replace("``", "") if doc else ""))

@@ -35,7 +35,7 @@ from ..files.cluster_file import load_cluster
 from ..files.job_list import is_job_list, read_job_list
 from ..model import ClusterSnapshot, Form, JobRequest
 from ..placement import PlacementParams, policy_names
-from ..placement.registry import get_policy
+from ..placement.registry import policy_function
 from ..sim import (
     LowerBound,
     PolicyMetrics,
@@ -151,7 +151,7 @@ def _policies(names: tuple[str, ...]) -> tuple[str, ...]:
             "no policy to replay", hint=f"pass --policy with one of: {', '.join(policy_names())}"
         )
     for name in names:
-        get_policy(name)  # InputError listing the valid ones
+        policy_function(name)  # InputError listing the valid ones
     return tuple(dict.fromkeys(names))
 
 

@@ -4,9 +4,11 @@ See ``docs/replay-guide.md`` for how a replay maps a trace onto the model of MOD
 """
 
 from .cluster import node_grid, parse_nodes_spec
-from .engine import JobOutcome, SimResult, Unplaceable, admit, simulate
+from .engine import Unplaceable, admit, simulate
 from .jobs import SimJob, arrival_slot, sim_jobs
 from .metrics import SUMMARY_KEYS, LowerBound, PolicyMetrics, Series, compute_metrics, lower_bound
+from .realloc import simulate_reallocating
+from .result import JobOutcome, SimResult
 from .utility import Utility, draw_utilities, draw_utility, total_utility
 
 __all__ = [
@@ -29,5 +31,6 @@ __all__ = [
     "parse_nodes_spec",
     "sim_jobs",
     "simulate",
+    "simulate_reallocating",
     "total_utility",
 ]

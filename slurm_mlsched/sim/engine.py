@@ -21,9 +21,15 @@ exactly: the job starts in its decision's first slot and finishes at the end of 
 Nothing is re-planned later; a policy that re-plans would be a different model.
 
 A policy that raises an :class:`~slurm_mlsched.errors.MlschedError` for a job (no fit
-for its fixed shape, solver failure) rejects that job: it is recorded with the error
-and the replay goes on. Nothing here reads a clock or does I/O; progress is reported
-through a callback the caller passes in.
+for its fixed shape, solver failure, ``oasis``'s admission control) rejects that job: it
+is recorded with the error and the replay goes on. Nothing here reads a clock or does
+I/O; progress is reported through a callback the caller passes in.
+
+Before the run, the policy's prepare hook (``registry.prepare_params``) sees all the jobs
+once (``oasis`` takes its price bounds from the whole trace). **Re-allocating** policies
+(``optimus``, ``drf``), which change running jobs' counts at every arrival and completion,
+run in the sibling loop :func:`slurm_mlsched.sim.realloc.simulate_reallocating`, to which
+:func:`simulate` hands them; both return the same :class:`SimResult`.
 """
 
 from __future__ import annotations
@@ -34,58 +40,22 @@ from dataclasses import dataclass, replace
 from itertools import chain
 
 from ..errors import MlschedError, NeverFitsError
-from ..model import ClusterSnapshot, Decision, Reservation
+from ..model import ClusterSnapshot, Reservation
 from ..placement.feasibility import check_could_ever_fit
 from ..placement.online import derive_seed
 from ..placement.params import PlacementParams
-from ..placement.registry import get_policy
+from ..placement.registry import get_policy, get_reallocating, prepare_params
 from .jobs import SimJob
+from .realloc import simulate_reallocating
+from .result import JobOutcome, SimResult
+
+__all__ = ["JobOutcome", "Progress", "SimResult", "Unplaceable", "admit", "simulate"]
 
 Progress = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` after arrivals (every ``progress_every`` and at the end)."""
+"""Called as ``progress(done, total)`` after arrivals (every ``progress_every`` and at the end;
+re-allocating policies: after completions)."""
 
 _COMPLETION, _ARRIVAL = 0, 1
-
-
-@dataclass(frozen=True)
-class JobOutcome:
-    """What happened to one job: its decision, or the error with which it was rejected."""
-
-    job: SimJob
-    decision: Decision | None
-    error: str = ""  # "code: message" when rejected
-
-    @property
-    def placed(self) -> bool:
-        return self.decision is not None
-
-
-@dataclass(frozen=True)
-class SimResult:
-    """One policy's replay: an outcome per admitted job, in arrival order."""
-
-    policy: str
-    params: PlacementParams
-    cluster: ClusterSnapshot  # the empty cluster the replay ran on (epoch, Δ)
-    outcomes: tuple[JobOutcome, ...]
-    peak_active_reservations: int
-    events: int
-
-    @property
-    def decisions(self) -> tuple[Decision, ...]:
-        return tuple(o.decision for o in self.outcomes if o.decision is not None)
-
-    @property
-    def rejected(self) -> tuple[JobOutcome, ...]:
-        return tuple(o for o in self.outcomes if o.decision is None)
-
-    def reservations(self) -> list[Reservation]:
-        """Every committed reservation of the run (for checks and metrics)."""
-        out: list[Reservation] = []
-        for o in self.outcomes:
-            if o.decision is not None:
-                out.extend(o.decision.reservations(o.job.request))
-        return out
 
 
 @dataclass(frozen=True)
@@ -133,8 +103,14 @@ def simulate(
     ``jobs`` should be admitted first (:func:`admit`); a job the policy cannot place is
     recorded as rejected. Deterministic for ``params.seed``.
     """
-    fn = get_policy(policy)
     base = replace(cluster, reservations=(), now_slot=0)
+    params = prepare_params(policy, [j.request for j in jobs], base, params)
+    reallocate = get_reallocating(policy)
+    if reallocate is not None:
+        return simulate_reallocating(
+            jobs, base, policy, reallocate, params, progress, progress_every
+        )
+    fn = get_policy(policy)
     order = sorted(
         range(len(jobs)),
         key=lambda i: (jobs[i].request.arrival_slot, jobs[i].submit_s, jobs[i].job_id),

@@ -17,7 +17,9 @@ submitted at ``submit_s`` with a decision running slots [start, end]:
   None on a cluster without GPUs;
 * colocated share = co-located running slots / running slots, over all placed jobs
   (a job-slot is one job running in one slot);
-* decision latency = ``Decision.decision_ms()`` (the policy's own timings), p50 and p99;
+* decision latency = ``Decision.decision_ms()`` (the policy's own timings) per placed job,
+  or, for a re-allocating policy, the duration of each re-allocation call
+  (``SimResult.call_ms``); p50 and p99;
 * queue length in slot t = jobs arrived (a ≤ t) and not started (t < start); running =
   jobs started and not finished (an elastic job idle between two runs still counts);
 * rejected = jobs the policy could not place (``SimResult.rejected``). No job is left
@@ -38,8 +40,8 @@ import numpy.typing as npt
 from ..errors import MlschedError
 from ..model import ClusterSnapshot, Mode
 from ..placement.program import default_horizon, lp_bound
-from .engine import SimResult
 from .jobs import SimJob
+from .result import SimResult
 from .utility import Utility, total_utility
 
 FloatArray = npt.NDArray[np.float64]
@@ -149,7 +151,7 @@ def compute_metrics(
     wait = start * delta - submit
     terms = {o.job.job_id: int(e - a + 1) for o, e, a in zip(placed, end, arrival, strict=True)}
     total_terms = int(sum(terms.values()))
-    decision_ms = np.array([o.decision.decision_ms() for o in placed if o.decision])
+    decision_ms = np.array(result.decision_latencies_ms(), dtype=np.float64)
     run_slots = colo_slots = 0
     for o in placed:
         assert o.decision is not None

@@ -1,74 +1,23 @@
-"""OASiS's job utility (MODEL.md Appendix A), drawn per job with the replay seed (pure).
+"""OASiS's job utility, as the replay metrics use it: re-exported from
+:mod:`slurm_mlsched.placement.utility`, where it lives because the ``oasis`` policy prices
+each job against its utility (the core's layers import downwards only)."""
 
-f(d) = γ1 / (1 + exp(γ2 · (d − γ3))), d = completion − arrival in slots (the job's
-completion term, end − a + 1). γ1 ∈ [1, 100] is the priority and γ3 ∈ [1, 15] the target
-duration (slots); γ2 = 0 for time-insensitive jobs (10%), γ2 ∈ [0.01, 1] for time-sensitive
-(55%) and γ2 ∈ [4, 6] for time-critical ones (35%), all uniform. Each job draws from its
-own generator, seeded from the replay seed and the job id, so a job's utility does not
-depend on the other jobs, their order, or the policy: every policy of a replay is scored
-with the same draws.
-"""
-
-from __future__ import annotations
-
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-
-import numpy as np
-from scipy.special import expit
-
-from ..placement.online import derive_seed
-
-#: (class, probability, γ2 range)
-CLASSES: tuple[tuple[str, float, tuple[float, float]], ...] = (
-    ("time-insensitive", 0.10, (0.0, 0.0)),
-    ("time-sensitive", 0.55, (0.01, 1.0)),
-    ("time-critical", 0.35, (4.0, 6.0)),
+from ..placement.utility import (
+    CLASSES,
+    GAMMA1,
+    GAMMA3,
+    Utility,
+    draw_utilities,
+    draw_utility,
+    total_utility,
 )
-GAMMA1 = (1.0, 100.0)
-GAMMA3 = (1.0, 15.0)
 
-
-@dataclass(frozen=True)
-class Utility:
-    kind: str
-    gamma1: float
-    gamma2: float
-    gamma3: float
-
-    def value(self, slots: float) -> float:
-        """f(d) for a completion term of ``slots`` slots."""
-        return float(self.gamma1 * expit(-self.gamma2 * (slots - self.gamma3)))
-
-
-def draw_utility(seed: int, job_id: str) -> Utility:
-    """The job's utility parameters, from its own generator (module docstring)."""
-    rng = np.random.default_rng(derive_seed(seed, f"utility:{job_id}"))
-    u = float(rng.random())
-    cum = 0.0
-    kind, (lo, hi) = CLASSES[-1][0], CLASSES[-1][2]
-    for name, share, bounds in CLASSES:
-        cum += share
-        if u < cum:
-            kind, (lo, hi) = name, bounds
-            break
-    gamma1 = float(rng.uniform(*GAMMA1))
-    gamma2 = float(rng.uniform(lo, hi)) if hi > lo else lo
-    gamma3 = float(rng.uniform(*GAMMA3))
-    return Utility(kind, gamma1, gamma2, gamma3)
-
-
-def draw_utilities(job_ids: Iterable[str], seed: int) -> dict[str, Utility]:
-    return {job_id: draw_utility(seed, job_id) for job_id in job_ids}
-
-
-def total_utility(terms: Mapping[str, int], utilities: Mapping[str, Utility]) -> float:
-    """Σ f_i(d_i) over jobs given as {job id: completion term in slots}."""
-    if not terms:
-        return 0.0
-    us = [utilities[j] for j in terms]
-    g1 = np.array([u.gamma1 for u in us])
-    g2 = np.array([u.gamma2 for u in us])
-    g3 = np.array([u.gamma3 for u in us])
-    d = np.array(list(terms.values()), dtype=np.float64)
-    return float((g1 * expit(-g2 * (d - g3))).sum())
+__all__ = [
+    "CLASSES",
+    "GAMMA1",
+    "GAMMA3",
+    "Utility",
+    "draw_utilities",
+    "draw_utility",
+    "total_utility",
+]

@@ -19,13 +19,14 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from ..errors import SlurmError
 from .parse import (
     HOLDING_STATES,
+    SQUEUE_COMMENT_FORMAT,
     SQUEUE_TEXT_FORMAT,
     JobRecord,
     NodeAllocation,
@@ -33,6 +34,7 @@ from .parse import (
     SlurmVersion,
     parse_scontrol_nodes,
     parse_sinfo_json,
+    parse_squeue_comments,
     parse_squeue_json,
     parse_squeue_text,
     split_state,
@@ -108,6 +110,10 @@ class SlurmCliSource:
             nodes = parse_scontrol_nodes(self.slurm.run(["scontrol", "-o", "show", "nodes"]))
             argv = ["squeue", "--all", "-h", "-t", _HOLDING_STATES_ARG, "-o", SQUEUE_TEXT_FORMAT]
             jobs = parse_squeue_text(self.slurm.run(argv), now)
+            comments = parse_squeue_comments(
+                self.slurm.run([*argv[:-1], SQUEUE_COMMENT_FORMAT])  # same jobs, %i|%k
+            )
+            jobs = tuple(replace(j, comment=comments.get(j.job_id, "")) for j in jobs)
             source = "scontrol -o show nodes, squeue -h -o"
             notes = _estimate_notes(jobs)
         return NodeState(

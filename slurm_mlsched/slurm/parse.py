@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -261,6 +261,7 @@ class NodeRecord:
     alloc_cpus: int | None = None
     alloc_memory_mib: float | None = None
     alloc_gpus: int | None = None
+    partitions: tuple[str, ...] = ()
 
     @property
     def state_text(self) -> str:
@@ -400,8 +401,11 @@ def parse_sinfo_json(text: str) -> tuple[NodeRecord, ...]:
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(command, f"unexpected layout ({type(exc).__name__}: {exc})") from None
     out: dict[str, NodeRecord] = {}
-    for record in records:
-        out.setdefault(record.name, record)
+    for record in records:  # sinfo -N lists a node once per partition: merge them
+        seen = out.setdefault(record.name, record)
+        if seen is not record:
+            merged = tuple(dict.fromkeys(seen.partitions + record.partitions))
+            out[record.name] = replace(seen, partitions=merged)
     return tuple(out.values())
 
 
@@ -420,6 +424,7 @@ def _node_v0038(node: Mapping[str, Any]) -> NodeRecord:
         alloc_cpus=int(node.get("alloc_cpus") or 0),
         alloc_memory_mib=float(node.get("alloc_memory") or 0),
         alloc_gpus=gres_count(node.get("gres_used")),
+        partitions=tuple(str(p) for p in node.get("partitions") or ()),
     )
 
 
@@ -432,6 +437,7 @@ def _nodes_v0042(entry: Mapping[str, Any]) -> list[NodeRecord]:
     single = len(names) == 1
     cpus, memory = entry["cpus"], entry["memory"]
     reason = entry.get("reason") or ""
+    partition = (entry.get("partition") or {}).get("name")
     return [
         NodeRecord(
             name=name,
@@ -447,6 +453,7 @@ def _nodes_v0042(entry: Mapping[str, Any]) -> list[NodeRecord]:
             alloc_cpus=int(cpus["allocated"]) if single else None,
             alloc_memory_mib=float(memory["allocated"]) if single else None,
             alloc_gpus=gres_count(entry["gres"].get("used")) if single else None,
+            partitions=(str(partition),) if partition else (),
         )
         for i, name in enumerate(names)
     ]
@@ -498,6 +505,7 @@ def parse_scontrol_nodes(text: str) -> tuple[NodeRecord, ...]:
                     alloc_cpus=int(kv["CPUAlloc"]) if "CPUAlloc" in kv else None,
                     alloc_memory_mib=float(kv["AllocMem"]) if "AllocMem" in kv else None,
                     alloc_gpus=tres_gpus(alloc) if "gres/gpu" in cfg else None,
+                    partitions=tuple(p for p in kv.get("Partitions", "").split(",") if p),
                 )
             )
         except (KeyError, ValueError) as exc:
@@ -665,6 +673,23 @@ def parse_squeue_text(text: str, now: datetime) -> tuple[JobRecord, ...]:
             )
         )
     return tuple(out)
+
+
+#: ``squeue -h -o`` format of :func:`parse_squeue_comments` (the comment is last: it may hold '|').
+SQUEUE_COMMENT_FORMAT = "%i|%k"
+
+
+def parse_squeue_comments(text: str) -> dict[str, str]:
+    """``squeue -h -o '%i|%k'``: job id -> comment (``(null)`` = none)."""
+    out: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        job_id, sep, comment = line.partition("|")
+        if not sep or not job_id.strip():
+            raise _bad(f"squeue -h -o '{SQUEUE_COMMENT_FORMAT}'", f"line {number}: {line!r}")
+        out[job_id.strip()] = "" if comment == "(null)" else comment
+    return out
 
 
 def _even_split(

@@ -3,7 +3,8 @@
 * :class:`CommandRunner` is the interface: an argument list (never a shell string), a
   timeout (always), optional standard input; it returns a :class:`CommandResult` for any
   command that ran, whatever its exit status. :class:`LocalRunner` implements it with
-  :mod:`subprocess`; an SSH runner can implement it later; tests pass fakes.
+  :mod:`subprocess`, :class:`slurm_mlsched.remote.SshRunner` over SSH (the same
+  argument lists, run on a login node); tests pass fakes.
 * :class:`SlurmCommands` is the funnel every Slurm call goes through: before the first
   command it checks that the controller answers (``scontrol ping`` answers at once, while
   ``sinfo`` or ``sbatch`` hang for 9–18 s against a dead controller), and it turns every
@@ -71,7 +72,7 @@ class LocalRunner:
         self._env = dict(env) if env else None
 
     def run(self, argv: Sequence[str], timeout: float, input: str | None = None) -> CommandResult:
-        args = _checked_argv(argv, timeout)
+        args = checked_argv(argv, timeout)
         env = {**os.environ, **self._env} if self._env is not None else None
         started = time.monotonic()
         try:
@@ -101,6 +102,7 @@ class LocalRunner:
                 hint="the Slurm controller may be overloaded or unreachable; check "
                 "`scontrol ping` and SLURM_CONF",
                 context={"command": show_command(args), "timeout_s": timeout},
+                may_have_run=True,
             ) from None
         except OSError as exc:
             raise SlurmError(
@@ -113,7 +115,9 @@ class LocalRunner:
         )
 
 
-def _checked_argv(argv: Sequence[str], timeout: float) -> list[str]:
+def checked_argv(argv: Sequence[str], timeout: float) -> list[str]:
+    """``argv`` as a list, after checking the interface's rules (every runner calls this):
+    a non-empty list of strings, never one shell string, and a timeout > 0."""
     if isinstance(argv, str) or not argv:
         raise TypeError(f"argv must be a non-empty list of strings, got {argv!r}")
     args = list(argv)

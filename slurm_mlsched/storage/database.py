@@ -18,18 +18,21 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ..errors import SchemaOutOfDateError, StoreError
+
+if TYPE_CHECKING:  # Alembic is imported only when a schema must be created or upgraded
+    from alembic.config import Config as AlembicConfig
+
+#: The newest revision in migrations/ (a test checks it against Alembic's head). Every
+#: command compares the database's revision with it in one query, without importing
+#: Alembic (which takes most of a second).
+HEAD_REVISION = "0002"
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # slurm_mlsched/
 #: pg_advisory_xact_lock key held while a fresh PostgreSQL database is created.
@@ -150,6 +153,8 @@ def db_errors(url: str) -> Iterator[None]:
 
 
 def alembic_config(connection: Connection | None = None) -> AlembicConfig:
+    from alembic.config import Config as AlembicConfig
+
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(migrations_dir()))
     if connection is not None:
@@ -158,12 +163,16 @@ def alembic_config(connection: Connection | None = None) -> AlembicConfig:
 
 
 def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None, "no migration revisions"
     return head
 
 
 def current_revision(conn: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(conn).get_current_revision()
 
 
@@ -174,6 +183,9 @@ def _lock_schema(conn: Connection) -> None:
 
 def upgrade(engine: Engine, url: str, revision: str = "head") -> tuple[str | None, str | None]:
     """Upgrade the database to ``revision``; return (revision before, revision after)."""
+    from alembic import command
+    from alembic.util.exc import CommandError
+
     with db_errors(url), engine.begin() as conn:
         _lock_schema(conn)
         before = current_revision(conn)
@@ -189,6 +201,10 @@ def upgrade(engine: Engine, url: str, revision: str = "head") -> tuple[str | Non
 
 def ensure_schema(engine: Engine, url: str, upgrade_command: str = DEFAULT_UPGRADE_COMMAND) -> str:
     """Create a fresh database at head, accept one at head, refuse anything else."""
+    if _at_head(engine, url):
+        return HEAD_REVISION
+    from alembic import command
+
     head = head_revision()
     with db_errors(url), engine.begin() as conn:
         _lock_schema(conn)
@@ -219,7 +235,21 @@ def ensure_schema(engine: Engine, url: str, upgrade_command: str = DEFAULT_UPGRA
     )
 
 
+def _at_head(engine: Engine, url: str) -> bool:
+    """One query: is the database already at :data:`HEAD_REVISION`? (False when it has no
+    version table yet, or any error: the full check then says what is wrong.)"""
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+    except SQLAlchemyError:
+        return False
+    return row is not None and row[0] == HEAD_REVISION
+
+
 def _known(revision: str) -> bool:
+    from alembic.script import ScriptDirectory
+    from alembic.util.exc import CommandError
+
     try:
         return ScriptDirectory.from_config(alembic_config()).get_revision(revision) is not None
     except CommandError:

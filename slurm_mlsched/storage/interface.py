@@ -13,12 +13,15 @@ Contract
 3. **Serialized planning.** ``with store.planning(cluster) as tx:`` holds a lock on
    ``cluster`` from entry to exit: no two ``planning`` blocks on one cluster overlap, in
    any number of processes. ``tx.reservations`` sees every decision committed before the
-   block began; ``tx.record`` is committed when the block exits normally and rolled back
-   when it raises. Blocks on different clusters may run at once (PostgreSQL) or one after
-   the other (SQLite locks the whole file).
+   block began; ``tx.record`` (a decision starting ``planned`` or ``submitting``) and
+   ``tx.attach_script`` (its rendered script, once its id is known) are committed when the
+   block exits normally and rolled back when it raises; ``tx.summaries(ids)`` reads
+   decisions of ``cluster`` inside the lock. Blocks on different clusters may run at once
+   (PostgreSQL) or one after the other (SQLite locks the whole file).
 4. **Reservations.** ``reservations(cluster, now, epoch=, slot_seconds=)`` returns, on the
    slot grid of ``epoch`` and ``slot_seconds`` (start floored, end ceiled), the usage of
-   every decision of ``cluster`` whose state is open (planned, submitted, running) and that
+   every decision of ``cluster`` whose state is open (planned, submitting, submitted,
+   running) and that
    has not ended more than ``grace_s`` ago. Usage that ended by ``now`` is left out; a
    decision that is past its predicted end but inside the grace holds the resources of its
    last slot until end + grace (see :func:`.records.held`). Terminal decisions
@@ -35,6 +38,7 @@ Contract
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
@@ -59,6 +63,10 @@ class PlanningSession(Protocol):
     ) -> tuple[Reservation, ...]: ...
 
     def record(self, new: NewDecision) -> DecisionRecord: ...
+
+    def attach_script(self, decision_id: int, script: str) -> None: ...
+
+    def summaries(self, decision_ids: Collection[int]) -> tuple[DecisionSummary, ...]: ...
 
 
 class DecisionStore(Protocol):

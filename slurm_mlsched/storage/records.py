@@ -34,6 +34,8 @@ class NewDecision:
     created_at: datetime
     packages: tuple[tuple[str, str], ...] = ()
     script: str | None = None
+    state: DecisionState = DecisionState.PLANNED
+    """The first state: ``planned`` (``plan --reserve``) or ``submitting`` (``submit``)."""
 
     @property
     def start(self) -> datetime:

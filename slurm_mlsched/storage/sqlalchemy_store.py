@@ -10,7 +10,7 @@ of ``cluster_locks`` with ``SELECT … FOR UPDATE`` (inserting it first if neede
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -169,6 +169,7 @@ class SqlPlanningSession:
         self._session = session
         self._cluster = cluster
         self._grace_s = grace_s
+        self._rows: dict[int, DecisionRow] = {}
 
     def reservations(
         self, now: datetime, *, epoch: datetime, slot_seconds: float
@@ -176,10 +177,30 @@ class SqlPlanningSession:
         return _reservations(self._session, self._cluster, now, self._grace_s, epoch, slot_seconds)
 
     def record(self, new: NewDecision) -> DecisionRecord:
+        if new.state not in (DecisionState.PLANNED, DecisionState.SUBMITTING):
+            raise ValueError(f"a new decision starts planned or submitting, not {new.state}")
         row = _new_row(new, self._cluster)
         self._session.add(row)
         self._session.flush()
+        self._rows[row.id] = row
         return _record(row)
+
+    def attach_script(self, decision_id: int, script: str) -> None:
+        row = self._rows.get(decision_id)
+        if row is None:
+            raise ValueError(f"decision {decision_id} was not recorded in this planning block")
+        row.script = script
+        self._session.flush()
+
+    def summaries(self, decision_ids: Collection[int]) -> tuple[DecisionSummary, ...]:
+        if not decision_ids:
+            return ()
+        query = (
+            select(DecisionRow)
+            .where(DecisionRow.cluster == self._cluster, DecisionRow.id.in_(sorted(decision_ids)))
+            .order_by(DecisionRow.id)
+        )
+        return tuple(_summary(row) for row in self._session.scalars(query))
 
 
 # --- rows <-> records --------------------------------------------------------------------------
@@ -251,7 +272,7 @@ def _new_row(new: NewDecision, cluster: str) -> DecisionRow:
         end_at=new.end,
         script=new.script,
         slurm_job_id=None,
-        state=DecisionState.PLANNED.value,
+        state=new.state.value,
         state_changed_at=new.created_at,
         state_detail="",
     )
@@ -266,9 +287,7 @@ def _new_row(new: NewDecision, cluster: str) -> DecisionRow:
         )
         for r in d.reservations(new.request)
     ]
-    row.transitions = [
-        TransitionRow(state=DecisionState.PLANNED.value, at=new.created_at, detail="")
-    ]
+    row.transitions = [TransitionRow(state=new.state.value, at=new.created_at, detail="")]
     return row
 
 

@@ -51,6 +51,8 @@ def fake_slurm(
         "MLSUB_FIXED_NOW": NOW,
         "MLSUB_DEBUG": "",
         "MLSUB_SLURM_SOURCE": "",
+        "MLSUB_DB_URL": f"sqlite:///{tmp_path / 'decisions.db'}",  # the test's own store
+        "MLSUB_CONFIG": str(tmp_path / "no-config.toml"),
     }
 
 

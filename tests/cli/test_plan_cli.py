@@ -209,7 +209,8 @@ def test_bad_fixed_now_is_reported() -> None:
 
 
 def test_usage_errors_exit_2() -> None:
-    assert invoke("plan", *JOB).exit_code == 2  # --cluster missing
+    assert invoke("plan", *JOB).exit_code == 2  # --cluster missing, and no script
+    assert invoke("plan", "--reserve", *JOB).exit_code == 2
     assert invoke("plan", "--cluster", CLUSTER, "--frobnicate").exit_code == 2
     assert invoke("plan", "--cluster", CLUSTER, "--workers", "four").exit_code == 2
 

@@ -154,6 +154,7 @@ def test_hetjob_tasks_run_exactly_where_the_decision_says(
             command=(python, "-c", PROBE, str(out), *args),
             job_name=name,
             decision_id="it-1",
+            comment="mlsched:decision=1:0123456789ab",
             output=str(tmp_path / "slurm-%j.out"),
             time_limit_minutes=5,
         ),
@@ -195,7 +196,9 @@ def test_hetjob_tasks_run_exactly_where_the_decision_says(
         on_node = [v for (n, _), v in gpus.items() if n == node]
         assert len(set(on_node)) == len(on_node), gpus  # never shared on a node
     shown = cluster.slurm.run(["squeue", "-h", "-t", "all", "-j", str(slurm_id), "-o", "%j|%k"])
-    assert {line for line in shown.splitlines() if line} == {f"{name}|mlsched:decision=it-1"}
+    assert {line for line in shown.splitlines() if line} == {
+        f"{name}|mlsched:decision=1:0123456789ab"
+    }
 
 
 # --- Slurm unreachable ---------------------------------------------------------------------

@@ -95,3 +95,32 @@ def test_wheel_ships_the_sbatch_templates_and_renders_from_them(
     where, first_line = done.stdout.splitlines()
     assert where == str(tmp_path / "site" / "slurm_mlsched" / "_data" / "sbatch_templates")
     assert first_line == "#!/bin/bash"
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_slurm_plugins_and_their_check(wheel: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        zf.extractall(tmp_path / "site")
+    for name in ("job_submit.lua", "cli_filter.lua"):
+        assert f"slurm_mlsched/_data/plugins/{name}" in names
+    for name in ("check.lua", "slurm_stub.lua"):
+        assert f"slurm_mlsched/plugins/lua/{name}" in names
+    probe = (
+        "from slurm_mlsched.plugins import plugin_dir; "
+        "from slurm_mlsched.plugins.files import HARNESS_DIR; "
+        "print(plugin_dir()); print(HARNESS_DIR)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # not the checkout: its package would shadow the wheel's
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        str(tmp_path / "site" / "slurm_mlsched" / "_data" / "plugins"),
+        str(tmp_path / "site" / "slurm_mlsched" / "plugins" / "lua"),
+    ]

@@ -25,4 +25,4 @@ def test_only_the_template_loader_touches_files() -> None:
         "imports from pathlib (I/O module pathlib)"
     ]
     names = sorted(p.name for p in (SRC / "sbatch").glob("*.py"))
-    assert names == ["__init__.py", "render.py", "templates.py"]
+    assert names == ["__init__.py", "render.py", "tag.py", "templates.py"]

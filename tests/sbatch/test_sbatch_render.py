@@ -8,6 +8,7 @@ them on the real cluster.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -91,6 +92,7 @@ def spec(**kw: Any) -> ScriptSpec:
         "command": ("python3", "train.py", "--epochs", "2"),
         "job_name": "resnet50",
         "decision_id": "17",
+        "comment": "mlsched:decision=17:0123456789ab",
     }
     return ScriptSpec(**{**base, **kw})
 
@@ -136,8 +138,8 @@ def sbatch_lines(text: str) -> list[str]:
 
 
 def test_one_component_per_node_with_the_sums_of_its_tasks() -> None:
-    script = render_sbatch(DISTRIBUTED, UNIFORM, ADDRESSES, spec())
-    assert sbatch_lines(script.text)[2:] == [
+    script = render_sbatch(DISTRIBUTED, UNIFORM, ADDRESSES, spec(comment=None))
+    assert sbatch_lines(script.text)[1:] == [
         "#SBATCH --nodelist=node2 --nodes=1 --ntasks=3 --cpus-per-task=2 --mem=9G --gres=gpu:2",
         "#SBATCH hetjob",
         "#SBATCH --nodelist=node3 --nodes=1 --ntasks=3 --cpus-per-task=2 --mem=9G --gres=gpu:2",
@@ -154,8 +156,8 @@ def test_one_component_per_node_with_the_sums_of_its_tasks() -> None:
 
 
 def test_mixed_cpu_counts_on_a_node_ask_for_the_node_total_in_one_task() -> None:
-    text = render_sbatch(COLOCATED, JOB, ADDRESSES, spec()).text  # PS 1 CPU, workers 2
-    assert sbatch_lines(text)[2:] == [
+    text = render_sbatch(COLOCATED, JOB, ADDRESSES, spec(comment=None)).text  # PS 1, workers 2
+    assert sbatch_lines(text)[1:] == [
         "#SBATCH --nodelist=node1 --nodes=1 --ntasks=1 --cpus-per-task=7 --mem=14G --gres=gpu:3"
     ]
     assert "#SBATCH hetjob" not in text
@@ -411,3 +413,14 @@ def test_request_type_is_what_the_renderer_reads() -> None:
         (Role.WORKER, 3, 2, 12288, 3),
     ]
     assert (node1.cpus, node1.mem_mib, node1.gpus) == (7, 14336, 3)
+
+
+def test_port_bases_of_nearby_decisions_never_overlap() -> None:
+    from slurm_mlsched.sbatch.render import PORT_HIGH, PORT_LOW, port_base
+
+    ranges = [(port_base(i, 10), port_base(i, 10) + 10) for i in range(1, 150)]
+    assert all(lo >= PORT_LOW and hi <= PORT_HIGH for lo, hi in ranges)
+    starts = sorted(lo for lo, _ in ranges)
+    assert all(b - a >= 64 for a, b in itertools.pairwise(starts))
+    big = port_base(7, 200)  # a 200-task job takes a 256-port block
+    assert (big - PORT_LOW) % 256 == 0 and big + 200 <= PORT_HIGH

@@ -154,3 +154,22 @@ def test_job_list_errors_name_the_entry(tmp_path: Path) -> None:
     opts = ReplayOptions(trace=path, policies=("fifo-ff",))
     with pytest.raises(InputError, match=r"jobs\[0\] \('a'\): sets no workload"):
         run_replay(opts, CLOCK)
+
+
+def test_the_baselines_write_the_same_summary_shape(tmp_path: Path) -> None:
+    policies = ("oasis", "oasis-x0.5", "oasis-x2", "optimus", "drf")
+    opts = ReplayOptions(
+        trace=job_list(tmp_path), policies=policies, nodes="2x8", lp_max_jobs=0, seed=3
+    )
+    report = run_replay(opts, CLOCK)
+    summary = report.summary()
+    assert list(summary["policies"]) == list(policies)
+    for name, values in summary["policies"].items():
+        assert tuple(values) == SUMMARY_KEYS, name
+        assert values["avg_jct_s"] is not None and values["decision_p50_ms"] is not None
+    details = report.details()["details"]
+    for name in ("optimus", "drf"):  # re-allocating: nothing rejected, every job placed
+        assert (details[name]["placed"], details[name]["rejected"]) == (8, 0)
+    oasis = details["oasis"]
+    assert oasis["placed"] + oasis["rejected"] == 8
+    assert all(r["error"].startswith("rejected: ") for r in oasis["rejected_jobs"])

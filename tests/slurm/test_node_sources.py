@@ -19,7 +19,7 @@ from slurm_mlsched.slurm.nodes import (
     pyslurm_release,
     select_source,
 )
-from slurm_mlsched.slurm.parse import SQUEUE_TEXT_FORMAT
+from slurm_mlsched.slurm.parse import SQUEUE_COMMENT_FORMAT, SQUEUE_TEXT_FORMAT
 from slurm_mlsched.slurm.runner import CommandResult
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
@@ -33,6 +33,10 @@ TEXT_SQUEUE = (
     "-o",
     SQUEUE_TEXT_FORMAT,
 )
+
+
+TEXT_COMMENTS = (*TEXT_SQUEUE[:-1], SQUEUE_COMMENT_FORMAT)
+COMMENT = "mlsched:decision=3:0123456789ab|site"
 
 
 class FixtureRunner:
@@ -54,6 +58,11 @@ class FixtureRunner:
     def run(self, argv: Sequence[str], timeout: float, input: str | None = None) -> CommandResult:
         key = tuple(argv)
         self.calls.append(key)
+        if key == TEXT_COMMENTS:  # not captured: the captured jobs' ids, one with a comment
+            text = (FIXTURES / self.version / self.scenario / "squeue.txt").read_text()
+            rows = [line.split("|") for line in text.splitlines() if line.strip()]
+            out = "".join(f"{r[0]}|{COMMENT if r[-1] == 'sleeper' else '(null)'}\n" for r in rows)
+            return CommandResult(key, 0, out, "")
         path = FIXTURES / self.version / self.FILES[key].format(scenario=self.scenario)
         return CommandResult(key, 0, path.read_text(encoding="utf-8"), "")
 
@@ -78,6 +87,8 @@ def test_cli_source_reads_nodes_and_running_jobs(version: str, mode: str) -> Non
     assert runner.calls[0] == ("sinfo", "--version")  # no controller needed for that
     assert runner.calls[1] == ("scontrol", "ping")  # then readiness, before the rest
     if mode == "text":
+        comments = {j.name: j.comment for j in state.jobs}
+        assert comments["sleeper"] == COMMENT and comments["multi"] == ""
         assert "sinfo -N --json" not in state.source
         assert state.notes and "split evenly" in state.notes[0]
     else:

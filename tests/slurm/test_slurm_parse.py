@@ -3,6 +3,8 @@ scripts/slurm-lab/capture-fixtures.sh), then on the edge cases each format allow
 
 from __future__ import annotations
 
+import copy
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -171,6 +173,30 @@ def test_sinfo_json_24_11_groups_nodes_and_per_node_figures_stay_per_node() -> N
     grouped = parse_sinfo_json(read("24.11", "idle", "sinfo.json"))  # one entry, 4 nodes
     assert [n.name for n in grouped] == list(NODES)
     assert all(n.cpus == 8 and n.alloc_cpus is None for n in grouped)  # not the group's 32
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_node_partitions_from_json_and_scontrol(version: str) -> None:
+    for parser, records in node_parsers(version, "idle").items():
+        if parser != "sinfo -o":
+            assert {n.partitions for n in records} == {("debug",)}, parser
+
+
+def test_sinfo_json_24_11_merges_a_node_listed_in_two_partitions() -> None:
+    data = json.loads(read("24.11", "idle", "sinfo-N.json"))
+    extra = copy.deepcopy(data["sinfo"][0])
+    extra["partition"]["name"] = "ml"
+    data["sinfo"].append(extra)
+    nodes = by_name(parse_sinfo_json(json.dumps(data)))
+    assert len(nodes) == 4
+    name = extra["nodes"]["nodes"][0]
+    assert nodes[name].partitions == ("debug", "ml")
+
+
+def test_scontrol_lists_every_partition_of_a_node() -> None:
+    line = read("22.05", "idle", "scontrol-nodes.txt").splitlines()[0]
+    (node,) = parse_scontrol_nodes(line.replace("Partitions=debug", "Partitions=debug,ml"))
+    assert node.partitions == ("debug", "ml")
 
 
 def test_sinfo_text_dedupes_nodes_in_several_partitions() -> None:

@@ -16,6 +16,7 @@ from slurm_mlsched.errors import SchemaOutOfDateError, StoreError
 from slurm_mlsched.services.decisions import resolve
 from slurm_mlsched.storage import DecisionState, codec, open_store
 from slurm_mlsched.storage.database import (
+    HEAD_REVISION,
     alembic_config,
     head_revision,
     make_engine,
@@ -29,7 +30,7 @@ FIRST = "0001"
 
 
 def test_head_is_the_second_revision_and_the_dir_is_the_checkout() -> None:
-    assert head_revision() == "0002"
+    assert head_revision() == HEAD_REVISION == "0002"  # the constant follows migrations/
     assert migrations_dir() == Path(__file__).resolve().parents[2] / "migrations"
 
 

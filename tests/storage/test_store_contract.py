@@ -94,6 +94,35 @@ def test_planning_sees_committed_reservations(store: SqlDecisionStore) -> None:
     )
 
 
+def test_submitting_decisions_reserve_and_carry_their_script(store: SqlDecisionStore) -> None:
+    new = replace(new_decision("s"), state=S.SUBMITTING)
+    with store.planning("c1") as tx:
+        rid = tx.record(new).decision_id
+        tx.attach_script(rid, "#!/bin/bash\n#SBATCH --comment=x\n")
+        (summary,) = tx.summaries([rid, 999])
+        assert summary.state == S.SUBMITTING and summary.decision_id == rid
+    rec = store.get(rid)
+    assert rec.script == "#!/bin/bash\n#SBATCH --comment=x\n"
+    assert [t.state for t in rec.transitions] == [S.SUBMITTING]
+    assert reservations(store) != ()
+    with store.planning("c2") as tx:  # another cluster's lock sees none of c1's decisions
+        assert tx.summaries([rid]) == ()
+
+
+def test_a_script_attached_in_a_failed_block_is_rolled_back(store: SqlDecisionStore) -> None:
+    with pytest.raises(RuntimeError), store.planning("c1") as tx:
+        rid = tx.record(new_decision()).decision_id
+        tx.attach_script(rid, "script")
+        raise RuntimeError("render failed")
+    assert store.history() == ()
+
+
+def test_a_new_decision_starts_planned_or_submitting(store: SqlDecisionStore) -> None:
+    with pytest.raises(ValueError), store.planning("c1") as tx:
+        tx.record(replace(new_decision(), state=S.RUNNING))
+    assert store.history() == ()
+
+
 def _plan_one(args: tuple[str, int]) -> int:
     """In a child process: plan one job under the lock against stored reservations."""
     url, k = args
@@ -186,6 +215,11 @@ def test_transitions_append_and_follow_the_rules(store: SqlDecisionStore) -> Non
     failed = record(store, new_decision("j2"))
     store.transition(failed, S.SUBMIT_FAILED, later, "sbatch: error: invalid partition")
     assert store.get(failed).transitions[-1].detail == "sbatch: error: invalid partition"
+    interrupted = record(store, replace(new_decision("j3"), state=S.SUBMITTING))
+    with pytest.raises(InvalidTransitionError):
+        store.transition(interrupted, S.RELEASED, later)
+    store.transition(interrupted, S.RUNNING, later, slurm_job_id="77")
+    assert store.get(interrupted).summary.slurm_job_id == "77"
 
 
 # --- 6: listing ----------------------------------------------------------------------------------

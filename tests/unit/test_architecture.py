@@ -5,7 +5,7 @@ The core is ``slurm_mlsched/model/**``, ``slurm_mlsched/placement/**``,
 is read with :mod:`ast` (never imported) and every file must keep these rules:
 
 1. no import of an adapter or use-case package of ours: ``slurm_mlsched.cli``,
-   ``.services``, ``.files``, ``.storage``, ``.slurm``, ``.sbatch``, ``.traces``,
+   ``.services``, ``.files``, ``.storage``, ``.slurm``, ``.remote``, ``.sbatch``, ``.traces``,
    ``.config`` (absolute or relative, ``from .. import cli`` included);
 2. no import of a module whose business is I/O: files, processes, sockets, databases,
    terminals, config files (:data:`IO_MODULES`);
@@ -36,7 +36,17 @@ SRC = Path(__file__).resolve().parents[2] / PACKAGE
 #: Packages of ours that the core must never import (adapters and use cases).
 ADAPTER_PACKAGES = tuple(
     f"{PACKAGE}.{name}"
-    for name in ("cli", "services", "files", "storage", "slurm", "sbatch", "traces", "config")
+    for name in (
+        "cli",
+        "services",
+        "files",
+        "storage",
+        "slurm",
+        "remote",
+        "sbatch",
+        "traces",
+        "config",
+    )
 )
 
 #: Top-level modules whose business is I/O (stdlib, then third-party).

@@ -1,4 +1,6 @@
-"""Baseline policies of MODEL.md §6, registered under their names with the one policy
-signature ``(JobRequest, ClusterSnapshot, PlacementParams) -> Decision``."""
+"""Baseline policies of MODEL.md §6, registered under their names: the arrival policies
+``fifo-ff``, ``fifo-bf``, ``oasis`` (+ ``oasis-x0.5``, ``oasis-x2``) with the one policy
+signature ``(JobRequest, ClusterSnapshot, PlacementParams) -> Decision``, and the
+re-allocating policies ``optimus`` and ``drf`` (``placement.reallocation``)."""
 
-from . import fifo  # noqa: F401  (registers fifo-ff and fifo-bf)
+from . import drf, fifo, oasis, optimus  # noqa: F401  (register their policies)

@@ -15,13 +15,14 @@ clipped at 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
 
-from ...model import ClusterSnapshot, Machine
+from ...model import ClusterSnapshot, Machine, Reservation
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -52,20 +53,11 @@ class Timeline:
     @staticmethod
     def of(snapshot: ClusterSnapshot, t0: int) -> Timeline:
         names, index, capacity = _machine_arrays(snapshot.machines)
-        rs = snapshot.reservations
-        n = len(rs)
-        # map + attrgetter run in C: a replay calls this once per arrival with every
-        # active reservation, so a Python-level loop here would dominate the baselines
-        try:
-            machine = np.fromiter(map(index.__getitem__, map(_MACHINE, rs)), np.int64, n)
-        except KeyError as err:
-            raise ValueError(f"a reservation names unknown machine {err.args[0]!r}") from None
-        start = np.fromiter(map(_START, rs), np.int64, n)
-        end = np.fromiter(map(_END, rs), np.int64, n)
-        usages = list(map(_USAGE, rs))
-        usage = np.empty((n, 3), dtype=np.float64)
-        for col, get in enumerate(_RESOURCE):
-            usage[:, col] = np.fromiter(map(get, usages), np.float64, n)
+        rows = _rows_of(snapshot.machines, index, snapshot.reservations)
+        machine = rows[:, 0].astype(np.int64)
+        start = rows[:, 1].astype(np.int64)
+        end = rows[:, 2].astype(np.int64)
+        usage = rows[:, 3:]
         keep = (end > t0) & (end > start)
         return Timeline(
             names=names,
@@ -156,6 +148,80 @@ class Timeline:
         idx[0::2], idx[1::2] = lo, hi
         mins: FloatArray = np.minimum.reduceat(free, idx, axis=0)[0::2]  # lo < hi always
         return mins
+
+
+def _convert(index: dict[str, int], rs: Sequence[Reservation]) -> FloatArray:
+    """Rows (machine index, start, end, gpu, cpu, mem) of reservations: map + attrgetter
+    run in C (a Python-level loop over every reservation would dominate the baselines)."""
+    n = len(rs)
+    out = np.empty((n, 6), dtype=np.float64)
+    try:
+        out[:, 0] = np.fromiter(map(index.__getitem__, map(_MACHINE, rs)), np.int64, n)
+    except KeyError as err:
+        raise ValueError(f"a reservation names unknown machine {err.args[0]!r}") from None
+    out[:, 1] = np.fromiter(map(_START, rs), np.int64, n)
+    out[:, 2] = np.fromiter(map(_END, rs), np.int64, n)
+    usages = list(map(_USAGE, rs))
+    for col, get in enumerate(_RESOURCE):
+        out[:, 3 + col] = np.fromiter(map(get, usages), np.float64, n)
+    return out
+
+
+class _RowBook:
+    """Reservations already converted to rows, by object identity, for one machine tuple.
+
+    A replay hands every policy call the active reservations again, almost all of them the
+    very objects of the call before: each is converted once and then only looked up. The
+    book keeps every reservation it holds a row for alive (``kept``), so an id is never
+    reused while it is here; past ``_ROWS_KEPT`` rows it starts over. Rows are never
+    written to after they are added: cached and fresh conversions are the same."""
+
+    def __init__(self, index: dict[str, int]) -> None:
+        self.index = index
+        self.at: dict[int, int] = {}
+        self.kept: list[Reservation] = []
+        self.table = np.empty((1024, 6), dtype=np.float64)
+
+    def rows(self, rs: Sequence[Reservation]) -> FloatArray:
+        ids = list(map(id, rs))
+        missing = set(ids).difference(self.at)
+        if missing:
+            by_id = dict(zip(ids, rs, strict=True))
+            if len(self.kept) + len(missing) > _ROWS_KEPT:
+                self.at.clear()
+                self.kept.clear()
+                missing = set(by_id)
+            self._add([by_id[i] for i in missing])
+        at = np.fromiter(map(self.at.__getitem__, ids), np.int64, len(ids))
+        out: FloatArray = self.table[at]
+        return out
+
+    def _add(self, rs: list[Reservation]) -> None:
+        rows = _convert(self.index, rs)
+        first = len(self.kept)
+        if first + len(rs) > len(self.table):
+            grown = np.empty((max(2 * len(self.table), first + len(rs)), 6))
+            grown[:first] = self.table[:first]
+            self.table = grown
+        self.table[first : first + len(rs)] = rows
+        for k, r in enumerate(rs):
+            self.at[id(r)] = first + k
+        self.kept.extend(rs)
+
+
+_ROWS_KEPT = 400_000
+_BOOKS: dict[int, tuple[tuple[Machine, ...], _RowBook]] = {}
+
+
+def _rows_of(
+    machines: tuple[Machine, ...], index: dict[str, int], rs: Sequence[Reservation]
+) -> FloatArray:
+    hit = _BOOKS.get(id(machines))
+    if hit is None or hit[0] is not machines:
+        if len(_BOOKS) >= _MACHINES_KEPT:
+            _BOOKS.pop(next(iter(_BOOKS)))
+        hit = _BOOKS[id(machines)] = (machines, _RowBook(index))
+    return hit[1].rows(rs)
 
 
 _MachineArrays = tuple[tuple[str, ...], dict[str, int], FloatArray]

@@ -4,8 +4,7 @@
 # the roles on a node are job steps of its component (a job on one node is no hetjob, and
 # its steps name no --het-group). Every value below is shell-quoted.
 #SBATCH --job-name=resnet50
-#SBATCH --comment=mlsched:decision=17
-#SBATCH --nodelist=node1 --nodes=1 --ntasks=1 --cpus-per-task=7 --mem=14G --gres=gpu:3
+#SBATCH --nodelist=node1 --nodes=1 --ntasks=1 --cpus-per-task=7 --mem=14G --gres=gpu:3 --comment=mlsched:decision=17:0123456789ab
 
 export MLSCHED_JOB_ID=resnet-1
 export MLSCHED_DECISION_ID=17

@@ -4,14 +4,12 @@
 # the roles on a node are job steps of its component (a job on one node is no hetjob, and
 # its steps name no --het-group). Every value below is shell-quoted.
 #SBATCH --job-name='resnet50 run #2'
-#SBATCH --comment=mlsched:decision=17
 #SBATCH --begin=2026-03-01T10:30:00
-#SBATCH --partition=gpu
 #SBATCH --time=90
 #SBATCH --output=/tmp/logs/%x-%j.out
-#SBATCH --nodelist=node2 --nodes=1 --ntasks=3 --cpus-per-task=2 --mem=9G --gres=gpu:2
+#SBATCH --nodelist=node2 --nodes=1 --ntasks=3 --cpus-per-task=2 --mem=9G --gres=gpu:2 --partition=gpu --comment=mlsched:decision=17:0123456789ab
 #SBATCH hetjob
-#SBATCH --nodelist=node3 --nodes=1 --ntasks=3 --cpus-per-task=2 --mem=9G --gres=gpu:2
+#SBATCH --nodelist=node3 --nodes=1 --ntasks=3 --cpus-per-task=2 --mem=9G --gres=gpu:2 --partition=gpu --comment=mlsched:decision=17:0123456789ab
 
 export MLSCHED_JOB_ID=resnet-1
 export MLSCHED_DECISION_ID=17

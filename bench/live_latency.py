@@ -1,0 +1,182 @@
+"""Planning latency of the live path (``make bench-live``; part of ``make bench``).
+
+Three measurements, one run, written to the ``live`` section of docs/benchmarks.md and
+raw to bench/out/live.json:
+
+1. ``mlsub plan SCRIPT --json`` end to end against the local real Slurm cluster (a new
+   process each time: start-up, Slurm reads, planning, script rendering), and
+   ``mlsub --version`` for the process start-up alone;
+2. the same in-process (``submit_job(dry_run=True)``): Slurm reads (``sinfo``/``squeue``)
+   + store + ``place()`` + rendering, without the interpreter's start-up;
+3. ``mlsub plan --cluster FILE --json`` against a described cluster of 1,024 nodes
+   (8 GPUs each) holding 200 reservations, end to end.
+
+Needs the local cluster (root: ``make cluster-up``); section 3 runs anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from slurm_mlsched.files.job_options import merge_options, read_script_header
+from slurm_mlsched.services.clock import WallClock
+from slurm_mlsched.services.decisions import Viewer
+from slurm_mlsched.services.submit import JobScript, LiveWiring, SbatchSubmitter, submit_job
+from slurm_mlsched.slurm.nodes import SlurmCliSource
+from slurm_mlsched.slurm.runner import LocalRunner, SlurmCommands
+from slurm_mlsched.storage import open_store
+
+from .run import machine_facts, pct
+from .sections import write_section
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "ps_train.py"
+MLSUB = str(Path(sys.executable).parent / "mlsub")
+
+
+def timed_runs(argv: list[str], n: int, env: dict[str, str]) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(argv, env=env, check=True, capture_output=True)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "p50_s": statistics.median(values),
+        "p95_s": pct(values, 0.95),
+        "max_s": max(values),
+    }
+
+
+def big_cluster_file(path: Path, nodes: int, reservations: int, seed: int) -> None:
+    rng = random.Random(seed)
+    lines = [
+        "slot_seconds: 600",
+        "groups:",
+        f"  - {{prefix: n, count: {nodes}, gpus: 8, cpus: 32, mem_gb: 256}}",
+        "reservations:",
+    ]
+    for k in range(reservations):
+        start = rng.randrange(0, 20)
+        lines.append(
+            f"  - {{node: n{rng.randrange(1, nodes + 1)}, start: {start}, "
+            f"end: {start + rng.randrange(1, 40)}, gpus: {rng.choice([2, 4, 8])}, cpus: 8, "
+            f'mem_gb: 64, job_id: "r{k}"}}'
+        )
+    path.write_text("\n".join(lines) + "\n")
+
+
+def in_process(n: int, db: Path) -> dict[str, Any]:
+    store = open_store(f"sqlite:///{db}", grace_s=600.0)
+    slurm = SlurmCommands(LocalRunner())
+    opts = merge_options(read_script_header(EXAMPLE), {})
+    wiring = LiveWiring(
+        source=SlurmCliSource(slurm),
+        store=store,
+        clock=WallClock(),
+        submitter=SbatchSubmitter(slurm),  # a dry run only asks where the program is
+        cluster_name="bench",
+        slot_seconds=60.0,
+        viewer=Viewer("bench"),
+        host="bench",
+    )
+    total, read, place = [], [], []
+    for _ in range(n):
+        t = time.perf_counter()
+        out = submit_job(wiring, opts, JobScript(EXAMPLE), dry_run=True)
+        total.append(time.perf_counter() - t)
+        place.append(out.plan.decision_ms / 1000)
+        t = time.perf_counter()
+        wiring.source.read(wiring.clock.now())
+        read.append(time.perf_counter() - t)
+    store.close()
+    return {"total": stats(total), "slurm_read": stats(read), "place": stats(place)}
+
+
+def render(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    inproc, big = res["live_inproc"], res["big"]
+    rows = [
+        ("`mlsub --version` (process start-up only)", res["startup"]),
+        ("`mlsub plan examples/ps_train.py --json`, live 4-node cluster", res["live_cli"]),
+        ("in-process dry run: Slurm reads + store + `place()` + script", inproc["total"]),
+        ("  of which Slurm reads (`sinfo -N --json`, `squeue --all --json`)", inproc["slurm_read"]),
+        ("  of which `place()`", inproc["place"]),
+        (
+            f"`mlsub plan --cluster` {big['nodes']} nodes, {big['reservations']} reservations, "
+            "end to end",
+            res["big_cli"],
+        ),
+    ]
+    lines = [
+        "## Live planning latency",
+        "",
+        "Written by `make bench-live` (`python -m bench.live_latency`; needs the local "
+        "cluster); raw numbers in `bench/out/live.json`.",
+        f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, "
+        f"Slurm {res['slurm_version']}. Date: {m['date']}. One run.",
+        "",
+        "| what | runs | p50 (s) | p95 (s) | max (s) |",
+        "|---|---|---|---|---|",
+    ]
+    for label, s in rows:
+        lines.append(
+            f"| {label} | {s['n']} | {s['p50_s']:.3f} | {s['p95_s']:.3f} | {s['max_s']:.3f} |"
+        )
+    lines += [
+        "",
+        "The job is the example's header (4 workers, 1 PS, no GPUs); the 1,024-node plan uses "
+        f"a {res['big']['job']} job. The end-to-end figures include the Python process "
+        "start-up (the first row), most of it importing the solver and plotting stacks.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default="docs/benchmarks.md")
+    ap.add_argument("--raw", default="bench/out/live.json")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=2026)
+    args = ap.parse_args()
+    res: dict[str, Any] = {"machine": machine_facts()}
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {
+            **os.environ,
+            "MLSUB_DB_URL": f"sqlite:///{tmp}/bench.db",
+            "MLSUB_CONFIG": f"{tmp}/none.toml",
+        }
+        slurm = SlurmCommands(LocalRunner())
+        slurm.ping()
+        res["slurm_version"] = str(slurm.version())
+        res["startup"] = stats(timed_runs([MLSUB, "--version"], args.runs, env))
+        res["live_cli"] = stats(timed_runs([MLSUB, "plan", str(EXAMPLE), "--json"], args.runs, env))
+        res["live_inproc"] = in_process(args.runs * 2, Path(tmp) / "inproc.db")
+        big = Path(tmp) / "big.yaml"
+        res["big"] = {"nodes": 1024, "reservations": 200, "job": "16-worker ResNet-50"}
+        big_cluster_file(big, 1024, 200, args.seed)
+        argv = [MLSUB, "plan", "--cluster", str(big), "--json", "--workers", "16", "--model",
+                "resnet-50", "--batches-per-epoch", "5000", "--mem-per-worker", "16G"]  # fmt: skip
+        res["big_cli"] = stats(timed_runs(argv, args.runs, env))
+    Path(args.raw).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.raw).write_text(json.dumps(res, indent=1, default=str))
+    write_section(Path(args.out), "live", render(res))
+    print(render(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""The live commands: ``mlsub submit`` (also ``mlsub SCRIPT``), the live form of ``mlsub
+plan SCRIPT`` (no ``--cluster``), and ``mlsub reconcile``.
+
+Wiring: the Slurm commands run here or on the configured remote login node over SSH
+(:func:`.slurm_access.slurm_access`: one connection for the whole command, opened before
+anything is planned, closed at the end), which also gives the node state source and the
+submitter (``sbatch`` on stdin here; over SSH the files are staged on the login node
+first); the configured decision store (:mod:`.store`, always local); the slot length Δ
+and the cluster name from the configuration; the job option defaults from its ``[job]``
+table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..files.job_options import merge_options, read_script_header
+from ..services.clock import Clock
+from ..services.decisions import Viewer
+from ..services.for_sbatch import SbatchPlacement, plan_for_sbatch
+from ..services.provenance import package_versions
+from ..services.reconcile import DEFAULT_STALE_AFTER_S, reconcile, wait_for
+from ..services.submit import JobScript, LiveWiring, SbatchSubmitter, SubmitOutcome, submit_job
+from ..slurm.jobs import JobStatusReader
+from ..slurm.runner import LocalRunner, SlurmCommands
+from ..storage import DecisionState, SqlDecisionStore
+from .slurm_access import SlurmAccess, node_state_source, slurm_access
+from .store import StoreContext, context, open_configured
+
+
+@dataclass(frozen=True)
+class LiveRequest:
+    script: Path
+    script_args: tuple[str, ...]
+    overrides: Mapping[str, object]
+    cluster_name: str | None
+    db_url: str | None
+    remote: str | None = None
+
+
+def run_submit(
+    request: LiveRequest,
+    *,
+    clock: Clock,
+    dry_run: bool,
+    wait: Callable[[str], None] | None = None,
+) -> tuple[SubmitOutcome, DecisionState | None]:
+    """Read the job, wire the adapters, and submit (or plan only). With ``wait``, block
+    until the job ended (``wait`` is called with each state seen) and return its state."""
+    path = request.script.expanduser()
+    if not path.is_file():
+        raise InputError(
+            f"job script {request.script} does not exist or is not a file",
+            hint="give the path of the training script, e.g. mlsub train.py",
+            context={"file": str(request.script)},
+        )
+    ctx = context(
+        {"db_url": request.db_url, "cluster_name": request.cluster_name, "remote": request.remote}
+    )
+    header = read_script_header(path)
+    opts = merge_options(
+        header,
+        request.overrides,
+        header_source=f"{path} '# mlsub:' header",
+        config_defaults=dict(ctx.config.job),
+    )
+    with slurm_access(ctx.config.remote, remote_dir=ctx.config.remote_dir) as access:
+        store = open_configured(ctx)
+        try:
+            refresh = _refresher(access, store, ctx, clock)
+            wiring = LiveWiring(
+                refresh=None if dry_run else refresh,
+                source=access.node_state_source(),
+                store=store,
+                clock=clock,
+                submitter=access.submitter(ctx.config.cluster_name),
+                cluster_name=ctx.config.cluster_name,
+                slot_seconds=ctx.config.slot_seconds,
+                viewer=ctx.viewer,
+                host=ctx.host,
+                packages=package_versions(),
+                reconcile_command=access.reconcile_command,
+            )
+            job = JobScript(path.resolve(), tuple(request.script_args))
+            outcome = submit_job(wiring, opts, job, dry_run=dry_run)
+            if wait is None or outcome.record is None:
+                return outcome, None
+            decision_id = outcome.record.decision_id
+
+            def poll() -> DecisionState:
+                refresh([decision_id], accounting=True)
+                state = store.get(decision_id).state
+                wait(state.value)
+                return state
+
+            return outcome, wait_for(decision_id, poll=poll, sleep=time.sleep)
+        finally:
+            store.close()
+
+
+def _refresher(
+    access: SlurmAccess, store: SqlDecisionStore, ctx: StoreContext, clock: Clock
+) -> Callable[..., object]:
+    """Brings the cluster's open decisions up to date from Slurm (any user's: Slurm's
+    facts update anyone's rows); ``squeue`` only unless ``accounting``."""
+    system = Viewer(ctx.viewer.user, is_admin=True)
+
+    def refresh(decision_ids: Sequence[int] = (), accounting: bool = False) -> object:
+        return reconcile(
+            store=store,
+            reader=JobStatusReader(access.slurm),
+            clock=clock,
+            cluster_name=ctx.config.cluster_name,
+            viewer=system,
+            decision_ids=decision_ids,
+            accounting=accounting,
+        )
+
+    return refresh
+
+
+def run_reconcile(
+    *,
+    clock: Clock,
+    cluster_name: str | None,
+    db_url: str | None,
+    stale_after_s: float = DEFAULT_STALE_AFTER_S,
+    decision_ids: Sequence[int] = (),
+    remote: str | None = None,
+) -> dict[str, Any]:
+    ctx = context({"db_url": db_url, "cluster_name": cluster_name, "remote": remote})
+    with slurm_access(ctx.config.remote, remote_dir=ctx.config.remote_dir) as access:
+        store = open_configured(ctx)
+        try:
+            updates, notes = reconcile(
+                store=store,
+                reader=JobStatusReader(access.slurm),
+                clock=clock,
+                cluster_name=ctx.config.cluster_name,
+                viewer=Viewer(ctx.viewer.user, ctx.viewer.is_admin),
+                stale_after_s=stale_after_s,
+                decision_ids=decision_ids,
+            )
+        finally:
+            store.close()
+    return {
+        "cluster_name": ctx.config.cluster_name,
+        "decisions": [u.as_dict() for u in updates],
+        "notes": list(notes),
+    }
+
+
+def run_for_sbatch(request: LiveRequest, *, clock: Clock) -> SbatchPlacement:
+    """``mlsub plan --for-sbatch SCRIPT``: place on the live cluster and record the decision
+    for the user's own sbatch (services/for_sbatch.py)."""
+    path = request.script.expanduser()
+    ctx = context({"db_url": request.db_url, "cluster_name": request.cluster_name})
+    header = read_script_header(path)
+    opts = merge_options(
+        header,
+        request.overrides,
+        header_source=f"{path} '# mlsub:' header",
+        config_defaults=dict(ctx.config.job),
+    )
+    store = open_configured(ctx)
+    slurm = SlurmCommands(LocalRunner())
+    system = Viewer(ctx.viewer.user, is_admin=True)
+    try:
+        wiring = LiveWiring(
+            refresh=lambda: reconcile(
+                store=store,
+                reader=JobStatusReader(slurm),
+                clock=clock,
+                cluster_name=ctx.config.cluster_name,
+                viewer=system,
+                accounting=False,
+            ),
+            source=node_state_source(),
+            store=store,
+            clock=clock,
+            submitter=SbatchSubmitter(slurm),  # not used: the user's sbatch submits
+            cluster_name=ctx.config.cluster_name,
+            slot_seconds=ctx.config.slot_seconds,
+            viewer=ctx.viewer,
+            host=ctx.host,
+            packages=package_versions(),
+        )
+        return plan_for_sbatch(wiring, opts, path.resolve())
+    finally:
+        store.close()

@@ -1,0 +1,308 @@
+"""``oasis``, ``oasis-x0.5``, ``oasis-x2``: OASiS primal–dual pricing on arrival (MODEL.md §6,
+Appendix A; Bao et al., INFOCOM 2018), on our shared machines.
+
+On the arrival of job i (slot a), against the reservations of the jobs before it:
+
+1. **Prices.** Each machine h, resource r and slot t has the price
+   P = L·(U/L)^(g/c), g = what the reservations take of its capacity c
+   (:mod:`.oasis_prices`; the job's own tasks raise g as they are added). Reservations are
+   intervals, so prices are constant over **segments** of slots between two reservation
+   boundaries; a segment's slots are interchangeable.
+2. **Per-slot greedy** (per segment s): tasks are added in steps, one worker at a time
+   with the PSs the PS rule then needs (PSs first; with a fixed PS count S, the first step
+   is S workers + S PSs), each task on the machine with the lowest Σ_r P·d̂_r where it
+   fits. This gives the slot cost curve: the marginal cost c_s(j) of step j and the
+   most workers W_s a slot of s can hold. OASiS always runs **distributed** (rate
+   ν = Δ/θ_ex, never the internal-bandwidth rate), even when the tasks share a machine.
+3. **Split over slots** for a completion slot t̂: the work needs ⌈V/ν⌉ worker-slots;
+   (segment, step) entries are taken cheapest per worker first, c_s(j) / Δw_j made
+   non-decreasing in j (ironed), over the slots of [a, t̂], until the work is covered: the
+   dynamic program over slots with the per-slot curves, exact when they are convex (the PS
+   steps can break that by one PS). Cost(t̂) = Σ of the entries taken.
+4. **Candidates**: t̂ = the earliest feasible end E₀ (every slot at W_s), then durations
+   ×√2 each, ``oasis_end_candidates`` in all; only E₀ when its schedule costs less than
+   the utility lost by ending one slot later. Payoff(t̂) = f(d) − Cost(t̂), d = the
+   schedule's last slot − a + 1, compared in the log domain (scaled by the best utility:
+   OASiS's choices do not change when utilities and prices are scaled together); equal
+   payoffs go to the cheaper, then the earlier schedule.
+5. **Realization**: each run of slots with the same worker count keeps one placement, its
+   tasks on the machines cheapest over the whole run (:func:`_place_run`), else each
+   segment keeps its greedy's.
+6. **Admission**: the committed schedule's payoff > 0 → it is the decision (elastic: counts
+   may change per segment); otherwise the job is **rejected** (:class:`RejectedError`; the
+   replay counts it as rejected, with its ln utility and ln cost).
+
+Details, choices and deviations: docs/formulation.md §13.2 (search in :mod:`.oasis_search`,
+prices and the constants U, L in :mod:`.oasis_prices`).
+
+The three registered names differ only in the factor applied to the oracle U and L.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import MlschedError, NeverFitsError
+from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
+from ...model.decision import merge_runs
+from ..params import PlacementParams
+from ..registry import PolicyFn, register
+from ..utility import draw_utility
+from .oasis_prices import (
+    log_prices,
+    log_task_cost,
+    normalized,
+    prepare_oasis,
+    price_bounds,
+    utility_seed,
+)
+from .oasis_search import Context, Schedule, Steps, Window, search
+from .timeline import Timeline
+
+SOLVER = "oasis-greedy"
+#: policy name -> the factor applied to the oracle U and L (MODEL.md: ×0.5 and ×2 estimates)
+VARIANTS: dict[str, float] = {"oasis": 1.0, "oasis-x0.5": 0.5, "oasis-x2": 2.0}
+
+
+@dataclass
+class RejectedError(MlschedError):
+    """A policy with admission control (``oasis``) declined the job: its best schedule's
+    payoff (utility − cost) is not positive. The job is not run; the replay counts it as
+    rejected. (Exit code 4, like a job that can never fit: it gets no placement.)"""
+
+    code: str = "rejected"
+    exit_code: int = 4
+
+
+def _pick(room: np.ndarray, cost: np.ndarray, demand: np.ndarray) -> int | None:
+    """The cheapest machine where one task of ``demand`` fits, ties to the lower index."""
+    ok = (room >= demand - 1e-9).all(axis=1)
+    if not ok.any():
+        return None
+    return int(np.argmin(np.where(ok, cost, np.inf)))
+
+
+Piece = tuple[int, int, int, int]  # (segment, level, first slot, slots)
+Placed = tuple[Counter[int], Counter[int], float]  # workers, PSs per machine; ln cost
+
+
+def _pieces(win: Window, sched: Schedule) -> list[Piece]:
+    """The schedule's running pieces in time order: each segment at its level, the partial
+    segment cut in two."""
+    avail = win.slots_until(sched.end)
+    out: list[Piece] = []
+    for s in np.flatnonzero(avail > 0).tolist():
+        level, start, slots = int(sched.levels[s]), int(win.starts[s]), int(avail[s])
+        parts = [(level, start, slots)]
+        if sched.partial and sched.partial[0] == s:
+            cut, up = sched.partial[1], sched.partial[2]
+            parts = [(up, start, cut), (level, start + cut, slots - cut)]
+        out += [(s, lvl, first, n) for lvl, first, n in parts if lvl > 0 and n > 0]
+    return out
+
+
+def _runs(pieces: list[Piece]) -> list[list[Piece]]:
+    """Maximal runs of contiguous pieces with the same level (worker count)."""
+    out: list[list[Piece]] = []
+    for piece in pieces:
+        last = out[-1][-1] if out else None
+        if last is not None and last[1] == piece[1] and last[2] + last[3] == piece[2]:
+            out[-1].append(piece)
+        else:
+            out.append([piece])
+    return out
+
+
+def _place_run(ctx: Context, win: Window, run: list[Piece]) -> Placed | None:
+    """One placement for a whole run: each task on the machine with the lowest price
+    summed over the run's slots, ln Σ_s n_s·Σ_r P_s,r·d̂_r, among those with room in every
+    slot of the run. None when the run's least room cannot hold the tasks."""
+    segs = np.array([p[0] for p in run])
+    ln_n = np.log(np.array([p[3] for p in run], dtype=np.float64))
+    used = win.used[segs].copy()
+    room = (ctx.capacity - used).min(axis=0)
+    per_slot = {k: c[segs] for k, c in win.curves.first_cost.items()}  # (k, H), copies
+    total = {k: np.logaddexp.reduce(c + ln_n[:, None], axis=0) for k, c in per_slot.items()}
+    counts: dict[bool, Counter[int]] = {False: Counter(), True: Counter()}
+    terms: list[float] = []
+    for is_ps in ctx.steps.tasks[: int(ctx.steps.first_task[run[0][1]])]:
+        demand = ctx.demand(is_ps)
+        h = _pick(room, total[is_ps], demand)
+        if h is None:
+            return None
+        terms.append(float(total[is_ps][h]))
+        room[h] -= demand
+        used[:, h] += demand
+        rows = log_prices(used[:, h], ctx.capacity[h], ctx.ln_u, ctx.ln_l)
+        for k in (False, True):
+            per_slot[k][:, h] = log_task_cost(rows, ctx.unit(k))
+            total[k][h] = np.logaddexp.reduce(per_slot[k][:, h] + ln_n)
+        counts[is_ps][h] += 1
+    return counts[False], counts[True], float(np.logaddexp.reduce(terms))
+
+
+def _place_piece(ctx: Context, win: Window, piece: Piece) -> Placed:
+    """A piece placed as its segment's per-slot greedy did (always fits)."""
+    s, level, _, n = piece
+    tasks = int(ctx.steps.first_task[level])
+    picks = win.curves.picks[s, :tasks].tolist()
+    workers = Counter(h for h, is_ps in zip(picks, ctx.steps.tasks, strict=False) if not is_ps)
+    ps = Counter(h for h, is_ps in zip(picks, ctx.steps.tasks, strict=False) if is_ps)
+    cost = float(np.logaddexp.reduce(win.curves.cost[s, :level])) + math.log(n)
+    return workers, ps, cost
+
+
+def _realize(
+    ctx: Context, win: Window, sched: Schedule, names: tuple[str, ...]
+) -> tuple[tuple[SlotPlan, ...], float]:
+    """The schedule's slot plans and their cost. Each run of slots with the same worker
+    count keeps one placement (:func:`_place_run`; tasks move only when the count
+    changes), or, when the run's least room is too small, each segment keeps its per-slot
+    greedy placement."""
+
+    def plan(first: int, length: int, workers: Counter[int], ps: Counter[int]) -> SlotPlan:
+        return SlotPlan(
+            first,
+            Mode.DISTRIBUTED,
+            tuple((names[h], c) for h, c in sorted(workers.items())),
+            tuple((names[h], c) for h, c in sorted(ps.items())),
+            length,
+        )
+
+    plans: list[SlotPlan] = []
+    costs: list[float] = []
+    for run in _runs(_pieces(win, sched)):
+        whole = _place_run(ctx, win, run) if len(run) > 1 else None
+        if whole is not None:
+            plans += [plan(p[2], p[3], whole[0], whole[1]) for p in run]
+            costs.append(whole[2])
+            continue
+        for piece in run:
+            workers, ps, cost = _place_piece(ctx, win, piece)
+            plans.append(plan(piece[2], piece[3], workers, ps))
+            costs.append(cost)
+    return merge_runs(plans), float(np.logaddexp.reduce(costs))
+
+
+def _context(
+    job: JobRequest, params: PlacementParams, factor: float, tl: Timeline, snapshot: ClusterSnapshot
+) -> Context:
+    units = tl.capacity.max(axis=0)
+    if params.oasis_ln_u is None or params.oasis_ln_l is None:
+        utility = {job.job_id: draw_utility(utility_seed(params), job.job_id)}
+        alone = price_bounds([job], utility, snapshot)
+        ln_u = alone.ln_u if params.oasis_ln_u is None else params.oasis_ln_u
+        ln_l = alone.ln_l if params.oasis_ln_l is None else params.oasis_ln_l
+    else:
+        ln_u, ln_l = params.oasis_ln_u, params.oasis_ln_l
+    nu = job.profile.nu_ex(snapshot.slot_seconds)
+    return Context(
+        job=job,
+        a=tl.t0,
+        nu=nu,
+        need=max(1, math.ceil(job.workload / nu - 1e-9)),
+        ln_u=ln_u + math.log(factor),
+        ln_l=min(ln_l, ln_u) + math.log(factor),
+        capacity=tl.capacity,
+        alpha=np.asarray(job.worker.as_tuple()),
+        beta=np.asarray(job.ps.as_tuple()),
+        alpha_hat=normalized(job.worker.as_tuple(), units),
+        beta_hat=normalized(job.ps.as_tuple(), units),
+        steps=Steps.of(job),
+        max_segments=max(1, params.oasis_max_segments),
+    )
+
+
+def _exp(x: float) -> float:
+    return math.exp(min(x, 700.0))  # a cost e^700 times the utility: the payoff is negative
+
+
+def _never(job: JobRequest) -> NeverFitsError:
+    return NeverFitsError(
+        f"job {job.job_id!r}: oasis runs every job distributed, and its smallest distributed "
+        f"shape ({job.min_distributed_workers()} worker(s) + their PSs) never fits the cluster",
+        hint="replay it with a policy that co-locates, or on a bigger cluster",
+        context={"job_id": job.job_id},
+    )
+
+
+def _place(
+    job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams, policy: str, factor: float
+) -> Decision:
+    began = time.perf_counter()
+    tl = Timeline.of(snapshot, max(job.arrival_slot, snapshot.now_slot))
+    ctx = _context(job, params, factor, tl, snapshot)
+    utility = draw_utility(utility_seed(params), job.job_id)
+    count = max(1, params.oasis_end_candidates)
+    found = search(ctx, tl, count, utility.log_value) if len(ctx.steps) else None
+    if not found or not found[1]:
+        raise _never(job)
+    win, schedules = found
+    log_f = [utility.log_value(s.end - ctx.a + 1) for s in schedules]
+    top = max(log_f)
+    payoffs = [
+        _exp(lf - top) - _exp(s.log_cost - top) for lf, s in zip(log_f, schedules, strict=True)
+    ]
+    # equal scaled payoffs (the costs underflow next to the utility): the cheaper, then earlier
+    best = max(range(len(schedules)), key=lambda k: (payoffs[k], -schedules[k].log_cost, -k))
+    names = tl.names
+    plans, ln_cost = _realize(ctx, win, schedules[best], names)
+    payoff = _exp(log_f[best] - top) - _exp(ln_cost - top)
+    stats = (
+        ("ln_utility", round(log_f[best], 6)),
+        ("ln_cost", round(ln_cost, 6)),
+        ("payoff_over_best_utility", payoff),
+        ("ln_u", ctx.ln_u),
+        ("ln_l", ctx.ln_l),
+    )
+    if not payoff > 0:
+        raise RejectedError(
+            f"oasis rejects job {job.job_id!r}: its best schedule costs more than its utility "
+            f"(ln utility {log_f[best]:.4g}, ln cost {ln_cost:.4g})",
+            hint="admission control: the job would hold resources priced above its value",
+            context={"job_id": job.job_id, **dict(stats)},
+        )
+    elapsed = (time.perf_counter() - began) * 1000.0
+    return Decision(
+        job_id=job.job_id,
+        policy=policy,
+        form=Form.ELASTIC,
+        seed=params.seed,
+        slots=plans,
+        start_slot=plans[0].slot,
+        end_slot=plans[-1].stop - 1,
+        work_covered=ctx.nu * sum(p.total_workers * p.length for p in plans),
+        arrival_slot=job.arrival_slot,
+        solver=SOLVER,
+        timings_ms=(("oasis", round(elapsed, 3)),),
+        notes=(
+            f"prices L·(U/L)^(g/c) with ln U = {ctx.ln_u:.6g}, ln L = {ctx.ln_l:.6g} "
+            f"(oracle × {factor:g})",
+            "OASiS runs every job distributed (θ_ex), even on one machine",
+        ),
+        stats=stats,
+    )
+
+
+def _variant(name: str, factor: float) -> PolicyFn:
+    def place_oasis(
+        job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams
+    ) -> Decision:
+        return _place(job, snapshot, params, name, factor)
+
+    place_oasis.__doc__ = (
+        f"OASiS primal-dual pricing, admission by utility − cost > 0 (U, L: oracle × {factor:g})."
+    )
+    return place_oasis
+
+
+_REGISTERED: dict[str, Callable[..., Decision]] = {
+    name: register(name, prepare=prepare_oasis)(_variant(name, factor))
+    for name, factor in VARIANTS.items()
+}

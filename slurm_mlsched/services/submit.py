@@ -1,0 +1,384 @@
+"""The live path: ``mlsub train.py`` / ``mlsub submit`` and ``mlsub plan SCRIPT`` without a
+cluster file.
+
+:func:`submit_job` does, in this order (nothing is lost if it stops anywhere):
+
+0. bring the cluster's open decisions up to date from ``squeue`` (``wiring.refresh``), so
+   jobs that ended before their predicted end stop reserving;
+1. read the live node state once (Slurm; outside the lock: it only reads);
+2. under the cluster's planning lock (:meth:`DecisionStore.planning`, so concurrent
+   ``mlsub`` calls never double-book): take the store's open reservations, leave out the
+   running jobs they already cover (found by the decision tag in the job's comment),
+   build the snapshot, run ``place()`` (the non-elastic ``yu-rr`` by default), record the
+   decision as ``submitting`` and attach its rendered sbatch script, then commit;
+3. hand the script to the :class:`Submitter`: locally ``sbatch --parsable`` with the
+   script on standard input (``TZ=UTC``, the zone of ``--begin``); over SSH
+   (``slurm_mlsched.remote.submitter``) the training script and the sbatch script are
+   uploaded into the decision's staging directory first. On success the decision becomes
+   ``submitted`` with the Slurm job id; on a failure whose outcome is known (Slurm refused
+   the script, an upload failed) ``submit-failed`` with the message (and the error is
+   raised again).
+
+If mlsub dies between 2 and 3, or during 3, or the outcome of 3 is unknown (sbatch timed
+out, the SSH connection dropped while sbatch ran), the decision stays ``submitting``;
+``mlsub reconcile`` finds the job by its tag, or marks it ``submit-failed`` when none
+exists.
+
+Where the program is on the cluster is the submitter's to say
+(:meth:`Submitter.program_path`): the local path here, the staged copy over SSH. It is
+asked inside the planning block, once the decision id and tag are known, so that the
+stored script is exactly the one submitted.
+
+``dry_run`` (``mlsub plan SCRIPT``) does 1 and 2 without recording anything and returns the
+decision and the script as they would be.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import InputError, RemoteError, SlurmError
+from ..files.job_options import JobOptions
+from ..sbatch.render import RenderedScript, ScriptSpec, begin_time, port_base, render_sbatch
+from ..sbatch.tag import DecisionTag, decision_tag
+from ..slurm.nodes import NodeState, NodeStateSource
+from ..slurm.parse import parse_sbatch_parsable
+from ..slurm.runner import SlurmCommands
+from ..storage import (
+    DecisionRecord,
+    DecisionState,
+    DecisionStore,
+    DecisionSummary,
+    NewDecision,
+    PlanningSession,
+)
+from .clock import Clock
+from .cluster_state import ClusterState, build_cluster_state, own_jobs, partitions_of
+from .decisions import Viewer
+from .plan import PlanResult, params_for, plan_job
+
+#: Timeout of ``sbatch`` (it answers in about a second on a healthy controller).
+SBATCH_TIMEOUT_S = 60.0
+
+
+#: The two kinds of failure a submitter raises: Slurm's (exit 6) and the SSH link's (exit 8).
+#: Both carry ``may_have_run``: when it is true the job may exist (outcome unknown).
+SUBMIT_ERRORS = (SlurmError, RemoteError)
+
+
+class Submitter(Protocol):
+    """Puts a decision's job on the cluster.
+
+    ``tag`` identifies the decision (its id and token; ``None`` for a dry run, which
+    submits nothing). Failures are :data:`SUBMIT_ERRORS`."""
+
+    def program_path(self, job: JobScript, tag: DecisionTag | None) -> str:
+        """Where the training script will be when the tasks run (rendered into the
+        script's command); no side effect."""
+        ...
+
+    def submit(self, script: str, job: JobScript, tag: DecisionTag) -> str:
+        """Hand the rendered ``script`` to Slurm (with whatever files ``job`` needs there);
+        return the Slurm job id."""
+        ...
+
+
+class SbatchSubmitter:
+    """``sbatch --parsable`` through the Slurm funnel, the script on standard input, in
+    the current directory; the program is used where it is (a file system the compute
+    nodes share).
+
+    ``TZ=UTC`` is set for sbatch because ``--begin`` is written in UTC; ``env`` sets it the
+    same way locally and over SSH."""
+
+    def __init__(self, slurm: SlurmCommands, *, timeout: float = SBATCH_TIMEOUT_S) -> None:
+        self.slurm = slurm
+        self.timeout = timeout
+
+    def program_path(self, job: JobScript, tag: DecisionTag | None) -> str:
+        return str(job.path)
+
+    def submit(self, script: str, job: JobScript, tag: DecisionTag) -> str:
+        out = self.slurm.run(
+            ["env", "TZ=UTC", "sbatch", "--parsable"], input=script, timeout=self.timeout
+        )
+        return str(parse_sbatch_parsable(out).job_id)
+
+
+@dataclass(frozen=True)
+class JobScript:
+    """The user's program: the script, its arguments, how to run it."""
+
+    path: Path  # absolute, on this machine
+    args: tuple[str, ...] = ()
+
+    @property
+    def executable(self) -> bool:
+        """Whether the script may be run directly (executable here)."""
+        return os.access(self.path, os.X_OK)
+
+    def command(self, interpreter: str | None, program: str | None = None) -> tuple[str, ...]:
+        """What every task runs: ``INTERPRETER PROGRAM ARGS…``, ``PROGRAM`` being where the
+        script is on the cluster (default: :attr:`path`). Without ``--interpreter``: a
+        ``*.py`` script runs with ``python3``, an executable one directly, others with
+        ``bash``."""
+        where = program or str(self.path)
+        if interpreter:
+            return (*shlex.split(interpreter), where, *self.args)
+        if self.path.suffix == ".py":
+            return ("python3", where, *self.args)
+        if self.executable:
+            return (where, *self.args)
+        return ("bash", where, *self.args)
+
+
+@dataclass(frozen=True)
+class LiveWiring:
+    """The adapters the live path uses (tests pass their own)."""
+
+    source: NodeStateSource
+    store: DecisionStore
+    clock: Clock
+    submitter: Submitter
+    cluster_name: str
+    slot_seconds: float
+    viewer: Viewer
+    host: str
+    packages: tuple[tuple[str, str], ...] = ()
+    refresh: Callable[[], object] | None = None
+    """Run before planning: brings open decisions up to date (``reconcile`` from squeue),
+    so that jobs that already ended stop reserving."""
+    reconcile_command: str = "mlsub reconcile"
+    """The command a hint tells the user to run when a submission's outcome is unknown."""
+
+
+@dataclass(frozen=True)
+class SubmitOutcome:
+    plan: PlanResult
+    cluster: ClusterState
+    script: RenderedScript
+    record: DecisionRecord | None  # None for a dry run
+    tag: DecisionTag | None
+    slurm_job_id: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON of ``mlsub submit --json`` / ``mlsub plan SCRIPT --json``: the plan's
+        shape plus the stored decision, the Slurm job id and the script."""
+        out = self.plan.as_dict()
+        out["cluster"]["excluded"] = [
+            {"name": n.record.name, "reason": n.reason} for n in self.cluster.excluded
+        ]
+        out.update(
+            {
+                "decision_id": None if self.record is None else self.record.decision_id,
+                "state": None if self.record is None else str(self.record.state),
+                "tag": None if self.tag is None else str(self.tag),
+                "slurm_job_id": self.slurm_job_id,
+                "begin": _iso(begin_time(self.plan.decision, self.plan.snapshot)),
+                "tasks": [
+                    {
+                        "role": str(t.role),
+                        "rank": t.rank,
+                        "node": t.node,
+                        "endpoint": t.endpoint,
+                    }
+                    for t in self.script.tasks
+                ],
+                "script": self.script.text,
+            }
+        )
+        return out
+
+
+def submit_job(
+    wiring: LiveWiring, opts: JobOptions, job: JobScript, *, dry_run: bool = False
+) -> SubmitOutcome:
+    """Plan ``job`` against the live cluster and submit it (see the module docstring)."""
+    if wiring.refresh is not None:
+        wiring.refresh()
+    state = wiring.source.read(wiring.clock.now())
+    _check_partition(state, opts.partition)
+    name = opts.name or job.path.stem
+    with wiring.store.planning(wiring.cluster_name) as tx:
+        now = wiring.clock.now()
+        cluster = _live_cluster(wiring, tx, state, now, opts.partition)
+        plan = plan_job(
+            replace(opts, name=name),
+            cluster.snapshot,
+            params_for(opts),
+            clock=wiring.clock,
+            cluster_source=f"Slurm ({state.source})",
+        )
+        if dry_run:
+            program = wiring.submitter.program_path(job, None)
+            script = _render(plan, cluster, job, opts, name, program, decision_id=0, tag=None)
+            return SubmitOutcome(plan, cluster, script, None, None, None)
+        record = tx.record(
+            NewDecision(
+                request=plan.request,
+                snapshot=plan.snapshot,
+                params=plan.params,
+                decision=plan.decision,
+                user=wiring.viewer.user,
+                host=wiring.host,
+                created_at=plan.planned_at,
+                packages=wiring.packages,
+                state=DecisionState.SUBMITTING,
+            )
+        )
+        tag = tag_of(wiring.cluster_name, record.summary)
+        program = wiring.submitter.program_path(job, tag)
+        script = _render(
+            plan, cluster, job, opts, name, program, decision_id=record.decision_id, tag=tag
+        )
+        tx.attach_script(record.decision_id, script.text)
+    # committed: from here on the decision exists whatever happens to this process
+    try:
+        slurm_job_id = wiring.submitter.submit(script.text, job, tag)
+    except SUBMIT_ERRORS as err:
+        err.context.setdefault("decision_id", record.decision_id)
+        if err.may_have_run:  # timed out or cut off: Slurm may have queued the job
+            err.hint = (
+                f"the outcome is unknown: decision {record.decision_id} stays 'submitting'; "
+                f"once Slurm can be reached again, `{wiring.reconcile_command}` finds the job "
+                f"by its tag ({tag}) or marks the decision submit-failed"
+            )
+            raise
+        wiring.store.transition(
+            record.decision_id, DecisionState.SUBMIT_FAILED, wiring.clock.now(), err.message
+        )
+        said = "Slurm's message" if isinstance(err, SlurmError) else "this message"
+        err.hint = (
+            f"decision {record.decision_id} is recorded as submit-failed with {said} "
+            f"(mlsub show {record.decision_id}); {err.hint}"
+        ).rstrip("; ")
+        raise
+    wiring.store.transition(
+        record.decision_id,
+        DecisionState.SUBMITTED,
+        wiring.clock.now(),
+        f"sbatch: job {slurm_job_id}",
+        slurm_job_id=slurm_job_id,
+    )
+    stored = wiring.store.get(record.decision_id)
+    return SubmitOutcome(plan, cluster, script, stored, tag, slurm_job_id)
+
+
+def tag_of(cluster_name: str, s: DecisionSummary) -> DecisionTag:
+    """The tag of a stored decision (its job comment; sbatch/tag.py)."""
+    return decision_tag(
+        cluster=cluster_name,
+        decision_id=s.decision_id,
+        created_at=s.created_at,
+        user=s.user,
+        host=s.host,
+    )
+
+
+def _live_cluster(
+    wiring: LiveWiring,
+    tx: PlanningSession,
+    state: NodeState,
+    now: datetime,
+    partition: str | None,
+) -> ClusterState:
+    return stored_and_running(
+        tx, state, now, wiring.slot_seconds, wiring.cluster_name, partition=partition
+    )
+
+
+def stored_and_running(
+    tx: PlanningSession,
+    state: NodeState,
+    now: datetime,
+    slot_seconds: float,
+    cluster_name: str,
+    *,
+    partition: str | None = None,
+) -> ClusterState:
+    """The live snapshot inside the lock: Slurm's running jobs, minus those the store's
+    open decisions already reserve, plus those reservations."""
+    grid = build_cluster_state(state, now=now, slot_seconds=slot_seconds)
+    epoch = grid.snapshot.epoch
+    stored = tx.reservations(now, epoch=epoch, slot_seconds=slot_seconds)
+    ids = {int(r.job_id.removeprefix("mlsub-")) for r in stored if r.job_id.startswith("mlsub-")}
+    tags = {str(tag_of(cluster_name, s)): s.decision_id for s in tx.summaries(ids)}
+    covered = own_jobs(state.jobs, tags)
+    return build_cluster_state(
+        state,
+        now=now,
+        slot_seconds=slot_seconds,
+        extra=stored,
+        partition=partition,
+        covered_jobs=set(covered),
+    )
+
+
+def cluster_view(
+    source: NodeStateSource,
+    store: DecisionStore,
+    *,
+    clock: Clock,
+    cluster_name: str,
+    slot_seconds: float,
+) -> ClusterState:
+    """``mlsub cluster``: what the placement would see now (Slurm + the store's open
+    decisions), read under the cluster's lock so that it is one consistent view."""
+    state = source.read(clock.now())
+    with store.planning(cluster_name) as tx:
+        return stored_and_running(tx, state, clock.now(), slot_seconds, cluster_name)
+
+
+def _check_partition(state: NodeState, partition: str | None) -> None:
+    if partition is None:
+        return
+    known = partitions_of(state)
+    if partition not in known:
+        raise InputError(
+            f"unknown partition {partition!r}: no node of this cluster is in it",
+            hint=f"choose one of: {', '.join(known) or '(none reported)'} (see: sinfo -s)",
+            context={"option": "--partition", "value": partition, "partitions": list(known)},
+        )
+
+
+def _render(
+    plan: PlanResult,
+    cluster: ClusterState,
+    job: JobScript,
+    opts: JobOptions,
+    name: str,
+    program: str,
+    *,
+    decision_id: int,
+    tag: DecisionTag | None,
+) -> RenderedScript:
+    addresses = {n.record.name: n.record.address or n.record.name for n in cluster.nodes}
+    n_tasks = sum(r.count for r in plan.decision.placement)
+    label = str(decision_id) if decision_id else "dry-run"
+    spec = ScriptSpec(
+        command=job.command(opts.interpreter, program),
+        job_name=name,
+        decision_id=label,
+        comment=None if tag is None else str(tag),
+        partition=opts.partition,
+        begin=begin_time(plan.decision, plan.snapshot),
+        time_limit_minutes=opts.time_limit,
+        output=opts.output or f"mlsub-{label}-%j.out",
+        base_port=port_base(decision_id, n_tasks),
+    )
+    return render_sbatch(plan.decision, plan.request, addresses, spec)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+#: Shared with ``mlsub plan --for-sbatch`` (services/for_sbatch.py).
+check_partition = _check_partition
+live_cluster = _live_cluster

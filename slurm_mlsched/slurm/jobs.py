@@ -1,0 +1,246 @@
+"""What Slurm did with submitted jobs: their state, times, nodes and comment.
+
+``mlsub reconcile`` brings stored decisions up to date from this. Two sources:
+
+* ``squeue --all --json`` (every job the controller still knows: pending, running, and
+  finished ones for ``MinJobAge`` seconds);
+* ``sacct --json -a -X`` (accounting, when slurmdbd is configured: everything since a time).
+
+Both give one entry per heterogeneous-job component; :func:`fold_components` folds them
+into one :class:`JobStatus` per job (the id ``sbatch --parsable`` printed, which is the
+leader's). The parsers are pure and read the 22.05 and 24.11 layouts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..errors import SlurmError
+from .hostlist import expand_hostlist
+from .parse import _bad, _epoch, _load_json, _number
+from .runner import SlurmCommands
+
+#: Slurm job states by what they mean for a decision.
+PENDING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD"})
+ACTIVE_STATES = frozenset(
+    {
+        "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STOPPED", "RESIZING",
+        "SIGNALING", "STAGE_OUT",
+    }
+)  # fmt: skip
+COMPLETED_STATES = frozenset({"COMPLETED"})
+CANCELLED_STATES = frozenset({"CANCELLED"})
+#: Everything else that is over (FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL,
+#: DEADLINE, PREEMPTED, REVOKED, SPECIAL_EXIT) counts as failed.
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    """One row of squeue/sacct: a job or one component of a heterogeneous job."""
+
+    job_id: str  # the job (leader) id: what sbatch printed
+    offset: int  # component index (0 for a plain job)
+    state: str  # upper case, first word: CANCELLED, not "CANCELLED by 0"
+    submit: datetime | None
+    start: datetime | None
+    end: datetime | None
+    nodes: tuple[str, ...]
+    comment: str
+    admin_comment: str = ""
+    exit_code: str = ""
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A whole job, its components folded (see :func:`fold_components`)."""
+
+    job_id: str
+    state: str
+    submit: datetime | None
+    start: datetime | None
+    end: datetime | None
+    nodes: tuple[str, ...]
+    comment: str
+    admin_comment: str
+    exit_code: str
+    source: str  # "squeue" or "sacct"
+
+    @property
+    def phase(self) -> str:
+        """``pending``, ``running``, ``completed``, ``cancelled`` or ``failed``."""
+        return phase_of(self.state)
+
+
+def phase_of(state: str) -> str:
+    if state in PENDING_STATES:
+        return "pending"
+    if state in ACTIVE_STATES:
+        return "running"
+    if state in COMPLETED_STATES:
+        return "completed"
+    if state in CANCELLED_STATES:
+        return "cancelled"
+    return "failed"
+
+
+_PHASE_ORDER = ("running", "pending", "failed", "cancelled", "completed")
+
+
+def fold_components(rows: Iterable[ComponentStatus], source: str) -> dict[str, JobStatus]:
+    """One status per job: running if any component runs, else pending if any waits, else
+    failed if any failed, else cancelled if any was cancelled, else completed. Times span
+    the components (first start, last end); nodes are the union, in component order."""
+    groups: dict[str, list[ComponentStatus]] = defaultdict(list)
+    for row in rows:
+        groups[row.job_id].append(row)
+    out: dict[str, JobStatus] = {}
+    for job_id, parts in groups.items():
+        parts.sort(key=lambda p: p.offset)
+        phases = [phase_of(p.state) for p in parts]
+        chosen = min(range(len(parts)), key=lambda i: _PHASE_ORDER.index(phases[i]))
+        lead = parts[0]
+        starts = [p.start for p in parts if p.start is not None]
+        ends = [p.end for p in parts if p.end is not None]
+        finished = phases[chosen] not in ("running", "pending")
+        out[job_id] = JobStatus(
+            job_id=job_id,
+            state=parts[chosen].state,
+            submit=lead.submit,
+            start=min(starts) if starts else None,
+            end=max(ends) if ends and finished else None,
+            nodes=tuple(dict.fromkeys(n for p in parts for n in p.nodes)),
+            comment=lead.comment or next((p.comment for p in parts if p.comment), ""),
+            admin_comment=next((p.admin_comment for p in parts if p.admin_comment), ""),
+            exit_code=parts[chosen].exit_code,
+            source=source,
+        )
+    return out
+
+
+# --- parsers ------------------------------------------------------------------------------------
+
+
+def _state(value: object) -> str:
+    if isinstance(value, list):
+        value = value[0] if value else ""
+    return str(value or "").split()[0].upper() if str(value or "").strip() else "UNKNOWN"
+
+
+def _int(value: object) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
+
+
+def _ids(job_id: object, het_id: object, het_offset: object) -> tuple[str, int]:
+    het = _int(het_id)
+    if het:
+        return str(het), _int(het_offset) or 0
+    return str(_int(job_id)), 0
+
+
+def parse_squeue_status_json(text: str) -> tuple[ComponentStatus, ...]:
+    """``squeue --all --json`` -> one row per job or component."""
+    command = "squeue --all --json"
+    data = _load_json(text, command)
+    try:
+        return tuple(_squeue_row(job) for job in data["jobs"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _bad(command, f"unexpected layout ({type(exc).__name__}: {exc})") from None
+
+
+def _squeue_row(job: Mapping[str, Any]) -> ComponentStatus:
+    job_id, offset = _ids(job["job_id"], job.get("het_job_id"), job.get("het_job_offset"))
+    return ComponentStatus(
+        job_id=job_id,
+        offset=offset,
+        state=_state(job.get("job_state")),
+        submit=_epoch(job.get("submit_time")),
+        start=_epoch(job.get("start_time")),
+        end=_epoch(job.get("end_time")),
+        nodes=expand_hostlist(str(job.get("nodes") or "")),
+        comment=str(job.get("comment") or ""),
+        admin_comment=str(job.get("admin_comment") or ""),
+        exit_code=_exit_code(job.get("exit_code")),
+    )
+
+
+def parse_sacct_status_json(text: str) -> tuple[ComponentStatus, ...]:
+    """``sacct --json`` -> one row per job or component (steps are not listed there)."""
+    command = "sacct --json"
+    data = _load_json(text, command)
+    try:
+        return tuple(_sacct_row(job) for job in data["jobs"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _bad(command, f"unexpected layout ({type(exc).__name__}: {exc})") from None
+
+
+def _sacct_row(job: Mapping[str, Any]) -> ComponentStatus:
+    het = job.get("het") or {}
+    job_id, offset = _ids(job["job_id"], het.get("job_id"), het.get("job_offset"))
+    times = job.get("time") or {}
+    comments = job.get("comment") or {}
+    state = (job.get("state") or {}).get("current")
+    return ComponentStatus(
+        job_id=job_id,
+        offset=offset,
+        state=_state(state),
+        submit=_epoch(times.get("submission")),
+        start=_epoch(times.get("start")),
+        end=_epoch(times.get("end")),
+        nodes=expand_hostlist(str(job.get("nodes") or "").replace("None assigned", "")),
+        comment=str(comments.get("job") or ""),
+        admin_comment=str(comments.get("administrator") or ""),
+        exit_code=_exit_code(job.get("exit_code")),
+    )
+
+
+def _exit_code(value: object) -> str:
+    """``{"status": …, "return_code": n}`` -> ``"n"`` (empty when unknown)."""
+    if not isinstance(value, Mapping):
+        number = _int(value)
+        return "" if number is None else str(number)
+    code = _int(value.get("return_code"))
+    return "" if code is None else str(code)
+
+
+# --- the reader -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """What the reader found, and what it could not ask."""
+
+    jobs: Mapping[str, JobStatus]
+    notes: tuple[str, ...] = ()
+
+
+class JobStatusReader:
+    """Reads job statuses through the one Slurm funnel."""
+
+    def __init__(self, slurm: SlurmCommands) -> None:
+        self.slurm = slurm
+
+    def queue(self) -> dict[str, JobStatus]:
+        """Every job the controller still lists."""
+        rows = parse_squeue_status_json(self.slurm.run(["squeue", "--all", "--json"]))
+        return fold_components(rows, "squeue")
+
+    def accounting(self, *, since: datetime, job_ids: Sequence[str] = ()) -> StatusReport:
+        """Jobs in accounting submitted since ``since`` (all users), or exactly ``job_ids``.
+
+        Without slurmdbd ``sacct`` fails; that is a note, not an error: reconcile then
+        works from the queue alone."""
+        argv = ["sacct", "--json", "-a", "-X"]
+        if job_ids:
+            argv += ["-j", ",".join(job_ids)]
+        else:
+            argv += ["-S", since.astimezone().strftime("%Y-%m-%dT%H:%M:%S")]
+        try:
+            text = self.slurm.run(argv)
+        except SlurmError as err:
+            return StatusReport({}, (f"accounting not read: {err.message.splitlines()[0]}",))
+        return StatusReport(fold_components(parse_sacct_status_json(text), "sacct"))

@@ -1,0 +1,344 @@
+"""The live path's logic with the real store (a SQLite file) and stand-ins for Slurm:
+node state from captured real output, a submitter that records or fails, a fixed clock.
+The same path against the real cluster: tests/integration/test_submit_live.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from slurm_mlsched.errors import (
+    InputError,
+    MlschedError,
+    RemoteConnectionLost,
+    RemoteError,
+    SlurmError,
+)
+from slurm_mlsched.files.job_options import JobOptions, merge_options
+from slurm_mlsched.sbatch.tag import DecisionTag, find_tags
+from slurm_mlsched.services.clock import FixedClock
+from slurm_mlsched.services.decisions import Viewer
+from slurm_mlsched.services.reconcile import plan_updates
+from slurm_mlsched.services.submit import JobScript, LiveWiring, submit_job, tag_of
+from slurm_mlsched.slurm.jobs import JobStatus
+from slurm_mlsched.slurm.nodes import NodeState
+from slurm_mlsched.slurm.parse import JobRecord, NodeAllocation, NodeRecord
+from slurm_mlsched.storage import DecisionState, DecisionSummary, SqlDecisionStore, open_store
+
+NOW = datetime(2026, 11, 29, 12, 0, 5, tzinfo=UTC)
+S = DecisionState
+
+
+def node(name: str, partitions: tuple[str, ...] = ("debug",)) -> NodeRecord:
+    return NodeRecord(
+        name, "IDLE", frozenset(), 8, 65536.0, 4, address="127.0.0.1", partitions=partitions
+    )
+
+
+@dataclass
+class FakeSource:
+    nodes: tuple[NodeRecord, ...] = tuple(node(f"node{i}") for i in range(1, 5))
+    jobs: list[JobRecord] = field(default_factory=list)
+
+    @property
+    def description(self) -> str:
+        return "fake"
+
+    def read(self, now: datetime) -> NodeState:
+        return NodeState(self.nodes, tuple(self.jobs), "fake", "22.05.8")
+
+
+@dataclass
+class FakeSubmitter:
+    """Records what it is handed; ``where`` stands for a cluster-side directory (a remote
+    submitter's staging directory), ``fail`` raises that error instead of submitting."""
+
+    scripts: list[str] = field(default_factory=list)
+    tags: list[DecisionTag] = field(default_factory=list)
+    fail: str = ""
+    where: str = ""
+    error: MlschedError | None = None
+
+    def program_path(self, job: JobScript, tag: DecisionTag | None) -> str:
+        if not self.where:
+            return str(job.path)
+        return f"{self.where}/{tag.decision_id if tag else 'dry-run'}/{job.path.name}"
+
+    def submit(self, script: str, job: JobScript, tag: DecisionTag) -> str:
+        if self.error is not None:
+            raise self.error
+        if self.fail:
+            raise SlurmError(self.fail)
+        self.scripts.append(script)
+        self.tags.append(tag)
+        return str(100 + len(self.scripts))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqlDecisionStore:
+    return open_store(f"sqlite:///{tmp_path / 'd.db'}", grace_s=600.0)
+
+
+def wiring(store: SqlDecisionStore, source: FakeSource, submitter: FakeSubmitter) -> LiveWiring:
+    return LiveWiring(
+        source=source,
+        store=store,
+        clock=FixedClock(NOW),
+        submitter=submitter,
+        cluster_name="lab",
+        slot_seconds=60.0,
+        viewer=Viewer("alice"),
+        host="login1",
+    )
+
+
+def opts(**kw: object) -> JobOptions:
+    base = {
+        "workers": 4, "gpus_per_worker": 1, "cpus_per_worker": 1, "mem_per_worker": "1G",
+        "cpus_per_ps": 1, "mem_per_ps": "1G", "step_time": 0.5, "model_size": 1,
+        "batches_per_epoch": 1200,
+    }  # fmt: skip
+    return merge_options([], {**base, **kw})
+
+
+JOB = JobScript(Path("/home/alice/train.py"), ("--lr", "0.1"))
+
+
+def test_submit_records_then_submits_with_the_tag_in_every_component(
+    store: SqlDecisionStore,
+) -> None:
+    sub = FakeSubmitter()
+    out = submit_job(wiring(store, FakeSource(), sub), opts(), JOB)
+    assert out.slurm_job_id == "101" and out.record is not None
+    rec = store.get(out.record.decision_id)
+    assert rec.state == S.SUBMITTED and rec.summary.slurm_job_id == "101"
+    assert [t.state for t in rec.transitions] == [S.SUBMITTING, S.SUBMITTED]
+    assert rec.script == sub.scripts[0] == out.script.text
+    assert out.tag == tag_of("lab", rec.summary)
+    components = [ln for ln in rec.script.splitlines() if ln.startswith("#SBATCH --nodelist")]
+    assert components and all(find_tags(ln) == (out.tag,) for ln in components)
+    assert "python3 /home/alice/train.py --lr 0.1" in rec.script
+    assert rec.request.name == "train"  # the script's name when --name is not given
+
+
+def test_a_second_job_is_placed_around_the_first_one_stored(store: SqlDecisionStore) -> None:
+    w = wiring(store, FakeSource(), FakeSubmitter())
+    first = submit_job(w, opts(), JOB)
+    second = submit_job(w, opts(), JOB)
+    nodes = [{p.node for p in o.plan.decision.placement} for o in (first, second)]
+    assert nodes[0].isdisjoint(nodes[1])
+    assert len(second.plan.snapshot.reservations) >= 1
+
+
+def test_a_running_job_of_a_stored_decision_is_not_counted_twice(
+    store: SqlDecisionStore,
+) -> None:
+    source = FakeSource()
+    w = wiring(store, source, FakeSubmitter())
+    first = submit_job(w, opts(), JOB)
+    assert first.record is not None and first.tag is not None
+    (used,) = {p.node for p in first.plan.decision.placement}
+    # Slurm now runs it: squeue shows the job, with the tag, holding that node
+    source.jobs.append(
+        JobRecord(
+            "101", "train", "RUNNING", (NodeAllocation(used, 5, 5120.0, 4),),
+            end_time=None, comment=str(first.tag),
+        )
+    )  # fmt: skip
+    second = submit_job(w, opts(), JOB)
+    held = [r for r in second.plan.snapshot.reservations if r.machine == used]
+    assert [r.job_id for r in held] == [f"mlsub-{first.record.decision_id}"]  # not also "101"
+    # a job with a foreign tag (another store's decision with the same id) still counts
+    source.jobs[0] = replace(
+        source.jobs[0], comment=f"mlsched:decision={first.record.decision_id}:000000000000"
+    )
+    third = submit_job(w, opts(), JOB)
+    assert "101" in {r.job_id for r in third.plan.snapshot.reservations}
+
+
+def test_sbatch_failure_marks_the_decision_submit_failed_and_raises(
+    store: SqlDecisionStore,
+) -> None:
+    w = wiring(store, FakeSource(), FakeSubmitter(fail="sbatch: error: Invalid partition"))
+    with pytest.raises(SlurmError) as caught:
+        submit_job(w, opts(), JOB)
+    (row,) = store.history()
+    assert row.state == S.SUBMIT_FAILED and row.slurm_job_id is None
+    assert store.get(row.decision_id).transitions[-1].detail == "sbatch: error: Invalid partition"
+    assert f"decision {row.decision_id} is recorded as submit-failed" in caught.value.hint
+    assert store.reservations("lab", NOW, epoch=NOW, slot_seconds=60.0) == ()
+
+
+def test_dry_run_records_nothing_and_unknown_partition_is_refused(
+    store: SqlDecisionStore,
+) -> None:
+    sub = FakeSubmitter()
+    out = submit_job(wiring(store, FakeSource(), sub), opts(), JOB, dry_run=True)
+    assert out.record is None and out.slurm_job_id is None and sub.scripts == []
+    assert "MLSCHED_DECISION_ID=dry-run" in out.script.text
+    assert store.history() == ()
+    with pytest.raises(InputError, match=r"unknown partition 'gpu'.*"):
+        submit_job(wiring(store, FakeSource(), sub), opts(partition="gpu"), JOB)
+    assert store.history() == ()
+
+
+def test_a_partition_limits_the_nodes(store: SqlDecisionStore) -> None:
+    source = FakeSource(nodes=(node("node1"), node("node2", ("debug", "ml"))))
+    out = submit_job(wiring(store, source, FakeSubmitter()), opts(partition="ml"), JOB)
+    assert {p.node for p in out.plan.decision.placement} == {"node2"}
+    components = [ln for ln in out.script.text.splitlines() if ln.startswith("#SBATCH --nodelist")]
+    assert components and all(" --partition=ml" in ln for ln in components)
+    reasons = {n.record.name: n.reason for n in out.cluster.excluded}
+    assert reasons == {"node1": "not in partition ml"}
+
+
+# --- reconcile (pure) -----------------------------------------------------------------------
+
+
+def summaries(store: SqlDecisionStore) -> list[DecisionSummary]:
+    return list(store.history())
+
+
+def status(job: str, state: str, comment: str = "", **kw: object) -> JobStatus:
+    base: dict[str, object] = {
+        "job_id": job, "state": state, "submit": NOW, "start": None, "end": None,
+        "nodes": ("node1",), "comment": comment, "admin_comment": "", "exit_code": "",
+        "source": "squeue",
+    }  # fmt: skip
+    return JobStatus(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def interrupted(store: SqlDecisionStore) -> tuple[int, str]:
+    """A decision left 'submitting' (the submitter never returned)."""
+
+    class Dies(FakeSubmitter):
+        def submit(self, script: str, job: JobScript, tag: DecisionTag) -> str:
+            raise KeyboardInterrupt
+
+    w = replace(wiring(store, FakeSource(), FakeSubmitter()), submitter=Dies())
+    with pytest.raises(KeyboardInterrupt):
+        submit_job(w, opts(), JOB)
+    (row,) = store.history()
+    assert row.state == S.SUBMITTING
+    return row.decision_id, str(tag_of("lab", row))
+
+
+def test_reconcile_finds_an_interrupted_submission_by_its_tag(store: SqlDecisionStore) -> None:
+    did, tag = interrupted(store)
+    t1, t2 = NOW + timedelta(seconds=5), NOW + timedelta(seconds=90)
+    found = {"7": status("7", "COMPLETED", f"x;{tag}", start=t1, end=t2, exit_code="0")}
+    (u,) = plan_updates(summaries(store), {did: tag}, found, now=NOW + timedelta(hours=1))
+    assert [(s.state, s.at) for s in u.steps] == [
+        (S.SUBMITTED, NOW), (S.RUNNING, t1), (S.COMPLETED, t2),
+    ]  # fmt: skip
+    assert u.steps[0].slurm_job_id == "7" and u.found_in == "squeue"
+
+
+def test_reconcile_fails_a_submission_that_never_reached_slurm(store: SqlDecisionStore) -> None:
+    did, tag = interrupted(store)
+    other = {"8": status("8", "RUNNING", "mlsched:decision=1:ffffffffffff")}  # not ours
+    (young,) = plan_updates(summaries(store), {did: tag}, other, now=NOW + timedelta(seconds=30))
+    assert young.steps == () and "too recent" in young.note
+    (old,) = plan_updates(summaries(store), {did: tag}, other, now=NOW + timedelta(hours=1))
+    assert [s.state for s in old.steps] == [S.SUBMIT_FAILED]
+
+
+def test_reconcile_moves_submitted_jobs_along_and_leaves_pending_ones(
+    store: SqlDecisionStore,
+) -> None:
+    w = wiring(store, FakeSource(), FakeSubmitter())
+    a, b, c = (submit_job(w, opts(workers=1), JOB) for _ in range(3))
+    rows = summaries(store)
+    later = NOW + timedelta(minutes=5)
+    statuses = {
+        "101": status("101", "PENDING"),
+        "102": status("102", "CANCELLED", end=later),  # cancelled while pending
+        "103": status("103", "RUNNING", start=later),
+    }
+    updates = plan_updates(rows, {}, statuses, now=later)
+    got = {u.decision_id: [s.state for s in u.steps] for u in updates}
+    assert a.record and b.record and c.record
+    assert got == {
+        a.record.decision_id: [],
+        b.record.decision_id: [S.CANCELLED],
+        c.record.decision_id: [S.RUNNING],
+    }
+    missing = plan_updates(rows[:1], {}, {}, now=later)
+    assert missing[0].steps == () and "neither squeue nor accounting" in missing[0].note
+
+
+def test_an_sbatch_timeout_leaves_the_outcome_to_reconcile(store: SqlDecisionStore) -> None:
+    class TimesOut(FakeSubmitter):
+        def submit(self, script: str, job: JobScript, tag: DecisionTag) -> str:
+            raise SlurmError("`sbatch` did not finish within 60 s", may_have_run=True)
+
+    w = replace(wiring(store, FakeSource(), FakeSubmitter()), submitter=TimesOut())
+    with pytest.raises(SlurmError) as caught:
+        submit_job(w, opts(), JOB)
+    (row,) = store.history()
+    assert row.state == S.SUBMITTING  # not submit-failed: the job may exist
+    assert "mlsub reconcile" in caught.value.hint
+
+
+# --- a submitter that puts the program elsewhere (remote submission) ------------------------
+
+
+def test_the_program_path_comes_from_the_submitter_and_the_stored_script_is_the_submitted(
+    store: SqlDecisionStore,
+) -> None:
+    sub = FakeSubmitter(where="/home/alice/.mlsub/decisions")
+    out = submit_job(wiring(store, FakeSource(), sub), opts(), JOB)
+    assert out.record is not None
+    did = out.record.decision_id
+    assert sub.tags == [out.tag] and out.tag is not None and out.tag.decision_id == did
+    rec = store.get(did)
+    assert rec.script == sub.scripts[0] == out.script.text
+    assert f"python3 /home/alice/.mlsub/decisions/{did}/train.py --lr 0.1" in rec.script
+    assert "/home/alice/train.py" not in rec.script
+    dry = submit_job(wiring(store, FakeSource(), sub), opts(), JOB, dry_run=True)
+    assert "python3 /home/alice/.mlsub/decisions/dry-run/train.py --lr 0.1" in dry.script.text
+
+
+def test_a_connection_lost_during_sbatch_leaves_the_decision_submitting(
+    store: SqlDecisionStore,
+) -> None:
+    lost = RemoteConnectionLost(
+        "the SSH connection to login1 was lost during `env TZ=UTC sbatch ...`",
+        hint="check the network",
+        may_have_run=True,
+    )
+    w = replace(
+        wiring(store, FakeSource(), FakeSubmitter(error=lost)),
+        reconcile_command="mlsub reconcile --remote login1",
+    )
+    with pytest.raises(RemoteConnectionLost) as caught:
+        submit_job(w, opts(), JOB)
+    (row,) = store.history()
+    assert row.state == S.SUBMITTING and row.slurm_job_id is None
+    assert caught.value.exit_code == 8 and caught.value.context["decision_id"] == row.decision_id
+    hint = caught.value.hint
+    assert f"decision {row.decision_id} stays 'submitting'" in hint
+    assert "`mlsub reconcile --remote login1`" in hint and str(tag_of("lab", row)) in hint
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        RemoteConnectionLost("lost while writing decision.sbatch", may_have_run=False),
+        RemoteError("could not write /home/alice/.mlsub: Permission denied"),
+    ],
+    ids=["lost-before-sbatch", "upload-refused"],
+)
+def test_a_remote_failure_before_sbatch_marks_the_decision_submit_failed(
+    store: SqlDecisionStore, error: RemoteError
+) -> None:
+    w = wiring(store, FakeSource(), FakeSubmitter(error=error))
+    with pytest.raises(RemoteError) as caught:
+        submit_job(w, opts(), JOB)
+    (row,) = store.history()
+    assert row.state == S.SUBMIT_FAILED  # sbatch never ran: no job can exist
+    assert store.get(row.decision_id).transitions[-1].detail == error.message
+    assert f"decision {row.decision_id} is recorded as submit-failed" in caught.value.hint
