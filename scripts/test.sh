@@ -36,7 +36,9 @@ start_cluster() {
     say "using the Slurm cluster that is already running (it stays up afterwards)"
   else
     local t; t=$(now)
-    if bash "$LAB/start-cluster.sh" > "$LOG" 2>&1; then
+    # 8>&- 9>&-: the daemons must not inherit the lock files (a daemon holding them would
+    # block every later run's flock until it dies)
+    if bash "$LAB/start-cluster.sh" > "$LOG" 2>&1 8>&- 9>&-; then
       mkdir -p "$(dirname "$MARKER")" && touch "$MARKER"
       say "Slurm cluster up in $(since "$t") s ($(grep -o 'Slurm [0-9.]*' "$LOG" | head -1))"
     else
@@ -56,7 +58,7 @@ stop_cluster() {
     : # not started by a test run: leave it alone
   elif flock -x -n 9; then  # no other test run holds it
     local t; t=$(now)
-    bash "$LAB/stop-cluster.sh" >> "$LOG" 2>&1
+    bash "$LAB/stop-cluster.sh" >> "$LOG" 2>&1 8>&- 9>&-
     rm -f "$MARKER"
     say "Slurm cluster stopped in $(since "$t") s"
   else
@@ -74,7 +76,7 @@ else
 fi
 
 T=$(now)
-"$PY" -m pytest -q "$@"
+"$PY" -m pytest -q "$@" 8>&- 9>&-
 status=$?
 say "pytest finished in $(since "$T") s with exit status $status"
 exit "$status"
