@@ -57,13 +57,19 @@ def open_configured(ctx: StoreContext) -> SqlDecisionStore:
 
 
 def _user(env: Mapping[str, str]) -> str:
-    real = pwd.getpwuid(os.geteuid()).pw_name
+    euid = os.geteuid()
+    return resolve_user(env, euid=euid, name=pwd.getpwuid(euid).pw_name)
+
+
+def resolve_user(env: Mapping[str, str], *, euid: int, name: str) -> str:
+    """Who runs the command: ``name`` (of the effective uid ``euid``), or the user root
+    names in ``MLSUB_AS_USER``; anyone else setting it is refused."""
     as_user = env.get(AS_USER_ENV, "").strip()
     if not as_user:
-        return real
-    if os.geteuid() != 0:
+        return name
+    if euid != 0:
         raise InputError(
-            f"only root may set {AS_USER_ENV} (you are {real!r})",
+            f"only root may set {AS_USER_ENV} (you are {name!r})",
             hint=f"unset {AS_USER_ENV}",
             context={"variable": AS_USER_ENV, "value": as_user},
         )

@@ -18,6 +18,8 @@ from alembic import command
 from typer.testing import CliRunner
 
 from slurm_mlsched.cli.app import app
+from slurm_mlsched.cli.store import resolve_user
+from slurm_mlsched.errors import InputError
 from slurm_mlsched.storage import open_store
 from slurm_mlsched.storage.database import alembic_config, make_engine
 
@@ -181,9 +183,13 @@ def test_db_current_upgrade_and_out_of_date_message(env: dict[str, str], tmp_pat
 
 
 def test_as_user_is_refused_for_non_root(env: dict[str, str]) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("runs as root")
-    assert run(env, "history", MLSUB_AS_USER="someone").exit_code == 3
+    as_someone = {"MLSUB_AS_USER": "someone"}
+    with pytest.raises(InputError, match=r"only root may set MLSUB_AS_USER \(you are 'alice'\)"):
+        resolve_user(as_someone, euid=1000, name="alice")
+    assert resolve_user(as_someone, euid=0, name="root") == "someone"
+    assert resolve_user({}, euid=1000, name="alice") == "alice"
+    if os.geteuid() != 0:  # and the command itself, when this test is not root
+        assert run(env, "history", MLSUB_AS_USER="someone").exit_code == 3
 
 
 def test_default_database_lives_under_xdg_state(env: dict[str, str], tmp_path: Path) -> None:
