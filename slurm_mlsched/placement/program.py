@@ -113,7 +113,6 @@ from typing import Any
 import highspy
 import numpy as np
 import numpy.typing as npt
-import pulp
 
 from ..errors import InfeasibleError, InputError, NeverFitsError, SolverError
 from ..model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
@@ -220,6 +219,14 @@ class ExactResult:
 # --------------------------------------------------------------------------- building
 
 
+def _pulp() -> Any:
+    """PuLP, imported on first use (it takes half a second, and only ``exact`` and
+    ``lp-bound`` need it)."""
+    import pulp
+
+    return pulp
+
+
 def build_program(
     jobs: Sequence[JobRequest], snapshot: ClusterSnapshot, horizon: int, relax: bool
 ) -> Program:
@@ -230,7 +237,7 @@ def build_program(
     jobs_t = tuple(jobs)
     _check_inputs(jobs_t, snapshot, horizon)
     t0 = snapshot.now_slot
-    prob = pulp.LpProblem("lp_bound" if relax else "exact", pulp.LpMinimize)
+    prob = _pulp().LpProblem("lp_bound" if relax else "exact", _pulp().LpMinimize)
     room = _residual(snapshot, t0, horizon)
     builder = _Builder(prob, relax, len(snapshot.machines), snapshot.slot_seconds)
     builder.room, builder.t0 = room, t0
@@ -238,7 +245,7 @@ def build_program(
         builder.add_job(i, job, range(max(job.arrival_slot, t0), horizon))
     builder.add_capacity(jobs_t, room, t0)
     offset = float(sum(max(0, t0 - job.arrival_slot) for job in jobs_t))
-    prob.setObjective(pulp.LpAffineExpression([(z, 1.0) for z in builder.z.values()], offset))
+    prob.setObjective(_pulp().LpAffineExpression([(z, 1.0) for z in builder.z.values()], offset))
     return Program(
         problem=prob,
         jobs=jobs_t,
@@ -301,12 +308,12 @@ class _Builder:
         self.t0 = 0
 
     def var(self, name: str, upper: float) -> LpVar:
-        cat = pulp.LpContinuous if self.relax else pulp.LpInteger
+        cat = _pulp().LpContinuous if self.relax else _pulp().LpInteger
         return self.prob.add_variable(name, 0, upper, cat)
 
     def row(self, name: str, terms: list[tuple[LpVar, float]], sense: int, rhs: float) -> None:
-        expr = pulp.LpAffineExpression(terms)
-        self.prob.addConstraint(pulp.LpConstraint(expr, sense, name, rhs))
+        expr = _pulp().LpAffineExpression(terms)
+        self.prob.addConstraint(_pulp().LpConstraint(expr, sense, name, rhs))
 
     def add_job(self, i: int, job: JobRequest, slots: range) -> None:
         nu_in = job.profile.nu_in(self.slot_seconds) / job.workload
@@ -317,7 +324,7 @@ class _Builder:
             for h in range(self.n_machines):
                 work.append((self.w_loc[i, h, t], nu_in))
                 work.append((self.w_dist[i, h, t], nu_ex))
-        self.row(f"work_{i}", work, pulp.LpConstraintGE, 1.0)  # (5)
+        self.row(f"work_{i}", work, _pulp().LpConstraintGE, 1.0)  # (5)
 
     def link_caps(self, job: JobRequest, t: int) -> tuple[list[float], float]:
         """Most workers each mode can hold in slot t (valid for the integer program):
@@ -335,7 +342,7 @@ class _Builder:
     def add_slot(self, i: int, job: JobRequest, t: int, first: bool) -> None:
         n = float(job.max_workers)
         caps, dist_cap = self.link_caps(job, t)
-        le, ge = pulp.LpConstraintLE, pulp.LpConstraintGE
+        le, ge = _pulp().LpConstraintLE, _pulp().LpConstraintGE
         z = self.z[i, t] = self.var(f"z_{i}_{t}", 1)
         v = self.v[i, t] = self.var(f"v_{i}_{t}", 1)
         us, wds, sds = [], [], []
@@ -367,7 +374,7 @@ class _Builder:
         dist_cap: float,
     ) -> None:
         n = float(job.max_workers)
-        le, ge = pulp.LpConstraintLE, pulp.LpConstraintGE
+        le, ge = _pulp().LpConstraintLE, _pulp().LpConstraintGE
         ws = [(w, 1.0) for w in wds]
         ss = [(s, 1.0) for s in sds]
         self.row(f"linkwd_{i}_{t}", [*ws, (v, -dist_cap)], le, 0.0)  # (4)
@@ -376,7 +383,9 @@ class _Builder:
         self.row(f"pscov_{i}_{t}", ss + [(w, -rho) for w in wds], ge, 0.0)  # (7)
         self.row(f"pscap_{i}_{t}", ss + [(w, -1.0) for w in wds], le, 0.0)  # (8)
         if job.ps_count is not None:  # (9)
-            self.row(f"psfix_{i}_{t}", [*ss, (v, -float(job.ps_count))], pulp.LpConstraintEQ, 0.0)
+            self.row(
+                f"psfix_{i}_{t}", [*ss, (v, -float(job.ps_count))], _pulp().LpConstraintEQ, 0.0
+            )
 
     def add_capacity(self, jobs: tuple[JobRequest, ...], room: FloatArray, t0: int) -> None:
         """(6): one row per machine, resource and slot that some job's demand touches."""
@@ -395,7 +404,7 @@ class _Builder:
                             terms += [(self.s_loc[k], beta), (self.s_dist[k], beta)]
                     if terms:
                         rhs = float(room[t - t0, h, r])
-                        self.row(f"cap_{h}_{r}_{t}", terms, pulp.LpConstraintLE, rhs)
+                        self.row(f"cap_{h}_{r}_{t}", terms, _pulp().LpConstraintLE, rhs)
 
 
 def _residual(snapshot: ClusterSnapshot, start: int, stop: int) -> FloatArray:
@@ -437,7 +446,7 @@ def solve_program(
     infeasible and :class:`SolverError` when no solution was found.
     """
     _check_solver_args(time_limit_s, mip_rel_gap, threads)
-    solver = pulp.HiGHS(
+    solver = _pulp().HiGHS(
         mip=not program.relax,
         msg=False,
         timeLimit=time_limit_s,
@@ -447,12 +456,12 @@ def solve_program(
     prob = program.problem
     try:
         prob.solve(solver)
-    except pulp.PulpSolverError as exc:
+    except _pulp().PulpSolverError as exc:
         raise SolverError(f"HiGHS failed: {exc}", context={"solver": "highs"}) from exc
     status_name, limit_reached, dual_bound = _highs_details(prob.solverModel)
     outcome = map_outcome(int(prob.status), int(prob.sol_status), limit_reached)
     _raise_for(outcome, program, status_name, time_limit_s)
-    objective = float(pulp.value(prob.objective))
+    objective = float(_pulp().value(prob.objective))
     if outcome is Outcome.OPTIMAL and program.relax:
         best_bound: float | None = objective
     elif math.isfinite(dual_bound) and not program.relax:
@@ -473,15 +482,15 @@ def solve_program(
 
 def map_outcome(status: int, sol_status: int, limit_reached: bool) -> Outcome:
     """Map PuLP's ``status`` and ``sol_status`` (and whether a limit stopped HiGHS)."""
-    if status == pulp.LpStatusOptimal and sol_status == pulp.LpSolutionOptimal:
+    if status == _pulp().LpStatusOptimal and sol_status == _pulp().LpSolutionOptimal:
         return Outcome.OPTIMAL
-    if status == pulp.LpStatusOptimal and sol_status == pulp.LpSolutionIntegerFeasible:
+    if status == _pulp().LpStatusOptimal and sol_status == _pulp().LpSolutionIntegerFeasible:
         return Outcome.FEASIBLE_TIME_LIMIT
-    if status == pulp.LpStatusInfeasible or sol_status == pulp.LpSolutionInfeasible:
+    if status == _pulp().LpStatusInfeasible or sol_status == _pulp().LpSolutionInfeasible:
         return Outcome.INFEASIBLE
     if (
-        status == pulp.LpStatusNotSolved
-        and sol_status == pulp.LpSolutionNoSolutionFound
+        status == _pulp().LpStatusNotSolved
+        and sol_status == _pulp().LpSolutionNoSolutionFound
         and limit_reached
     ):
         return Outcome.NO_SOLUTION_TIME_LIMIT
