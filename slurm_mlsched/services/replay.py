@@ -192,6 +192,15 @@ def replay_cluster(opts: ReplayOptions, epoch: datetime) -> tuple[ClusterSnapsho
     return node_grid(nodes, gpus, slot_seconds=delta, epoch=epoch), spec, notes
 
 
+def _prepared(policy: str, given: PlacementParams, used: PlacementParams) -> list[str]:
+    """A note with the parameters a policy's prepare hook took from the trace (OASiS's U, L)."""
+    before, after = given.as_dict(), used.as_dict()
+    changed = {k: v for k, v in after.items() if before.get(k) != v}
+    if not changed:
+        return []
+    return [f"{policy}: from the trace: " + ", ".join(f"{k} = {v}" for k, v in changed.items())]
+
+
 def load_input(opts: ReplayOptions) -> ReplayInput:
     """The jobs of ``opts.trace``: a job list, or a trace read and synthesized."""
     name = opts.trace.name
@@ -282,6 +291,7 @@ def run_replay(
         result = simulate(admitted, cluster, policy, params, progress=step)
         wall = clock.monotonic() - began
         metrics[policy] = compute_metrics(result, utilities, bound.value, round(wall, 3))
+        notes += _prepared(policy, params, result.params)
     report = ReplayReport(
         trace=data.name,
         source=data.source,

@@ -17,7 +17,12 @@ import pytest
 from slurm_mlsched.model import Mode, Reservation, Resources
 from slurm_mlsched.placement import PlacementParams, place
 from slurm_mlsched.placement.baselines import oasis_search
-from slurm_mlsched.placement.baselines.oasis import RejectedError, _context
+from slurm_mlsched.placement.baselines.oasis import (
+    RejectedError,
+    _context,
+    _fast_path,
+    _searched,
+)
 from slurm_mlsched.placement.baselines.oasis_prices import (
     log_prices,
     log_task_cost,
@@ -205,3 +210,30 @@ def test_shortlists_pick_what_the_whole_cluster_greedy_picks(
     assert np.array_equal(short.picks, whole.picks)
     assert np.array_equal(short.levels, whole.levels)
     assert np.allclose(short.cost, whole.cost)
+
+
+def test_the_fast_path_gives_the_search_answer_for_one_worker_jobs() -> None:
+    snap = cluster(3).with_reservations(
+        (
+            Reservation("node1", 0, 4, Resources(2, 2, 4096), "x"),
+            Reservation("node2", 2, 9, Resources(1, 8, 4096), "y"),
+        )
+    )
+    job = make_job("job1", workers=1, workload=NU * 7)
+    tl = Timeline.of(snap, 0)
+    ctx = _context(job, CHEAP, 1.0, tl, snap)
+    f = draw_utility(0, "job1").log_value
+    fast = _fast_path(ctx, tl, f)
+    assert fast is not None
+    plans, ln_cost, _ = _searched(ctx, tl, f, CHEAP)
+    assert plans == (fast[0],) and ln_cost == pytest.approx(fast[1])
+    assert (fast[0].slot, fast[0].length) == (0, 7)
+    # a time-insensitive job (flat utility) never takes it: the cheapest end wins
+    assert (
+        _fast_path(
+            _context(make_job("job0", workload=NU * 7, workers=1), CHEAP, 1.0, tl, snap),
+            tl,
+            draw_utility(0, "job0").log_value,
+        )
+        is None
+    )

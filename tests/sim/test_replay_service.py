@@ -173,3 +173,7 @@ def test_the_baselines_write_the_same_summary_shape(tmp_path: Path) -> None:
     oasis = details["oasis"]
     assert oasis["placed"] + oasis["rejected"] == 8
     assert all(r["error"].startswith("rejected: ") for r in oasis["rejected_jobs"])
+    # the oracle constants the prepare hook took from the trace are in the notes
+    trace_notes = [n for n in report.notes if ": from the trace: " in n]
+    assert [n.split(":")[0] for n in trace_notes] == ["oasis", "oasis-x0.5", "oasis-x2"]
+    assert "oasis_ln_u = " in trace_notes[0] and "utility_seed = 3" in trace_notes[0]

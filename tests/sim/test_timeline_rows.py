@@ -1,5 +1,6 @@
-"""The timeline's row book (placement/baselines/timeline.py): reservations converted once,
-by identity, give the same arrays as a fresh conversion, across machine tuples and resets."""
+"""The timeline's row book (placement/baselines/timeline.py): reservations found by identity
+among the last call's give the same arrays as a fresh conversion, call after call and
+across machine tuples."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import numpy as np
 import pytest
 
 from slurm_mlsched.model import ClusterSnapshot, Reservation, Resources
-from slurm_mlsched.placement.baselines import timeline
 from slurm_mlsched.placement.baselines.timeline import Timeline, _convert
 from tests.conftest import make_cluster
 
@@ -38,16 +38,14 @@ def same(a: Timeline, rows: np.ndarray, t0: int) -> None:
     assert np.array_equal(a.usage, rows[keep, 3:])
 
 
-def test_cached_rows_equal_fresh_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cached_rows_equal_fresh_ones() -> None:
     base = make_cluster(3, gpus=8, cpus=32)
-    first = reservations(30, 1)
-    snap = base.with_reservations(first)
-    same(Timeline.of(snap, 2), fresh(snap, 2), 2)
-    later = base.with_reservations(first[10:] + reservations(15, 2))  # some gone, some new
-    same(Timeline.of(later, 5), fresh(later, 5), 5)
-    monkeypatch.setattr(timeline, "_ROWS_KEPT", 20)  # forces the book to start over
-    again = base.with_reservations(reservations(25, 3))
-    same(Timeline.of(again, 0), fresh(again, 0), 0)
+    book = reservations(30, 1)
+    for step in range(8):  # like a replay: some end, some are added, most stay
+        snap = base.with_reservations(book)
+        same(Timeline.of(snap, step), fresh(snap, step), step)
+        book = book[3:] + reservations(4, 10 + step) + book[:1]  # book[:1] twice: a repeat
+    same(Timeline.of(base, 0), fresh(base, 0), 0)  # no reservation at all
 
 
 def test_the_same_reservation_under_another_machine_order() -> None:

@@ -32,6 +32,9 @@ On the arrival of job i (slot a), against the reservations of the jobs before it
    may change per segment); otherwise the job is **rejected** (:class:`RejectedError`; the
    replay counts it as rejected, with its ln utility and ln cost).
 
+A fast path skips steps 2–5 when one placement holds the job's largest shape from a until
+it is done and that schedule dominates every later end (:func:`_fast_path`).
+
 Details, choices and deviations: docs/formulation.md §13.2 (search in :mod:`.oasis_search`,
 prices and the constants U, L in :mod:`.oasis_prices`).
 
@@ -47,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import MlschedError, NeverFitsError
 from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
@@ -62,8 +66,10 @@ from .oasis_prices import (
     price_bounds,
     utility_seed,
 )
-from .oasis_search import Context, Schedule, Steps, Window, search
+from .oasis_search import Context, Schedule, Steps, Window, search, segments
 from .timeline import Timeline
+
+FloatArray = npt.NDArray[np.float64]
 
 SOLVER = "oasis-greedy"
 #: policy name -> the factor applied to the oracle U and L (MODEL.md: ×0.5 and ×2 estimates)
@@ -120,31 +126,90 @@ def _runs(pieces: list[Piece]) -> list[list[Piece]]:
 
 
 def _place_run(ctx: Context, win: Window, run: list[Piece]) -> Placed | None:
-    """One placement for a whole run: each task on the machine with the lowest price
-    summed over the run's slots, ln Σ_s n_s·Σ_r P_s,r·d̂_r, among those with room in every
-    slot of the run. None when the run's least room cannot hold the tasks."""
+    """One placement for a whole run of pieces (:func:`_place_tasks`)."""
     segs = np.array([p[0] for p in run])
-    ln_n = np.log(np.array([p[3] for p in run], dtype=np.float64))
-    used = win.used[segs].copy()
+    slots = np.array([p[3] for p in run], dtype=np.float64)
+    first = {k: c[segs] for k, c in win.curves.first_cost.items()}  # copies
+    return _place_tasks(ctx, win.used[segs], slots, run[0][1], first)
+
+
+def _place_tasks(
+    ctx: Context,
+    used: FloatArray,
+    slots: FloatArray,
+    level: int,
+    first: dict[bool, FloatArray] | None = None,
+) -> Placed | None:
+    """The tasks of ``level`` steps placed once for a run of segments (``used`` (k, H, 3),
+    ``slots`` (k,) of each): each task on the machine with the lowest price summed over the
+    run's slots, ln Σ_s n_s·Σ_r P_s,r·d̂_r, among those with room in every slot of the run.
+    None when the run's least room cannot hold them. ``first``: the tasks' per-slot log
+    costs on the run's segments before any is placed, when already known."""
+    ln_n = np.log(slots)
+    used = used.copy()
     room = (ctx.capacity - used).min(axis=0)
-    per_slot = {k: c[segs] for k, c in win.curves.first_cost.items()}  # (k, H), copies
-    total = {k: np.logaddexp.reduce(c + ln_n[:, None], axis=0) for k, c in per_slot.items()}
+    if first is None:
+        price = log_prices(used, ctx.capacity, ctx.ln_u, ctx.ln_l)
+        first = {k: log_task_cost(price, ctx.unit(k)) for k in set(ctx.steps.tasks)}
+    per_slot = first
+    kinds = set(ctx.steps.tasks[: int(ctx.steps.first_task[level])])
+    total = {k: np.logaddexp.reduce(per_slot[k] + ln_n[:, None], axis=0) for k in kinds}
     counts: dict[bool, Counter[int]] = {False: Counter(), True: Counter()}
     terms: list[float] = []
-    for is_ps in ctx.steps.tasks[: int(ctx.steps.first_task[run[0][1]])]:
+    tasks = ctx.steps.tasks[: int(ctx.steps.first_task[level])]
+    for t, is_ps in enumerate(tasks):
         demand = ctx.demand(is_ps)
         h = _pick(room, total[is_ps], demand)
         if h is None:
             return None
         terms.append(float(total[is_ps][h]))
+        counts[is_ps][h] += 1
+        later = set(tasks[t + 1 :])  # the task types whose prices still matter
+        if not later:
+            break
         room[h] -= demand
         used[:, h] += demand
         rows = log_prices(used[:, h], ctx.capacity[h], ctx.ln_u, ctx.ln_l)
-        for k in (False, True):
+        for k in later:
             per_slot[k][:, h] = log_task_cost(rows, ctx.unit(k))
             total[k][h] = np.logaddexp.reduce(per_slot[k][:, h] + ln_n)
-        counts[is_ps][h] += 1
     return counts[False], counts[True], float(np.logaddexp.reduce(terms))
+
+
+def _fast_path(
+    ctx: Context, tl: Timeline, log_utility: Callable[[int], float]
+) -> tuple[SlotPlan, float] | None:
+    """The search's answer when it is known without it: one placement holds the job's
+    largest shape in every slot from a until the work is covered, d = ⌈need / W⌉ slots
+    (:func:`_place_tasks`), and that schedule costs less than the utility lost by ending
+    one slot later. Then E₀ = a + d − 1, no later end pays more, and the split at E₀ takes
+    (nearly) every slot at the largest shape: the fast path runs that shape in all d slots,
+    its last slot doing up to W − 1 worker-slots more than the split's (which would drop
+    them from its dearest slots), as one run (docs/formulation.md §13.2)."""
+    most = int(ctx.steps.workers.sum())
+    d = math.ceil(ctx.need / most)
+    stop = ctx.a + d
+    cut = None if stop >= tl.free_after else stop
+    starts, lengths, used = segments(tl, ctx.a, cut, ctx.max_segments)
+    slots = np.minimum(starts + lengths, stop) - starts
+    inside = slots > 0
+    placed = _place_tasks(ctx, used[inside], slots[inside].astype(np.float64), len(ctx.steps))
+    if placed is None:
+        return None
+    workers, ps, ln_cost = placed
+    now, later = log_utility(d), log_utility(d + 1)
+    lost = -math.expm1(later - now)
+    if not (lost > 0 and ln_cost < now + math.log(lost)):
+        return None
+    names = tl.names
+    plan = SlotPlan(
+        ctx.a,
+        Mode.DISTRIBUTED,
+        tuple((names[h], c) for h, c in sorted(workers.items())),
+        tuple((names[h], c) for h, c in sorted(ps.items())),
+        d,
+    )
+    return plan, ln_cost
 
 
 def _place_piece(ctx: Context, win: Window, piece: Piece) -> Placed:
@@ -232,6 +297,25 @@ def _never(job: JobRequest) -> NeverFitsError:
     )
 
 
+def _searched(
+    ctx: Context, tl: Timeline, log_utility: Callable[[int], float], params: PlacementParams
+) -> tuple[tuple[SlotPlan, ...], float, float]:
+    """The best candidate of the search, realized: plans, ln cost, ln utility."""
+    found = search(ctx, tl, max(1, params.oasis_end_candidates), log_utility)
+    if not found or not found[1]:
+        raise _never(ctx.job)
+    win, schedules = found
+    log_f = [log_utility(s.end - ctx.a + 1) for s in schedules]
+    top = max(log_f)
+    payoffs = [
+        _exp(lf - top) - _exp(s.log_cost - top) for lf, s in zip(log_f, schedules, strict=True)
+    ]
+    # equal scaled payoffs (the costs underflow next to the utility): the cheaper, then earlier
+    best = max(range(len(schedules)), key=lambda k: (payoffs[k], -schedules[k].log_cost, -k))
+    plans, ln_cost = _realize(ctx, win, schedules[best], tl.names)
+    return plans, ln_cost, log_f[best]
+
+
 def _place(
     job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams, policy: str, factor: float
 ) -> Decision:
@@ -239,32 +323,26 @@ def _place(
     tl = Timeline.of(snapshot, max(job.arrival_slot, snapshot.now_slot))
     ctx = _context(job, params, factor, tl, snapshot)
     utility = draw_utility(utility_seed(params), job.job_id)
-    count = max(1, params.oasis_end_candidates)
-    found = search(ctx, tl, count, utility.log_value) if len(ctx.steps) else None
-    if not found or not found[1]:
+    if not len(ctx.steps):
         raise _never(job)
-    win, schedules = found
-    log_f = [utility.log_value(s.end - ctx.a + 1) for s in schedules]
-    top = max(log_f)
-    payoffs = [
-        _exp(lf - top) - _exp(s.log_cost - top) for lf, s in zip(log_f, schedules, strict=True)
-    ]
-    # equal scaled payoffs (the costs underflow next to the utility): the cheaper, then earlier
-    best = max(range(len(schedules)), key=lambda k: (payoffs[k], -schedules[k].log_cost, -k))
-    names = tl.names
-    plans, ln_cost = _realize(ctx, win, schedules[best], names)
-    payoff = _exp(log_f[best] - top) - _exp(ln_cost - top)
+    fast = _fast_path(ctx, tl, utility.log_value)
+    if fast is not None:
+        plans: tuple[SlotPlan, ...] = (fast[0],)
+        ln_cost, ln_f = fast[1], utility.log_value(fast[0].length)
+    else:
+        plans, ln_cost, ln_f = _searched(ctx, tl, utility.log_value, params)
+    payoff = 1.0 - _exp(ln_cost - ln_f)
     stats = (
-        ("ln_utility", round(log_f[best], 6)),
+        ("ln_utility", round(ln_f, 6)),
         ("ln_cost", round(ln_cost, 6)),
-        ("payoff_over_best_utility", payoff),
+        ("payoff_over_utility", payoff),
         ("ln_u", ctx.ln_u),
         ("ln_l", ctx.ln_l),
     )
     if not payoff > 0:
         raise RejectedError(
             f"oasis rejects job {job.job_id!r}: its best schedule costs more than its utility "
-            f"(ln utility {log_f[best]:.4g}, ln cost {ln_cost:.4g})",
+            f"(ln utility {ln_f:.4g}, ln cost {ln_cost:.4g})",
             hint="admission control: the job would hold resources priced above its value",
             context={"job_id": job.job_id, **dict(stats)},
         )

@@ -18,7 +18,7 @@ N_i^D its most distributed workers):
 The price of resource r on machine h in a slot where g of its capacity c is taken is
 P(g) = L·(U/L)^(g/c): L on an idle machine, U on a full one. Both constants are kept as
 logarithms (``ln_u``, ``ln_l``): with time-critical sigmoid utilities f(T − a + 1)
-underflows a float (ln L is about −10⁵ on Philly), and every comparison OASiS makes
+underflows a float (ln L is about −8.8·10⁵ on Philly), and every comparison OASiS makes
 (machine prices, utility − cost) is done in the log domain.
 
 The oracle constants come from the whole trace (:func:`prepare_oasis`, the policy's
@@ -34,11 +34,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import log_expit
 
 from ...model import ClusterSnapshot, JobRequest, Machine
 from ..params import PlacementParams
-from ..utility import Utility, draw_utilities
+from ..utility import Utility, draw_utilities, log_expit
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -40,7 +40,7 @@ BoolArray = npt.NDArray[np.bool_]
 OPEN = 1 << 40  # slots of the open-ended last segment (the empty cluster after every end)
 #: segments × machines × tasks beyond which the greedy runs on shortlists (below, the
 #: shortlist costs more numpy calls than it saves)
-SHORTLIST_FROM = 50_000
+SHORTLIST_FROM = 10_000
 
 
 @dataclass(frozen=True)
@@ -183,12 +183,14 @@ def curves(ctx: Context, used: FloatArray) -> Curves:
             if not len(alive):
                 return Curves(out_cost, levels, picks, first)
             acc = np.logaddexp(acc, cost[is_ps][alive, h])
-            room[alive, h] -= demand
-            used[alive, h] += demand
-            row = log_prices(used[alive, h], capacity[alive, h], ctx.ln_u, ctx.ln_l)
-            for k in (False, True):
-                cost[k][alive, h] = log_task_cost(row, ctx.unit(k))
             picks[alive, t] = machine[alive, h]
+            room[alive, h] -= demand
+            later = set(steps.tasks[t + 1 :])  # the task types whose prices still matter
+            if later:
+                used[alive, h] += demand
+                row = log_prices(used[alive, h], capacity[alive, h], ctx.ln_u, ctx.ln_l)
+                for k in later:
+                    cost[k][alive, h] = log_task_cost(row, ctx.unit(k))
         out_cost[alive, j] = acc
         levels[alive] = j + 1
     return Curves(out_cost, levels, picks, first)
@@ -210,11 +212,16 @@ def segments(
     else:
         inner = end
     points = np.unique(np.concatenate([np.array([a], dtype=np.int64), start, inner]))
-    n = len(points)
-    diff = np.zeros((n + 1, tl.n_machines, 3))
-    np.add.at(diff, (np.searchsorted(points, start), mach), use)
-    np.add.at(diff, (np.searchsorted(points, end), mach), -use)
-    used = np.maximum(np.round(np.cumsum(diff, axis=0)[:n], 9), 0.0)
+    n, h = len(points), tl.n_machines
+    # a difference array over (segment, machine): + at the start segment, − at the end one
+    at = np.concatenate([np.searchsorted(points, start), np.searchsorted(points, end)]) * h
+    at += np.concatenate([mach, mach])
+    weight = np.concatenate([use, -use])
+    diff = np.empty(((n + 1) * h, 3))
+    for r in range(3):
+        diff[:, r] = np.bincount(at, weights=weight[:, r], minlength=(n + 1) * h)
+    used = np.cumsum(diff.reshape(n + 1, h, 3), axis=0)[:n]
+    used = np.maximum(np.round(used, 9), 0.0)
     last = OPEN if stop is None else stop - int(points[-1])
     lengths = np.append(np.diff(points), last).astype(np.int64)
     body = n - 1 if stop is None else n  # the segments that may be merged

@@ -35,7 +35,6 @@ from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import nnls
 
 from ...model import ClusterSnapshot, JobProfile, JobRequest
 from ..packing import EPS, fit_counts
@@ -84,6 +83,8 @@ def fit_speed_model(
     theta = np.where(w <= colocated_up_to, profile.theta_in, profile.theta_ex)
     measured = w / theta * (1.0 + rng.uniform(-noise, noise, size=n))
     design = np.column_stack([np.ones(n), w / p, w, p]).astype(np.float64)
+    from scipy.optimize import nnls  # on first use: scipy.optimize is slow to import
+
     coef, _ = nnls(design, w / measured)
     return (float(coef[0]), float(coef[1]), float(coef[2]), float(coef[3]))
 

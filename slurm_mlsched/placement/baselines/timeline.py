@@ -168,48 +168,38 @@ def _convert(index: dict[str, int], rs: Sequence[Reservation]) -> FloatArray:
 
 
 class _RowBook:
-    """Reservations already converted to rows, by object identity, for one machine tuple.
+    """The rows of the last call's reservations, by object identity, for one machine tuple.
 
     A replay hands every policy call the active reservations again, almost all of them the
-    very objects of the call before: each is converted once and then only looked up. The
-    book keeps every reservation it holds a row for alive (``kept``), so an id is never
-    reused while it is here; past ``_ROWS_KEPT`` rows it starts over. Rows are never
-    written to after they are added: cached and fresh conversions are the same."""
+    very objects of the call before: only the new ones are converted, the others are found
+    by their id with one ``searchsorted`` over the last call's sorted ids (no Python loop
+    over the book). The book keeps the last call's reservations alive (``kept``), so none of
+    their ids can be reused by a new object while it looks them up; rows are copied, never
+    changed, so cached and fresh conversions are the same."""
 
     def __init__(self, index: dict[str, int]) -> None:
         self.index = index
-        self.at: dict[int, int] = {}
-        self.kept: list[Reservation] = []
-        self.table = np.empty((1024, 6), dtype=np.float64)
+        self.kept: Sequence[Reservation] = ()
+        self.ids = np.zeros(0, dtype=np.int64)  # sorted
+        self.table = np.zeros((0, 6), dtype=np.float64)  # rows in ``ids`` order
 
     def rows(self, rs: Sequence[Reservation]) -> FloatArray:
-        ids = list(map(id, rs))
-        missing = set(ids).difference(self.at)
-        if missing:
-            by_id = dict(zip(ids, rs, strict=True))
-            if len(self.kept) + len(missing) > _ROWS_KEPT:
-                self.at.clear()
-                self.kept.clear()
-                missing = set(by_id)
-            self._add([by_id[i] for i in missing])
-        at = np.fromiter(map(self.at.__getitem__, ids), np.int64, len(ids))
-        out: FloatArray = self.table[at]
+        ids = np.fromiter(map(id, rs), np.int64, len(rs))
+        out = np.empty((len(rs), 6), dtype=np.float64)
+        if len(self.ids):
+            at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+            found = self.ids[at] == ids
+            out[found] = self.table[at[found]]
+            new = np.flatnonzero(~found)
+        else:
+            new = np.arange(len(rs))
+        if len(new):
+            out[new] = _convert(self.index, [rs[i] for i in new.tolist()])
+        order = np.argsort(ids, kind="stable")
+        self.kept, self.ids, self.table = rs, ids[order], out[order]
         return out
 
-    def _add(self, rs: list[Reservation]) -> None:
-        rows = _convert(self.index, rs)
-        first = len(self.kept)
-        if first + len(rs) > len(self.table):
-            grown = np.empty((max(2 * len(self.table), first + len(rs)), 6))
-            grown[:first] = self.table[:first]
-            self.table = grown
-        self.table[first : first + len(rs)] = rows
-        for k, r in enumerate(rs):
-            self.at[id(r)] = first + k
-        self.kept.extend(rs)
 
-
-_ROWS_KEPT = 400_000
 _BOOKS: dict[int, tuple[tuple[Machine, ...], _RowBook]] = {}
 
 
