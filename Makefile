@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test unit lint typecheck bench bench-live bench-agreement clean cluster-up cluster-down
+.PHONY: venv demo test unit lint typecheck bench bench-live bench-agreement bench-policies clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -47,12 +47,16 @@ cluster-down:
 # Each writes its own section of docs/benchmarks.md (bench/sections.py).
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md
-	$(MAKE) bench-live bench-agreement
+	$(MAKE) bench-live bench-agreement bench-policies
 
 # Live planning latency: needs the local Slurm cluster (started here if it is not up).
 bench-live: venv
 	bash scripts/slurm-lab/start-cluster.sh >/dev/null
 	$(PY) -m bench.live_latency --out docs/benchmarks.md
+
+# Every policy on Philly (5,000 jobs), a Pollux and a Sia/Helios workload: the results table.
+bench-policies: venv
+	$(PY) -m bench.policy_table --out docs/benchmarks.md
 
 # A real Slurm log replayed and compared with what Slurm did (needs the local cluster).
 bench-agreement: venv

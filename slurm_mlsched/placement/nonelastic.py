@@ -62,15 +62,25 @@ def _rate_upper_bound(arr: Arrival, mins: FloatArray) -> float:
 
 def search_start(arr: Arrival) -> StartSearch:
     p, shape, res = arr.params, arr.shape, arr.res
-    changes = [t for t in res.change_slots() if t > arr.a]
-    candidates = [arr.a, *changes][: max(1, p.max_start_candidates)]
+    # Room only grows where a reservation ends: those slots (and the arrival) are the
+    # only starts worth trying, in time order; every one is tried until a start is found
+    # that no later one can beat. ``max_start_candidates`` caps how many of them reach
+    # the LP (a safety bound on work; the empty cluster at free_after is always tried).
+    grows = [t for t in res.increase_slots() if t > arr.a]
+    candidates = [arr.a, *grows]
     if res.free_after > arr.a and res.free_after not in candidates:
         candidates.append(res.free_after)  # the empty cluster always works
     best: tuple[int, int] | None = None  # (start, duration)
     solves = 0
+    tried = 0
     for sigma in candidates:
         if best is not None and sigma + arr.d_min - 1 >= best[0] + best[1] - 1:
             break
+        if tried >= max(1, p.max_start_candidates) and sigma != res.free_after:
+            continue
+        if _rate_upper_bound(arr, res.window_min(sigma, sigma + arr.d_min)) <= EPS:
+            continue  # nothing fits even for the shortest run: no LP needed
+        tried += 1
         later = [t for t in res.change_slots() if t > sigma]
         seg_lo = arr.d_min
         while True:

@@ -47,6 +47,14 @@ class Residual:
         """Slots after t0 where some machine's residual changes."""
         return tuple(int(s) for s in self.seg_starts[1:])
 
+    def increase_slots(self) -> tuple[int, ...]:
+        """Slots after t0 where some machine's residual grows in some resource (a
+        reservation ends there): the only slots where a start can become possible."""
+        if self.seg_res.shape[2] < 2:
+            return ()
+        grows = (self.seg_res[:, :, 1:] > self.seg_res[:, :, :-1] + 1e-9).any(axis=(0, 1))
+        return tuple(int(s) for s in self.seg_starts[1:][grows])
+
     def segment_of(self, slot: int) -> int:
         return int(np.searchsorted(self.seg_starts, slot, side="right")) - 1
 
