@@ -20,7 +20,8 @@ EXIT_CODES: dict[int, str] = {
     6: "Slurm unreachable or a Slurm command failed",
     7: "decision store error",
     8: "remote (SSH) connection failed: host key, authentication, network",
-    9: "the job ran but did not complete (mlsub submit --wait: failed or cancelled)",
+    9: "the job ran but did not complete (mlsub submit --wait: failed or cancelled; "
+    "mlsub replay --on-slurm: a cell failed)",
 }
 
 
@@ -253,3 +254,11 @@ class JobDidNotComplete(MlschedError):
 
     code: str = "job-did-not-complete"
     exit_code: int = 9
+
+
+@dataclass
+class ReplayCellsFailed(JobDidNotComplete):
+    """``mlsub replay --on-slurm``: a cell of the job array failed, is missing or is still
+    running, so nothing was merged; the message names each cell and quotes its log's end."""
+
+    code: str = "replay-cells-failed"

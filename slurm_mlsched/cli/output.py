@@ -453,6 +453,75 @@ def show_replay(report: Mapping[str, Any], *, as_json: bool) -> None:
         console.print(f"wrote {files['summary']}, {files['html']} and the plots", soft_wrap=True)
 
 
+@contextmanager
+def array_progress(
+    job_id: str, *, enabled: bool = True
+) -> Iterator[Callable[[int, int, int, int], None]]:
+    """``mlsub replay --on-slurm``: one bar of cells ended / cells on stderr; yields
+    ``update(done, total, running, pending)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err(),
+        disable=not enabled,
+    ) as bar:
+        task = bar.add_task(f"array job {job_id}", total=None)
+
+        def update(done: int, total: int, running: int, pending: int) -> None:
+            bar.update(
+                task,
+                total=total,
+                completed=done,
+                description=f"array job {job_id}: {running} running, {pending} pending",
+            )
+
+        yield update
+
+
+def show_array_submitted(info: Mapping[str, Any], *, as_json: bool) -> None:
+    """``mlsub replay --on-slurm --no-wait``: the job and how to merge its cells later."""
+    if as_json:
+        show_json(info)
+        return
+    console = _out()
+    console.print(
+        f"submitted {info['cells']} replay cell(s) as Slurm array job {info['job_id']} "
+        f"(script {info['script']})",
+        soft_wrap=True,
+    )
+    console.print(f"follow it: squeue -j {info['job_id']}", soft_wrap=True)
+    console.print(f"merge when it has ended: {info['merge_command']}", soft_wrap=True)
+
+
+def show_stopped_waiting(info: Mapping[str, Any]) -> None:
+    """Ctrl-C while ``--on-slurm`` waits: the array goes on; how to merge it later."""
+    _err().print(
+        f"stopped waiting; Slurm array job {info['job_id']} goes on (scancel "
+        f"{info['job_id']} stops it). Merge when it has ended: {info['merge_command']}",
+        soft_wrap=True,
+    )
+
+
+def show_line(text: str) -> None:
+    """One plain line on stdout, at once (a batch job's log)."""
+    typer.echo(text)
+    sys.stdout.flush()
+
+
+def show_cell(info: Mapping[str, Any]) -> None:
+    """``mlsub replay-cell``: one line per cell into its task's log."""
+    typer.echo(
+        f"cell {info['index']} ({info['policy']}, seed {info['seed']}, slice "
+        f"{info['slice'] + 1}/{info['slices']}): jobs [{info['range'][0]}, {info['range'][1]}) "
+        f"of {info['input']['jobs']}, {len(info['placed']['job_id'])} placed, "
+        f"{len(info['rejected'])} rejected, {info['wall_s']:.3f} s"
+    )
+
+
 def show_submitted(result: Mapping[str, Any], *, as_json: bool, show_script: bool) -> None:
     """``mlsub submit`` / ``mlsub plan SCRIPT`` (live): the plan, the script, the outcome."""
     if as_json:

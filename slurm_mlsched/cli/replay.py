@@ -2,6 +2,7 @@
 
 Thin: declares the options and calls :func:`~slurm_mlsched.services.replay.run_replay`
 with the wall clock (for ``wall_s``) and a progress bar on stderr; prints the results.
+With ``--on-slurm`` (or ``--merge DIR``) it hands over to :mod:`.replay_slurm`.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from ..errors import InputError
 from ..model import Form
 from ..services.clock import Clock
 from ..services.replay import DEFAULT_NODES, ReplayOptions, run_replay
+from ..services.replay_array import SlurmReplayOptions, parse_seeds
 from ..sim.metrics import LP_MAX_JOBS
-from . import output
+from . import output, replay_slurm
 from .errors import handle_errors
 
 CLUSTER = "Cluster"
 TRACE = "Trace"
+SLURM = "On Slurm (a job array of cells: policy × seed × slice)"
 
 
 def _form(value: str) -> Form:
@@ -40,17 +43,22 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
     @app.command()
     def replay(
         trace: Annotated[
-            Path,
+            Path | None,
             typer.Argument(
                 help="Trace file (sacct, Philly, Pollux/Sia, Mustang, SWF, CSV with --columns) "
-                "or a job list (.json/.yaml).",
+                "or a job list (.json/.yaml). Required, except with --merge.",
                 show_default=False,
             ),
-        ],
+        ] = None,
         policy: Annotated[
-            list[str],
-            typer.Option("--policy", "-p", help="Policy to replay (repeat for several)."),
-        ],
+            list[str] | None,
+            typer.Option(
+                "--policy",
+                "-p",
+                help="Policy to replay (repeat for several). Required, except with --merge.",
+                show_default=False,
+            ),
+        ] = None,
         out: Annotated[
             Path | None,
             typer.Option("--out", "-o", help="Directory for summary.json, plots and report."),
@@ -112,8 +120,67 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
         as_json: Annotated[
             bool, typer.Option("--json", help="Print summary.json to stdout.")
         ] = False,
+        on_slurm: Annotated[
+            bool,
+            typer.Option(
+                "--on-slurm",
+                help="Run the cells as a Slurm job array and merge them (needs --out DIR).",
+                rich_help_panel=SLURM,
+            ),
+        ] = False,
+        seeds: Annotated[
+            str | None,
+            typer.Option(
+                help="Seeds to replay, e.g. 0,1,2 (default: --seed); results are means.",
+                rich_help_panel=SLURM,
+            ),
+        ] = None,
+        slices: Annotated[
+            int,
+            typer.Option(
+                help="Cut the jobs into K contiguous slices replayed alone (an approximation).",
+                rich_help_panel=SLURM,
+            ),
+        ] = 1,
+        partition: Annotated[
+            str | None, typer.Option(help="Partition of the array tasks.", rich_help_panel=SLURM)
+        ] = None,
+        time_limit: Annotated[
+            str | None,
+            typer.Option(
+                "--time", help="Time limit of each task (sbatch --time).", rich_help_panel=SLURM
+            ),
+        ] = None,
+        wait: Annotated[
+            bool,
+            typer.Option(
+                "--wait/--no-wait",
+                help="Wait for the cells and merge them; --no-wait prints the job id and the "
+                "merge command.",
+                rich_help_panel=SLURM,
+            ),
+        ] = True,
+        merge: Annotated[
+            Path | None,
+            typer.Option(
+                metavar="DIR",
+                help="Merge the cells of an earlier --on-slurm --no-wait run in DIR.",
+                rich_help_panel=SLURM,
+            ),
+        ] = None,
     ) -> None:
         """Replay a trace under one or more placement policies and report the metrics."""
+        if merge is not None:
+            with handle_errors(debug=debug()):
+                _only_merge(trace, policy, on_slurm)
+                replay_slurm.run_merge(merge, as_json=as_json)
+            return
+        if trace is None:  # usage: exit 2
+            raise typer.BadParameter(
+                "give the TRACE to replay (or --merge DIR)", param_hint="'TRACE'"
+            )
+        if not policy:
+            raise typer.BadParameter("give a policy to replay", param_hint="'--policy' / '-p'")
         with handle_errors(debug=debug()):
             opts = ReplayOptions(
                 trace=trace,
@@ -131,6 +198,61 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                 skip_bad=skip_bad,
                 tz=tz,
             )
+            if on_slurm:
+                slurm_opts = _slurm_options(seed, seeds, slices, partition, time_limit)
+                replay_slurm.run_on_slurm(
+                    opts, slurm_opts, wait=wait, as_json=as_json, clock=clock()
+                )
+                return
+            _local_only(seeds, slices, partition, time_limit, wait)
             with output.replay_progress(enabled=not as_json) as progress:
                 report = run_replay(opts, clock(), progress=progress)
             output.show_replay({**report.details(), "files": report.files}, as_json=as_json)
+
+    replay_slurm.register(app, clock=clock, debug=debug)
+
+
+def _only_merge(trace: Path | None, policy: list[str] | None, on_slurm: bool) -> None:
+    if trace is not None or policy or on_slurm:
+        raise InputError(
+            "option --merge DIR takes no trace, --policy or --on-slurm: the plan in DIR has them",
+            hint="run: mlsub replay --merge DIR",
+            context={"option": "--merge"},
+        )
+
+
+def _slurm_options(
+    seed: int, seeds: str | None, slices: int, partition: str | None, time_limit: str | None
+) -> SlurmReplayOptions:
+    if seeds is not None and seed != 0:
+        raise InputError(
+            "options --seed and --seeds exclude each other",
+            hint="give the seeds to replay as --seeds 0,1,2",
+            context={"option": "--seeds"},
+        )
+    return SlurmReplayOptions(
+        seeds=parse_seeds(seeds) if seeds is not None else (seed,),
+        slices=slices,
+        partition=partition,
+        time_limit=time_limit,
+    )
+
+
+def _local_only(
+    seeds: str | None, slices: int, partition: str | None, time_limit: str | None, wait: bool
+) -> None:
+    """The --on-slurm options given to a local replay: an error naming the first."""
+    given = [
+        ("--seeds", seeds is not None),
+        ("--slices", slices != 1),
+        ("--partition", partition is not None),
+        ("--time", time_limit is not None),
+        ("--no-wait", not wait),
+    ]
+    for option, present in given:
+        if present:
+            raise InputError(
+                f"option {option} needs --on-slurm (a local replay runs one seed: --seed N)",
+                hint="add --on-slurm to run the replay as a Slurm job array",
+                context={"option": option},
+            )

@@ -39,6 +39,7 @@ from ..placement.registry import policy_function
 from ..sim import (
     LowerBound,
     PolicyMetrics,
+    SimJob,
     Unplaceable,
     admit,
     compute_metrics,
@@ -254,16 +255,22 @@ def _load_trace(opts: ReplayOptions) -> ReplayInput:
     )
 
 
-def run_replay(
-    opts: ReplayOptions,
-    clock: Clock,
-    progress: ProgressFn | None = None,
-    write: Callable[[ReplayReport, Path], dict[str, str]] | None = None,
-) -> ReplayReport:
-    """Replay ``opts.trace`` under each policy (module docstring); ``write`` (the report
-    writer, :func:`.replay_report.write_outputs` by default) puts the files in
-    ``opts.out_dir`` when that is set."""
-    policies = _policies(opts.policies)
+@dataclass(frozen=True)
+class ReplayJobs:
+    """The input of a replay, ready for the simulator (steps 1–3 of the module docstring):
+    the empty cluster, the admitted jobs in submission order and the unplaceable ones."""
+
+    data: ReplayInput
+    cluster: ClusterSnapshot
+    cluster_label: str
+    cluster_notes: tuple[str, ...]
+    admitted: tuple[SimJob, ...]
+    unplaceable: tuple[Unplaceable, ...]
+
+
+def prepare_jobs(opts: ReplayOptions) -> ReplayJobs:
+    """Read the input of ``opts`` and admit its jobs onto the replay cluster: what every
+    policy replays (``run_replay`` here, and each cell of ``mlsub replay --on-slurm``)."""
     if opts.limit is not None and opts.limit < 1:
         raise InputError(
             f"option --limit must be >= 1, got {opts.limit}",
@@ -275,6 +282,22 @@ def run_replay(
     if opts.limit is not None and data.source == "job-list":
         jobs = jobs[: opts.limit]
     admitted, unplaceable = admit(jobs, cluster)
+    return ReplayJobs(data, cluster, label, tuple(notes), tuple(admitted), tuple(unplaceable))
+
+
+def run_replay(
+    opts: ReplayOptions,
+    clock: Clock,
+    progress: ProgressFn | None = None,
+    write: Callable[[ReplayReport, Path], dict[str, str]] | None = None,
+) -> ReplayReport:
+    """Replay ``opts.trace`` under each policy (module docstring); ``write`` (the report
+    writer, :func:`.replay_report.write_outputs` by default) puts the files in
+    ``opts.out_dir`` when that is set."""
+    policies = _policies(opts.policies)
+    prepared = prepare_jobs(opts)
+    data, cluster, admitted = prepared.data, prepared.cluster, prepared.admitted
+    notes = list(prepared.cluster_notes)
     bound = lower_bound(admitted, cluster, max_jobs=opts.lp_max_jobs)
     utilities = draw_utilities((j.job_id for j in admitted), opts.seed)
     params = PlacementParams(form=opts.form, seed=opts.seed)
@@ -296,11 +319,11 @@ def run_replay(
         trace=data.name,
         source=data.source,
         cluster=cluster,
-        cluster_label=label,
+        cluster_label=prepared.cluster_label,
         params=params,
         jobs=len(admitted),
         skipped=data.skipped,
-        unplaceable=tuple(unplaceable),
+        unplaceable=prepared.unplaceable,
         bound=bound,
         metrics=metrics,
         notes=(*data.notes, *notes, bound.note),

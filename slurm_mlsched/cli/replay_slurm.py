@@ -1,0 +1,119 @@
+"""``mlsub replay --on-slurm`` and ``mlsub replay --merge DIR``, and the hidden command
+``mlsub replay-cell DIR K`` that each array task runs.
+
+Wiring only (the services are :mod:`slurm_mlsched.services.replay_array` and
+:mod:`~slurm_mlsched.services.replay_merge`): here the Slurm funnel is picked (the Slurm
+commands of this machine), the tasks' interpreter (this one, ``sys.executable``), the
+sleep between polls, and what a cell records of where it ran (host, Slurm ids).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import SlurmError
+from ..services.clock import Clock
+from ..services.replay import ReplayOptions
+from ..services.replay_array import (
+    SlurmReplayOptions,
+    prepare_array,
+    submit_array,
+    wait_array,
+)
+from ..services.replay_cells import read_plan, run_cell
+from ..services.replay_merge import merge_command, merge_dir, read_submission
+from ..slurm.arrays import ArrayStatusReader
+from ..slurm.runner import LocalRunner, SlurmCommands
+from . import output
+from .errors import handle_errors
+
+#: Environment variables a cell records (where it ran).
+CELL_ENV = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURMD_NODENAME")
+
+
+def run_on_slurm(
+    opts: ReplayOptions,
+    slurm_opts: SlurmReplayOptions,
+    *,
+    wait: bool,
+    as_json: bool,
+    clock: Clock,
+) -> None:
+    """Plan, submit, and (with ``wait``) wait for the cells and merge them."""
+    prepared = prepare_array(opts, slurm_opts, sys.executable)
+    slurm = SlurmCommands(LocalRunner())
+    job_id = submit_array(prepared, slurm, clock)
+    out_dir = prepared.plan.out_dir
+    info = {
+        "job_id": job_id,
+        "cells": prepared.tasks,
+        "out_dir": str(out_dir),
+        "script": str(prepared.script_path),
+        "merge_command": merge_command(out_dir),
+    }
+    if not wait:
+        output.show_array_submitted(info, as_json=as_json)
+        return
+    reader = ArrayStatusReader(slurm)
+    try:
+        with output.array_progress(job_id, enabled=not as_json) as progress:
+            states = wait_array(
+                prepared.tasks, lambda: reader.states(job_id, prepared.tasks), time.sleep, progress
+            )
+    except KeyboardInterrupt:
+        output.show_stopped_waiting(info)
+        raise typer.Exit(130) from None
+    except SlurmError as err:
+        err.hint = f"{err.hint}; the array job {job_id} goes on: merge it later with " + str(
+            info["merge_command"]
+        )
+        raise
+    report = merge_dir(out_dir, prepared=prepared.jobs, states=lambda: states, job_id=job_id)
+    output.show_replay({**report.details(), "files": report.files}, as_json=as_json)
+
+
+def run_merge(out_dir: Path, *, as_json: bool) -> None:
+    """``mlsub replay --merge DIR``: merge the cells of an earlier ``--no-wait`` run."""
+    plan = read_plan(out_dir)
+    job_id = read_submission(out_dir).get("job_id")
+    report = merge_dir(out_dir, states=_states_of(job_id, len(plan.cells)), job_id=job_id)
+    output.show_replay({**report.details(), "files": report.files}, as_json=as_json)
+
+
+def _states_of(job_id: str | None, tasks: int) -> Callable[[], Mapping[int, str]]:
+    """The tasks' states for a failure message: whatever Slurm still says, else nothing."""
+
+    def read() -> Mapping[int, str]:
+        if not job_id:
+            return {}
+        try:
+            return ArrayStatusReader(SlurmCommands(LocalRunner())).states(job_id, tasks)
+        except SlurmError:
+            return {}
+
+    return read
+
+
+def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
+    """Add the hidden ``replay-cell`` command to ``app``."""
+
+    @app.command("replay-cell", hidden=True)
+    def replay_cell(
+        out_dir: Annotated[Path, typer.Argument(help="The --out DIR of the replay.")],
+        index: Annotated[int, typer.Argument(help="The cell (the array task's index).")],
+    ) -> None:
+        """Run one cell of `mlsub replay --on-slurm` (what each array task runs)."""
+        # A cell's log is read by people chasing a failure: let tracebacks through.
+        with handle_errors(debug=True):
+            where = {k: os.environ[k] for k in CELL_ENV if k in os.environ}
+            where["host"] = socket.gethostname()
+            doc = run_cell(out_dir, index, clock(), where, started=output.show_line)
+            output.show_cell(doc)
