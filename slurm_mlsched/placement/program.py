@@ -814,14 +814,12 @@ class _Room:
     def earliest(self, job: JobRequest, start: int) -> tuple[int, _Shape]:
         """The start and shape that finish ``job`` earliest, starting at ``start`` or later."""
         best: tuple[int, _Shape] | None = None
-        s = start
-        while best is None or s + 1 < _finish(best):
+        for s in self._starts(start):
+            if best is not None and s + 1 >= _finish(best):
+                break
             shape = self.fastest(job, s)
             if shape is not None and (best is None or s + shape.slots < _finish(best)):
                 best = (s, shape)
-            if s >= self.free_from:
-                break
-            s += 1
         if best is None:
             raise NeverFitsError(
                 f"job {job.job_id!r} fits no constant shape even on the empty cluster",
@@ -829,6 +827,16 @@ class _Room:
                 context={"job_id": job.job_id},
             )
         return best
+
+    def _starts(self, start: int) -> list[int]:
+        """``start``, then every later slot where some machine's room grows, then
+        ``free_from``: starting inside a stretch where room only shrinks is never better
+        than at its beginning (the window minimum can only rise where room grows)."""
+        lo = max(start - self.t0, 0)
+        grows = np.flatnonzero((self.room[lo + 1 :] > self.room[lo:-1] + _EPS).any(axis=(1, 2)))
+        later = [self.t0 + lo + 1 + int(k) for k in grows]
+        tail = [self.free_from] if self.free_from > start else []
+        return [start, *(t for t in later if t > start), *tail]
 
     def fastest(self, job: JobRequest, start: int) -> _Shape | None:
         """The constant shape with fewest slots that fits from ``start`` on, or None."""
