@@ -13,23 +13,23 @@ table.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..files.job_options import merge_options, read_script_header
+from ..files.job_options import JobOptions, merge_options, read_script_header
 from ..services.clock import Clock
 from ..services.decisions import Viewer
 from ..services.for_sbatch import SbatchPlacement, plan_for_sbatch
 from ..services.provenance import package_versions
 from ..services.reconcile import DEFAULT_STALE_AFTER_S, reconcile, wait_for
-from ..services.submit import JobScript, LiveWiring, SbatchSubmitter, SubmitOutcome, submit_job
+from ..services.submit import JobScript, LiveWiring, SubmitOutcome, submit_job
 from ..slurm.jobs import JobStatusReader
-from ..slurm.runner import LocalRunner, SlurmCommands
 from ..storage import DecisionState, SqlDecisionStore
-from .slurm_access import SlurmAccess, node_state_source, slurm_access
+from .slurm_access import SlurmAccess, slurm_access
 from .store import StoreContext, context, open_configured
 
 
@@ -43,15 +43,18 @@ class LiveRequest:
     remote: str | None = None
 
 
-def run_submit(
-    request: LiveRequest,
-    *,
-    clock: Clock,
-    dry_run: bool,
-    wait: Callable[[str], None] | None = None,
-) -> tuple[SubmitOutcome, DecisionState | None]:
-    """Read the job, wire the adapters, and submit (or plan only). With ``wait``, block
-    until the job ended (``wait`` is called with each state seen) and return its state."""
+@dataclass(frozen=True)
+class _Live:
+    wiring: LiveWiring
+    opts: JobOptions
+    script: Path
+    refresh: Callable[..., object]
+
+
+@contextmanager
+def _live(request: LiveRequest, clock: Clock, *, refresh_first: bool) -> Iterator[_Live]:
+    """The job's options and the live wiring (Slurm here or over SSH, the configured
+    store) for one command; the store and any SSH connection close at the end."""
     path = request.script.expanduser()
     if not path.is_file():
         raise InputError(
@@ -62,9 +65,8 @@ def run_submit(
     ctx = context(
         {"db_url": request.db_url, "cluster_name": request.cluster_name, "remote": request.remote}
     )
-    header = read_script_header(path)
     opts = merge_options(
-        header,
+        read_script_header(path),
         request.overrides,
         header_source=f"{path} '# mlsub:' header",
         config_defaults=dict(ctx.config.job),
@@ -74,7 +76,7 @@ def run_submit(
         try:
             refresh = _refresher(access, store, ctx, clock)
             wiring = LiveWiring(
-                refresh=None if dry_run else refresh,
+                refresh=refresh if refresh_first else None,
                 source=access.node_state_source(),
                 store=store,
                 clock=clock,
@@ -86,21 +88,35 @@ def run_submit(
                 packages=package_versions(),
                 reconcile_command=access.reconcile_command,
             )
-            job = JobScript(path.resolve(), tuple(request.script_args))
-            outcome = submit_job(wiring, opts, job, dry_run=dry_run)
-            if wait is None or outcome.record is None:
-                return outcome, None
-            decision_id = outcome.record.decision_id
-
-            def poll() -> DecisionState:
-                refresh([decision_id], accounting=True)
-                state = store.get(decision_id).state
-                wait(state.value)
-                return state
-
-            return outcome, wait_for(decision_id, poll=poll, sleep=time.sleep)
+            yield _Live(wiring, opts, path.resolve(), refresh)
         finally:
             store.close()
+
+
+def run_submit(
+    request: LiveRequest,
+    *,
+    clock: Clock,
+    dry_run: bool,
+    wait: Callable[[str], None] | None = None,
+) -> tuple[SubmitOutcome, DecisionState | None]:
+    """Read the job, wire the adapters, and submit (or plan only). With ``wait``, block
+    until the job ended (``wait`` is called with each state seen) and return its state."""
+    with _live(request, clock, refresh_first=not dry_run) as live:
+        job = JobScript(live.script, tuple(request.script_args))
+        outcome = submit_job(live.wiring, live.opts, job, dry_run=dry_run)
+        if wait is None or outcome.record is None:
+            return outcome, None
+        decision_id = outcome.record.decision_id
+        store = live.wiring.store
+
+        def poll() -> DecisionState:
+            live.refresh([decision_id], accounting=True)
+            state = store.get(decision_id).state
+            wait(state.value)
+            return state
+
+        return outcome, wait_for(decision_id, poll=poll, sleep=time.sleep)
 
 
 def _refresher(
@@ -158,38 +174,5 @@ def run_reconcile(
 def run_for_sbatch(request: LiveRequest, *, clock: Clock) -> SbatchPlacement:
     """``mlsub plan --for-sbatch SCRIPT``: place on the live cluster and record the decision
     for the user's own sbatch (services/for_sbatch.py)."""
-    path = request.script.expanduser()
-    ctx = context({"db_url": request.db_url, "cluster_name": request.cluster_name})
-    header = read_script_header(path)
-    opts = merge_options(
-        header,
-        request.overrides,
-        header_source=f"{path} '# mlsub:' header",
-        config_defaults=dict(ctx.config.job),
-    )
-    store = open_configured(ctx)
-    slurm = SlurmCommands(LocalRunner())
-    system = Viewer(ctx.viewer.user, is_admin=True)
-    try:
-        wiring = LiveWiring(
-            refresh=lambda: reconcile(
-                store=store,
-                reader=JobStatusReader(slurm),
-                clock=clock,
-                cluster_name=ctx.config.cluster_name,
-                viewer=system,
-                accounting=False,
-            ),
-            source=node_state_source(),
-            store=store,
-            clock=clock,
-            submitter=SbatchSubmitter(slurm),  # not used: the user's sbatch submits
-            cluster_name=ctx.config.cluster_name,
-            slot_seconds=ctx.config.slot_seconds,
-            viewer=ctx.viewer,
-            host=ctx.host,
-            packages=package_versions(),
-        )
-        return plan_for_sbatch(wiring, opts, path.resolve())
-    finally:
-        store.close()
+    with _live(request, clock, refresh_first=True) as live:
+        return plan_for_sbatch(live.wiring, live.opts, live.script)

@@ -16,16 +16,16 @@ ran, marks it ``submit-failed`` once it is stale.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ..errors import InputError
 from ..files.job_options import JobOptions
 from ..sbatch.tag import DecisionTag
-from ..storage import DecisionRecord, DecisionState, NewDecision
-from .plan import PlanResult, params_for, plan_job
-from .submit import LiveWiring, check_partition, live_cluster, tag_of
+from ..storage import DecisionRecord
+from .plan import PlanResult
+from .submit import LiveWiring, plan_live, read_live_state, record_submitting, tag_of
 
 
 @dataclass(frozen=True)
@@ -69,34 +69,10 @@ def plan_for_sbatch(
             f"cannot read job script {script}: {exc.strerror or exc}",
             context={"file": str(script)},
         ) from None
-    if wiring.refresh is not None:
-        wiring.refresh()
-    state = wiring.source.read(wiring.clock.now())
-    check_partition(state, opts.partition)
-    name = opts.name or script.stem
+    state = read_live_state(wiring, opts)
     with wiring.store.planning(wiring.cluster_name) as tx:
-        at = wiring.clock.now()
-        cluster = live_cluster(wiring, tx, state, at, opts.partition)
-        plan = plan_job(
-            replace(opts, name=name),
-            cluster.snapshot,
-            params_for(opts),
-            clock=wiring.clock,
-            cluster_source=f"Slurm ({state.source})",
-        )
-        record = tx.record(
-            NewDecision(
-                request=plan.request,
-                snapshot=plan.snapshot,
-                params=plan.params,
-                decision=plan.decision,
-                user=wiring.viewer.user,
-                host=wiring.host,
-                created_at=plan.planned_at,
-                packages=wiring.packages,
-                state=DecisionState.SUBMITTING,
-            )
-        )
+        _, plan = plan_live(wiring, tx, state, opts, opts.name or script.stem)
+        record = record_submitting(wiring, tx, plan)
         tx.attach_script(record.decision_id, text)
     d, snap = plan.decision, plan.snapshot
     nodes = tuple(dict.fromkeys(r.node for r in d.placement))

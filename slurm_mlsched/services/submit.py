@@ -200,38 +200,15 @@ def submit_job(
     wiring: LiveWiring, opts: JobOptions, job: JobScript, *, dry_run: bool = False
 ) -> SubmitOutcome:
     """Plan ``job`` against the live cluster and submit it (see the module docstring)."""
-    if wiring.refresh is not None:
-        wiring.refresh()
-    state = wiring.source.read(wiring.clock.now())
-    _check_partition(state, opts.partition)
+    state = read_live_state(wiring, opts)
     name = opts.name or job.path.stem
     with wiring.store.planning(wiring.cluster_name) as tx:
-        now = wiring.clock.now()
-        cluster = _live_cluster(wiring, tx, state, now, opts.partition)
-        plan = plan_job(
-            replace(opts, name=name),
-            cluster.snapshot,
-            params_for(opts),
-            clock=wiring.clock,
-            cluster_source=f"Slurm ({state.source})",
-        )
+        cluster, plan = plan_live(wiring, tx, state, opts, name)
         if dry_run:
             program = wiring.submitter.program_path(job, None)
             script = _render(plan, cluster, job, opts, name, program, decision_id=0, tag=None)
             return SubmitOutcome(plan, cluster, script, None, None, None)
-        record = tx.record(
-            NewDecision(
-                request=plan.request,
-                snapshot=plan.snapshot,
-                params=plan.params,
-                decision=plan.decision,
-                user=wiring.viewer.user,
-                host=wiring.host,
-                created_at=plan.planned_at,
-                packages=wiring.packages,
-                state=DecisionState.SUBMITTING,
-            )
-        )
+        record = record_submitting(wiring, tx, plan)
         tag = tag_of(wiring.cluster_name, record.summary)
         program = wiring.submitter.program_path(job, tag)
         script = _render(
@@ -268,6 +245,48 @@ def submit_job(
     )
     stored = wiring.store.get(record.decision_id)
     return SubmitOutcome(plan, cluster, script, stored, tag, slurm_job_id)
+
+
+def read_live_state(wiring: LiveWiring, opts: JobOptions) -> NodeState:
+    """Steps 0–1: reconcile open decisions from squeue, read the live nodes and jobs, and
+    check ``--partition`` against them (outside the lock: it only reads)."""
+    if wiring.refresh is not None:
+        wiring.refresh()
+    state = wiring.source.read(wiring.clock.now())
+    _check_partition(state, opts.partition)
+    return state
+
+
+def plan_live(
+    wiring: LiveWiring, tx: PlanningSession, state: NodeState, opts: JobOptions, name: str
+) -> tuple[ClusterState, PlanResult]:
+    """Step 2 inside the lock: the live snapshot (:func:`stored_and_running`) and the plan."""
+    cluster = _live_cluster(wiring, tx, state, wiring.clock.now(), opts.partition)
+    plan = plan_job(
+        replace(opts, name=name),
+        cluster.snapshot,
+        params_for(opts),
+        clock=wiring.clock,
+        cluster_source=f"Slurm ({state.source})",
+    )
+    return cluster, plan
+
+
+def record_submitting(wiring: LiveWiring, tx: PlanningSession, plan: PlanResult) -> DecisionRecord:
+    """Record ``plan`` as ``submitting`` (the decision exists before any sbatch runs)."""
+    return tx.record(
+        NewDecision(
+            request=plan.request,
+            snapshot=plan.snapshot,
+            params=plan.params,
+            decision=plan.decision,
+            user=wiring.viewer.user,
+            host=wiring.host,
+            created_at=plan.planned_at,
+            packages=wiring.packages,
+            state=DecisionState.SUBMITTING,
+        )
+    )
 
 
 def tag_of(cluster_name: str, s: DecisionSummary) -> DecisionTag:
@@ -377,8 +396,3 @@ def _render(
 
 def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
-
-
-#: Shared with ``mlsub plan --for-sbatch`` (services/for_sbatch.py).
-check_partition = _check_partition
-live_cluster = _live_cluster
