@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from ..errors import InputError, ReplayCellsFailed
 from ..placement import PlacementParams
-from ..sim import SUMMARY_KEYS, LowerBound, PolicyMetrics, Series, draw_utilities, total_utility
+from ..sim import SUMMARY_KEYS, LowerBound, PolicyMetrics, draw_utilities, total_utility
+from ..sim.metrics import mean, pct, series_of
 from ..slurm.jobs import phase_of
 from .replay import ReplayJobs, ReplayReport, prepare_jobs
 from .replay_cells import (
@@ -274,79 +274,31 @@ def metrics_from_cells(
     ratio = None
     if bound is not None and bound > 0 and not rejected and ids:
         ratio = total_terms / bound
-    series = _series(col("gpu_runs"), arrival, start, end, delta, total_gpus)
+    runs = [(int(r[0]), int(r[1]), float(r[2])) for job in col("gpu_runs") for r in job]
+    series = series_of(runs, arrival, start, end, delta, total_gpus)
     return PolicyMetrics(
         policy=policy,
         placed=len(ids),
         rejected=len(rejected),
-        avg_jct_s=_mean(jct),
-        p50_jct_s=_pct(jct, 50),
-        p95_jct_s=_pct(jct, 95),
-        p99_jct_s=_pct(jct, 99),
+        avg_jct_s=mean(jct),
+        p50_jct_s=pct(jct, 50),
+        p95_jct_s=pct(jct, 95),
+        p99_jct_s=pct(jct, 99),
         makespan_s=float(finish_s.max() - submit.min()) if ids else None,
         total_completion_slots=total_terms,
         lp_bound_ratio=ratio,
         total_utility=total_utility(terms, draw_utilities(ids, seed)),
-        avg_wait_s=_mean(wait),
+        avg_wait_s=mean(wait),
         gpu_util=float(np.mean(series.gpu_util)) if series.gpu_util and total_gpus > 0 else None,
         colocated_share=colo_slots / run_slots if run_slots else None,
-        decision_p50_ms=_pct(decision_ms, 50),
-        decision_p99_ms=_pct(decision_ms, 99),
+        decision_p50_ms=pct(decision_ms, 50),
+        decision_p99_ms=pct(decision_ms, 99),
         wall_s=wall_s,
         jct_s=tuple(float(x) for x in jct),
         series=series,
         rejected_jobs=rejected,
         peak_active_reservations=max((int(d["peak_active_reservations"]) for d in docs), default=0),
     )
-
-
-def _pct(values: npt.NDArray[np.float64], q: float) -> float | None:
-    return float(np.percentile(values, q)) if len(values) else None
-
-
-def _mean(values: npt.NDArray[np.float64]) -> float | None:
-    return float(values.mean()) if len(values) else None
-
-
-def _series(
-    runs: Sequence[Sequence[Sequence[float]]],
-    arrival: npt.NDArray[np.int64],
-    start: npt.NDArray[np.int64],
-    end: npt.NDArray[np.int64],
-    delta: float,
-    total: float,
-) -> Series:
-    """GPU utilization, queue and running per slot over [0, last end] (``sim.metrics``)."""
-    if not len(end):
-        return Series(delta, (), (), ())
-    horizon = int(end.max()) + 1
-    gpus = np.zeros(horizon + 1)
-    lo = [int(r[0]) for job in runs for r in job]
-    hi = [int(r[1]) for job in runs for r in job]
-    held = [r[2] for job in runs for r in job]
-    np.add.at(gpus, np.array(lo, dtype=np.int64), np.array(held))
-    np.add.at(gpus, np.array(hi, dtype=np.int64), -np.array(held))
-    used = np.cumsum(gpus)[:horizon]
-    util = used / total if total > 0 else np.zeros(horizon)
-    queue = _count(arrival, start, horizon)
-    running = _count(start, end + 1, horizon)
-    return Series(
-        delta,
-        tuple(float(round(x, 9)) for x in util),
-        tuple(int(x) for x in queue),
-        tuple(int(x) for x in running),
-    )
-
-
-def _count(
-    begin: npt.NDArray[np.int64], stop: npt.NDArray[np.int64], horizon: int
-) -> npt.NDArray[np.int64]:
-    """How many intervals [begin, stop) cover each slot of [0, horizon)."""
-    diff = np.zeros(horizon + 1, dtype=np.int64)
-    np.add.at(diff, np.clip(begin, 0, horizon), 1)
-    np.add.at(diff, np.clip(stop, 0, horizon), -1)
-    out: npt.NDArray[np.int64] = np.cumsum(diff)[:horizon]
-    return out
 
 
 def mean_over_seeds(per_seed: Mapping[int, PolicyMetrics]) -> PolicyMetrics:

@@ -125,11 +125,11 @@ class PolicyMetrics:
         }
 
 
-def _pct(values: FloatArray, q: float) -> float | None:
+def pct(values: FloatArray, q: float) -> float | None:
     return float(np.percentile(values, q)) if len(values) else None
 
 
-def _mean(values: FloatArray) -> float | None:
+def mean(values: FloatArray) -> float | None:
     return float(values.mean()) if len(values) else None
 
 
@@ -167,21 +167,21 @@ def compute_metrics(
         policy=result.policy,
         placed=len(placed),
         rejected=len(result.rejected),
-        avg_jct_s=_mean(jct),
-        p50_jct_s=_pct(jct, 50),
-        p95_jct_s=_pct(jct, 95),
-        p99_jct_s=_pct(jct, 99),
+        avg_jct_s=mean(jct),
+        p50_jct_s=pct(jct, 50),
+        p95_jct_s=pct(jct, 95),
+        p99_jct_s=pct(jct, 99),
         makespan_s=float(finish_s.max() - submit.min()) if placed else None,
         total_completion_slots=total_terms,
         lp_bound_ratio=ratio,
         total_utility=total_utility(terms, utilities),
-        avg_wait_s=_mean(wait),
+        avg_wait_s=mean(wait),
         gpu_util=float(np.mean(series.gpu_util))
         if series.gpu_util and result.cluster.total_capacity().gpu > 0
         else None,
         colocated_share=colo_slots / run_slots if run_slots else None,
-        decision_p50_ms=_pct(decision_ms, 50),
-        decision_p99_ms=_pct(decision_ms, 99),
+        decision_p50_ms=pct(decision_ms, 50),
+        decision_p99_ms=pct(decision_ms, 99),
         wall_s=wall_s,
         jct_s=tuple(float(x) for x in jct),
         series=series,
@@ -196,27 +196,39 @@ def _series(
     start: npt.NDArray[np.int64],
     end: npt.NDArray[np.int64],
 ) -> Series:
-    delta = result.cluster.slot_seconds
-    if not len(end):
-        return Series(delta, (), (), ())
-    horizon = int(end.max()) + 1
-    gpus = np.zeros(horizon + 1)
-    lo: list[int] = []
-    hi: list[int] = []
-    held: list[float] = []
+    runs: list[tuple[int, int, float]] = []
     for o in result.outcomes:
         if o.decision is None:
             continue
         per_worker, per_ps = o.job.request.worker.gpu, o.job.request.ps.gpu
         for p in o.decision.slots:
-            lo.append(p.slot)
-            hi.append(p.stop)
-            held.append(p.total_workers * per_worker + p.total_ps * per_ps)
-    np.add.at(gpus, np.array(lo, dtype=np.int64), np.array(held))
-    np.add.at(gpus, np.array(hi, dtype=np.int64), -np.array(held))
+            runs.append((p.slot, p.stop, p.total_workers * per_worker + p.total_ps * per_ps))
     total = result.cluster.total_capacity().gpu
+    return series_of(runs, arrival, start, end, result.cluster.slot_seconds, total)
+
+
+def series_of(
+    runs: Sequence[tuple[int, int, float]],
+    arrival: npt.NDArray[np.int64],
+    start: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    delta: float,
+    total_gpus: float,
+) -> Series:
+    """GPU utilization, queue length and running jobs per slot over [0, last end]:
+    ``runs`` are (first slot, stop slot, GPUs held); the jobs' arrival, start and end
+    slots give the queue and the running count. Shared with the on-Slurm merge."""
+    if not len(end):
+        return Series(delta, (), (), ())
+    horizon = int(end.max()) + 1
+    gpus = np.zeros(horizon + 1)
+    lo = np.array([r[0] for r in runs], dtype=np.int64)
+    hi = np.array([r[1] for r in runs], dtype=np.int64)
+    held = np.array([r[2] for r in runs], dtype=np.float64)
+    np.add.at(gpus, lo, held)
+    np.add.at(gpus, hi, -held)
     used = np.cumsum(gpus)[:horizon]
-    util = used / total if total > 0 else np.zeros(horizon)
+    util = used / total_gpus if total_gpus > 0 else np.zeros(horizon)
     queue = _count(arrival, start, horizon)
     running = _count(start, end + 1, horizon)
     return Series(
