@@ -74,9 +74,9 @@ def quality(n_instances: int, seed: int) -> dict[str, Any]:
             row[f"yu_rr_{form.value}"] = total_completion(decisions)
         rows.append(row)
     out: dict[str, Any] = {"instances": rows}
-    for form in ("elastic", "non-elastic"):
-        ratios = [r[f"yu_rr_{form}"] / r["exact"] for r in rows]
-        out[form] = {
+    for name in ("elastic", "non-elastic"):
+        ratios = [r[f"yu_rr_{name}"] / r["exact"] for r in rows]
+        out[name] = {
             "mean": statistics.fmean(ratios),
             "p95": pct(ratios, 0.95),
             "max": max(ratios),
@@ -111,9 +111,9 @@ def versus_lp(n_instances: int, seed: int) -> dict[str, Any]:
             row[f"yu_rr_{form.value}"] = total_completion(decisions)
         rows.append(row)
     out: dict[str, Any] = {"instances": rows}
-    for form in ("elastic", "non-elastic"):
-        ratios = [r[f"yu_rr_{form}"] / r["lp_bound"] for r in rows]
-        out[form] = {"mean": statistics.fmean(ratios), "p95": pct(ratios, 0.95), "max": max(ratios)}
+    for name in ("elastic", "non-elastic"):
+        ratios = [r[f"yu_rr_{name}"] / r["lp_bound"] for r in rows]
+        out[name] = {"mean": statistics.fmean(ratios), "p95": pct(ratios, 0.95), "max": max(ratios)}
     return out
 
 

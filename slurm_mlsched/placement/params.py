@@ -6,7 +6,7 @@ Every choice MODEL.md leaves open is a field here with its default, documented i
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..model import Form
@@ -74,7 +74,12 @@ class PlacementParams:
     migration); False re-places every job at every event."""
 
     def with_seed(self, seed: int) -> PlacementParams:
-        return replace(self, seed=seed)
+        """A copy with another seed. The replay engine calls this once per job, so it
+        copies the fields as they are (``dataclasses.replace`` rebuilds all of them)."""
+        out = object.__new__(PlacementParams)
+        out.__dict__.update(self.__dict__)
+        object.__setattr__(out, "seed", seed)
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -14,9 +14,10 @@ with the same draws.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -57,8 +58,29 @@ class Utility:
         return float(self.gamma1 * expit(-self.gamma2 * (slots - self.gamma3)))
 
     def log_value(self, slots: float) -> float:
-        """ln f(d) = ln γ1 + ln σ(−γ2·(d − γ3)), finite where f(d) underflows to 0."""
-        return float(np.log(self.gamma1) + log_expit(-self.gamma2 * (slots - self.gamma3)))
+        """ln f(d) = ln γ1 + ln σ(−γ2·(d − γ3)), finite where f(d) underflows to 0.
+        (Computed in plain Python, bit for bit what :func:`log_expit` gives: ``oasis``
+        asks it several times per job.)"""
+        return self._ln_gamma1 - _logaddexp0(self.gamma2 * (slots - self.gamma3))
+
+    @cached_property
+    def _ln_gamma1(self) -> float:
+        return float(np.log(self.gamma1))
+
+
+_LN2 = math.log(2.0)
+
+
+def _logaddexp0(y: float) -> float:
+    """ln(1 + e^y): numpy's ``logaddexp(0, y)`` step for step (the same libm exp and
+    log1p), so ``-_logaddexp0(-x)`` equals ``log_expit(x)`` exactly."""
+    if y == 0.0:
+        return _LN2
+    if y < 0.0:
+        return math.log1p(math.exp(y))
+    if y > 0.0:
+        return y + math.log1p(math.exp(-y))
+    return y - y  # NaN
 
 
 @lru_cache(maxsize=1 << 17)  # a replay draws each job's utility for the metrics and oasis

@@ -9,9 +9,11 @@ slot, completions come before arrivals, and arrivals are taken in submission ord
 * **admit**: the job was checked once, before the run, to fit the empty cluster at all
   (:func:`admit`; the others are reported as unplaceable, never dropped silently);
 * **schedule + place**: the policy, looked up in the registry, gets the job, a snapshot
-  at the arrival slot holding only the *active* reservations (those not yet over; the
-  book never grows with the history of the trace) and the parameters with the job's own
-  seed (``placement.online.derive_seed(seed, job_id)``);
+  at the arrival slot holding only the *active* reservations (those of jobs not yet
+  completed, in commit order; the book never grows with the history of the trace) and the
+  parameters with the job's own seed (``placement.online.derive_seed(seed, job_id)``).
+  The reservations are a view of one :class:`~slurm_mlsched.model.reservation_book.ReservationBook`
+  kept across arrivals, so a baseline reads them as arrays without a per-arrival copy;
 * **execute**: the decision's reservations are committed to the book and its completion
   is scheduled.
 
@@ -37,10 +39,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from itertools import chain
 
 from ..errors import MlschedError, NeverFitsError
-from ..model import ClusterSnapshot, Reservation
+from ..model import ClusterSnapshot
+from ..model.reservation_book import ReservationBook
 from ..placement.feasibility import check_could_ever_fit
 from ..placement.online import derive_seed
 from ..placement.params import PlacementParams
@@ -119,21 +121,20 @@ def simulate(
         (jobs[i].request.arrival_slot, _ARRIVAL, k) for k, i in enumerate(order)
     ]
     heapq.heapify(events)
-    active: dict[int, tuple[Reservation, ...]] = {}  # arrival index -> its reservations
+    book = ReservationBook(base.machines)  # a job's rows leave at its completion event
     outcomes: list[JobOutcome | None] = [None] * len(order)
     done = peak = handled = 0
     while events:
         slot, kind, k = heapq.heappop(events)
         handled += 1
         if kind == _COMPLETION:
-            active.pop(k, None)
-            continue
+            continue  # the book drops the job's reservations from views after this slot
         job = jobs[order[k]]
-        snapshot = replace(
-            base, reservations=tuple(chain.from_iterable(active.values())), now_slot=slot
+        snapshot = ClusterSnapshot(
+            base.machines, book.view(slot), base.slot_seconds, base.epoch, now_slot=slot
         )
         peak = max(peak, len(snapshot.reservations))
-        seeded = replace(params, seed=derive_seed(params.seed, job.job_id))
+        seeded = params.with_seed(derive_seed(params.seed, job.job_id))
         try:
             decision = fn(job.request, snapshot, seeded)
         except MlschedError as err:
@@ -142,9 +143,9 @@ def simulate(
             outcomes[k] = JobOutcome(job, decision)
             held = decision.reservations(job.request)
             if held:
-                active[k] = held
-                end = max(r.end_slot for r in held)
-                heapq.heappush(events, (max(end, slot + 1), _COMPLETION, k))
+                leave = max(max(r.end_slot for r in held), slot + 1)
+                book.add(held, leave)
+                heapq.heappush(events, (leave, _COMPLETION, k))
         done += 1
         if progress is not None and (done % progress_every == 0 or done == len(order)):
             progress(done, len(order))

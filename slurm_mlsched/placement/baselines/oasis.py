@@ -67,7 +67,7 @@ from .oasis_prices import (
     utility_seed,
 )
 from .oasis_search import Context, Schedule, Steps, Window, search, segments
-from .timeline import Timeline
+from .reserved import Reserved
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -88,10 +88,9 @@ class RejectedError(MlschedError):
 
 def _pick(room: np.ndarray, cost: np.ndarray, demand: np.ndarray) -> int | None:
     """The cheapest machine where one task of ``demand`` fits, ties to the lower index."""
-    ok = (room >= demand - 1e-9).all(axis=1)
-    if not ok.any():
-        return None
-    return int(np.argmin(np.where(ok, cost, np.inf)))
+    ok: npt.NDArray[np.bool_] = np.asarray((room >= demand - 1e-9).all(axis=1))
+    h = int(np.argmin(np.where(ok, cost, np.inf)))
+    return h if ok[h] else None
 
 
 Piece = tuple[int, int, int, int]  # (segment, level, first slot, slots)
@@ -177,7 +176,7 @@ def _place_tasks(
 
 
 def _fast_path(
-    ctx: Context, tl: Timeline, log_utility: Callable[[int], float]
+    ctx: Context, tl: Reserved, log_utility: Callable[[int], float]
 ) -> tuple[SlotPlan, float] | None:
     """The search's answer when it is known without it: one placement holds the job's
     largest shape in every slot from a until the work is covered, d = ⌈need / W⌉ slots
@@ -255,10 +254,39 @@ def _realize(
     return merge_runs(plans), float(np.logaddexp.reduce(costs))
 
 
+_Shape = tuple[FloatArray, FloatArray, FloatArray, FloatArray, Steps]
+#: the last machines' capacity (kept, compared by identity) and the job shapes seen on it
+_SHAPES: tuple[FloatArray | None, dict[tuple[object, ...], _Shape]] = (None, {})
+
+
+def _shape(job: JobRequest, capacity: FloatArray) -> _Shape:
+    """α, β, α̂, β̂ and the steps of the job's shape (cached per shape: a replay asks for
+    the same few shapes tens of thousands of times)."""
+    global _SHAPES
+    key = (job.worker, job.ps, job.max_workers, job.ps_count, job.profile.ps_per_worker)
+    kept, shapes = _SHAPES
+    if kept is not capacity:
+        kept, shapes = capacity, {}
+        _SHAPES = (kept, shapes)
+    hit = shapes.get(key)
+    if hit is None:
+        units = capacity.max(axis=0)
+        hit = shapes[key] = (
+            np.asarray(job.worker.as_tuple()),
+            np.asarray(job.ps.as_tuple()),
+            normalized(job.worker.as_tuple(), units),
+            normalized(job.ps.as_tuple(), units),
+            Steps.of(job),
+        )
+        for a in (*hit[:4], hit[4].workers, hit[4].ps, hit[4].first_task):
+            a.flags.writeable = False  # shared by every job of the shape
+    return hit
+
+
 def _context(
-    job: JobRequest, params: PlacementParams, factor: float, tl: Timeline, snapshot: ClusterSnapshot
+    job: JobRequest, params: PlacementParams, factor: float, tl: Reserved, snapshot: ClusterSnapshot
 ) -> Context:
-    units = tl.capacity.max(axis=0)
+    alpha, beta, alpha_hat, beta_hat, steps = _shape(job, tl.capacity)
     if params.oasis_ln_u is None or params.oasis_ln_l is None:
         utility = {job.job_id: draw_utility(utility_seed(params), job.job_id)}
         alone = price_bounds([job], utility, snapshot)
@@ -275,11 +303,11 @@ def _context(
         ln_u=ln_u + math.log(factor),
         ln_l=min(ln_l, ln_u) + math.log(factor),
         capacity=tl.capacity,
-        alpha=np.asarray(job.worker.as_tuple()),
-        beta=np.asarray(job.ps.as_tuple()),
-        alpha_hat=normalized(job.worker.as_tuple(), units),
-        beta_hat=normalized(job.ps.as_tuple(), units),
-        steps=Steps.of(job),
+        alpha=alpha,
+        beta=beta,
+        alpha_hat=alpha_hat,
+        beta_hat=beta_hat,
+        steps=steps,
         max_segments=max(1, params.oasis_max_segments),
     )
 
@@ -298,7 +326,7 @@ def _never(job: JobRequest) -> NeverFitsError:
 
 
 def _searched(
-    ctx: Context, tl: Timeline, log_utility: Callable[[int], float], params: PlacementParams
+    ctx: Context, tl: Reserved, log_utility: Callable[[int], float], params: PlacementParams
 ) -> tuple[tuple[SlotPlan, ...], float, float]:
     """The best candidate of the search, realized: plans, ln cost, ln utility."""
     found = search(ctx, tl, max(1, params.oasis_end_candidates), log_utility)
@@ -320,7 +348,7 @@ def _place(
     job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams, policy: str, factor: float
 ) -> Decision:
     began = time.perf_counter()
-    tl = Timeline.of(snapshot, max(job.arrival_slot, snapshot.now_slot))
+    tl = Reserved.of(snapshot, max(job.arrival_slot, snapshot.now_slot))
     ctx = _context(job, params, factor, tl, snapshot)
     utility = draw_utility(utility_seed(params), job.job_id)
     if not len(ctx.steps):

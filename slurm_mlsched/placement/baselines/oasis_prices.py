@@ -141,8 +141,13 @@ def prepare_oasis(
 def log_prices(used: FloatArray, capacity: FloatArray, ln_u: float, ln_l: float) -> FloatArray:
     """ln P(g) = ln L + (g/c)·(ln U − ln L) elementwise; ``used`` (..., H, 3) over
     ``capacity`` (H, 3); 0 where c = 0 (no task that needs r can go there)."""
-    share = np.divide(used, capacity, out=np.zeros_like(used), where=capacity > 0)
-    out: FloatArray = ln_l + np.clip(share, 0.0, 1.0) * (ln_u - ln_l)
+    if capacity.all():  # every machine has every resource: a plain division
+        share = used / capacity
+    else:
+        share = np.divide(used, capacity, out=np.zeros_like(used), where=capacity > 0)
+    np.maximum(share, 0.0, out=share)  # np.clip(share, 0, 1), without its wrapper's cost
+    np.minimum(share, 1.0, out=share)
+    out: FloatArray = ln_l + share * (ln_u - ln_l)
     return out
 
 
@@ -150,9 +155,35 @@ def log_task_cost(log_price: FloatArray, demand: FloatArray) -> FloatArray:
     """ln Σ_r P_r·d̂_r for one task of normalized ``demand`` (3,) on each machine: the
     log-sum-exp over the resources the task takes (−inf for a task that takes nothing)."""
     out: FloatArray | None = None
-    for r in np.flatnonzero(demand > 0).tolist():
-        term = log_price[..., r] + math.log(float(demand[r]))
-        out = term if out is None else np.logaddexp(out, term)
+    for r, d in enumerate(demand.tolist()):
+        if not d > 0:
+            continue
+        term = log_price[..., r] + math.log(d)
+        out = term if out is None else logaddexp(out, term)
     if out is None:
         return np.full(log_price.shape[:-1], -np.inf)
+    return out
+
+
+#: |x − y| from which ln(e^x + e^y) is max(x, y) in floating point: e^−746 rounds to 0
+_FAR = 746.0
+#: below this many elements numpy's own logaddexp is as fast
+_SPLIT_FROM = 256
+
+
+def logaddexp(x: FloatArray, y: FloatArray) -> FloatArray:
+    """``np.logaddexp(x, y)`` bit for bit, with its exp and log1p evaluated only where x
+    and y are within ``_FAR`` of each other; elsewhere it is max(x, y) exactly (numpy adds
+    log1p(e^−|x−y|) = 0). Prices span ln U − ln L ≈ 10⁵–10⁶, so most pairs are far apart."""
+    if x.size < _SPLIT_FROM:
+        out: FloatArray = np.logaddexp(x, y)
+        return out
+    if np.isfinite(x).all() and np.isfinite(y).all():
+        near = np.abs(x - y) < _FAR
+    else:  # inf − inf is NaN: not near, and max(x, y) is numpy's answer there
+        with np.errstate(invalid="ignore"):
+            near = np.abs(x - y) < _FAR
+    out = np.maximum(x, y)
+    if near.any():
+        out[near] = np.logaddexp(x[near], y[near])
     return out

@@ -31,7 +31,7 @@ import numpy.typing as npt
 from ...model import JobRequest
 from ..packing import EPS
 from .oasis_prices import log_prices, log_task_cost
-from .timeline import Timeline
+from .reserved import Reserved
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -197,44 +197,93 @@ def curves(ctx: Context, used: FloatArray) -> Curves:
 
 
 def segments(
-    tl: Timeline, a: int, stop: int | None, most: int
+    rsv: Reserved, a: int, stop: int | None, most: int
 ) -> tuple[IntArray, IntArray, FloatArray]:
     """Segment starts, lengths and the reserved usage (S, H, 3) over [a, stop) (stop None:
-    every boundary, the last segment open-ended). Beyond ``most`` segments, consecutive
-    ones are merged into ``most`` blocks of about as many segments each, holding the
-    **most** reserved over their segments (so a placement that fits a block fits each of
-    its slots; the open-ended empty tail stays its own segment)."""
-    start, end, mach, use = tl.start, tl.end, tl.machine, tl.usage
-    if stop is not None:
-        keep = start < stop
-        start, end, mach, use = start[keep], end[keep], mach[keep], use[keep]
-        inner = end[end < stop]
-    else:
-        inner = end
-    points = np.unique(np.concatenate([np.array([a], dtype=np.int64), start, inner]))
-    n, h = len(points), tl.n_machines
-    # a difference array over (segment, machine): + at the start segment, − at the end one
-    at = np.concatenate([np.searchsorted(points, start), np.searchsorted(points, end)]) * h
-    at += np.concatenate([mach, mach])
-    weight = np.concatenate([use, -use])
-    diff = np.empty(((n + 1) * h, 3))
-    for r in range(3):
-        diff[:, r] = np.bincount(at, weights=weight[:, r], minlength=(n + 1) * h)
-    used = np.cumsum(diff.reshape(n + 1, h, 3), axis=0)[:n]
-    used = np.maximum(np.round(used, 9), 0.0)
+    every boundary, the last segment open-ended); ``a`` is the arrival slot ``rsv.t0``.
+    Beyond ``most`` segments, consecutive ones are merged into ``most`` blocks of about as
+    many segments each, holding the **most** reserved over their segments (so a placement
+    that fits a block fits each of its slots; the open-ended empty tail stays its own
+    segment)."""
+    starts, lengths, used, _ = segment_blocks(rsv, a, stop, most)
+    return starts, lengths, used
+
+
+def segment_blocks(
+    rsv: Reserved, a: int, stop: int | None, most: int
+) -> tuple[IntArray, IntArray, FloatArray, bool]:
+    """:func:`segments`, and whether they were merged into blocks.
+
+    A segment begins at a and at each slot before ``stop`` where the usage changes; its
+    usage is the level at a plus the changes up to its start (:class:`Reserved`). Merged
+    blocks are computed from the changes alone (:func:`_block_peaks`), never as the dense
+    (segments × machines × 3) array a whole-horizon window would need."""
+    u = rsv.usage
+    if a != u.t0:
+        raise ValueError(f"segments from slot {a}, but the usage is kept from slot {u.t0}")
+    k = len(u.times) if stop is None else int(np.searchsorted(u.times, stop, side="left"))
+    times = u.times[:k]
+    first = np.ones(k, dtype=np.bool_)
+    first[1:] = times[1:] != times[:-1]
+    seg = np.cumsum(first, dtype=np.int64)  # the segment each change starts (1, 2, …)
+    points = np.concatenate([np.array([a], dtype=np.int64), times[first]])
+    n = len(points)
     last = OPEN if stop is None else stop - int(points[-1])
     lengths = np.append(np.diff(points), last).astype(np.int64)
     body = n - 1 if stop is None else n  # the segments that may be merged
-    if body <= most:
-        return points, lengths, used
-    cuts = np.unique(np.linspace(0, body, most + 1).astype(np.int64)[:-1])
-    if body < n:
-        cuts = np.append(cuts, body)
-    return (
-        points[cuts],
-        np.add.reduceat(lengths, cuts),
-        np.maximum.reduceat(used, cuts, axis=0),
-    )
+    if body > most:
+        cuts = np.unique(np.linspace(0, body, most + 1).astype(np.int64)[:-1])
+        if body < n:
+            cuts = np.append(cuts, body)
+        peaks = _block_peaks(rsv, seg, cuts)
+        return points[cuts], np.add.reduceat(lengths, cuts), peaks, True
+    used = np.zeros((n, rsv.n_machines, 3))
+    used[0] = u.now
+    if k:  # each change in its segment, then a running sum down the segments
+        np.add.at(used, (seg, u.machine[:k]), u.delta[:k])
+        if n <= 32:
+            for s in range(1, n):  # faster than cumsum along axis 0 for a few rows
+                used[s] += used[s - 1]
+        else:
+            np.cumsum(used, axis=0, out=used)
+    if not rsv.integral:  # sums of whole numbers are exact; others carry rounding noise
+        used = np.maximum(np.round(used, 9), 0.0)
+    return points, lengths, used, False
+
+
+def _block_peaks(rsv: Reserved, seg: IntArray, cuts: IntArray) -> FloatArray:
+    """Per block of segments [cuts[b], cuts[b + 1]), machine and resource, the most
+    reserved in any of its segments, from the first ``len(seg)`` changes: the level at the
+    block's first segment (the level at a plus every change up to it), or the level a
+    machine reaches after its own changes inside the block (after the last of those at one
+    slot: changes at one slot take effect together)."""
+    u = rsv.usage
+    k = len(seg)
+    mach, delta, times = u.machine[:k], u.delta[:k], u.times[:k]
+    # the level at each block's first segment
+    start = np.zeros((len(cuts) + 1, rsv.n_machines, 3))
+    start[0] = u.now
+    np.add.at(start, (np.searchsorted(cuts, seg, side="left"), mach), delta)
+    np.cumsum(start, axis=0, out=start)
+    peaks = start[:-1]
+    if k:
+        # each machine's level after each of its changes: a running sum per machine
+        order = np.lexsort((times, mach))
+        m, t, d = mach[order], times[order], delta[order]
+        running = np.cumsum(d, axis=0)
+        group = np.ones(k, dtype=np.bool_)
+        group[1:] = m[1:] != m[:-1]
+        begin = np.flatnonzero(group)
+        before = np.zeros((len(begin), 3))
+        before[1:] = running[begin[1:] - 1]
+        level = u.now[m] + running - np.repeat(before, np.diff(np.append(begin, k)), axis=0)
+        settled = np.ones(k, dtype=np.bool_)  # the last change of a machine at a slot
+        settled[:-1] = (m[1:] != m[:-1]) | (t[1:] != t[:-1])
+        block = np.searchsorted(cuts, seg[order], side="right") - 1
+        np.maximum.at(peaks, (block[settled], m[settled]), level[settled])
+    if not rsv.integral:
+        peaks = np.maximum(np.round(peaks, 9), 0.0)
+    return peaks
 
 
 @dataclass(frozen=True)
@@ -246,11 +295,30 @@ class Window:
     used: FloatArray
     curves: Curves
     open_ended: bool
+    merged: bool = False  # blocks of segments (more than ``max_segments``)
 
     @staticmethod
-    def of(ctx: Context, tl: Timeline, stop: int | None) -> Window:
-        starts, lengths, used = segments(tl, ctx.a, stop, ctx.max_segments)
-        return Window(starts, lengths, used, curves(ctx, used), stop is None)
+    def of(ctx: Context, tl: Reserved, stop: int | None, before: Window | None = None) -> Window:
+        """The window [a, stop). ``before``: a smaller window of the same arrival, whose
+        curves are reused for the segments the two share (a segment's curve depends only
+        on its usage), when neither is merged."""
+        starts, lengths, used, merged = segment_blocks(tl, ctx.a, stop, ctx.max_segments)
+        k = 0 if before is None or before.merged or merged else len(before.starts)
+        if before is not None and k and k <= len(starts) and (before.starts == starts[:k]).all():
+            c = before.curves
+            rest = curves(ctx, used[k:])
+            got = Curves(
+                np.concatenate([c.cost, rest.cost]),
+                np.concatenate([c.levels, rest.levels]),
+                np.concatenate([c.picks, rest.picks]),
+                {
+                    kind: np.concatenate([v, rest.first_cost[kind]])
+                    for kind, v in c.first_cost.items()
+                },
+            )
+        else:
+            got = curves(ctx, used)
+        return Window(starts, lengths, used, got, stop is None, merged)
 
     def slots_until(self, end: int) -> IntArray:
         """Slots of each segment inside [a, end]."""
@@ -346,7 +414,7 @@ def _dominates(sched: Schedule, a: int, log_utility: Callable[[int], float]) -> 
 
 
 def search(
-    ctx: Context, tl: Timeline, count: int, log_utility: Callable[[int], float]
+    ctx: Context, tl: Reserved, count: int, log_utility: Callable[[int], float]
 ) -> tuple[Window, list[Schedule]] | None:
     """The window and the schedules of the candidate ends; None when the job's smallest
     shape never fits. First the window of the fastest run: if the earliest end is there and
@@ -361,7 +429,7 @@ def search(
     win = Window.of(ctx, tl, cut(ctx.a + fastest + 1))
     first = earliest_end(ctx, win)
     if first is None:
-        win = Window.of(ctx, tl, None)
+        win = Window.of(ctx, tl, None, win)
         first = earliest_end(ctx, win)
         if first is None:
             return None
@@ -371,7 +439,7 @@ def search(
             return win, [found]
     ends = candidate_ends(ctx, first, count)
     if not win.open_ended and int(win.starts[-1] + win.lengths[-1]) <= ends[-1]:
-        win = Window.of(ctx, tl, cut(ends[-1] + 1))
+        win = Window.of(ctx, tl, cut(ends[-1] + 1), win)
     order = Order.of(ctx, win)
     schedules = [split(ctx, win, order, end) for end in ends]
     return win, [s for s in schedules if s is not None]

@@ -5,8 +5,9 @@ segments (machines × resources × every slot where something changes), which ``
 needs for its LPs. A baseline only asks "how much room does each machine have, at least,
 over the slots [s, e)?" for a handful of windows, so it keeps the reservations as four
 flat arrays and answers each question with one sort over the reservations that overlap
-the window: O(R log R) numpy per window, no Python loop over reservations after the one
-that reads them.
+the window: O(R log R) numpy per window, no Python loop over reservations. In a replay
+the rows come from the engine's reservation book (``ReservationView.rows``), so even the
+one conversion is skipped.
 
 Room is the residual capacity C̃[h][r] = C[h][r] − reserved[h][r][t], minimized over the
 window per machine and resource (the same "window minimum" as ``Residual.window_min``),
@@ -15,23 +16,16 @@ clipped at 0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
 
-from ...model import ClusterSnapshot, Machine, Reservation
+from ...model import ClusterSnapshot, Machine
+from ...model.reservation_book import ReservationView, reservation_rows
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-_MACHINE = attrgetter("machine")
-_START = attrgetter("start_slot")
-_END = attrgetter("end_slot")
-_USAGE = attrgetter("usage")
-_RESOURCE = (attrgetter("gpu"), attrgetter("cpu"), attrgetter("mem"))
 
 
 @dataclass(frozen=True)
@@ -52,8 +46,11 @@ class Timeline:
 
     @staticmethod
     def of(snapshot: ClusterSnapshot, t0: int) -> Timeline:
-        names, index, capacity = _machine_arrays(snapshot.machines)
-        rows = _rows_of(snapshot.machines, index, snapshot.reservations)
+        names, index, capacity = machine_arrays(snapshot.machines)
+        rs = snapshot.reservations
+        rows = rs.rows(snapshot.machines) if isinstance(rs, ReservationView) else None
+        if rows is None:
+            rows = reservation_rows(index, rs)
         machine = rows[:, 0].astype(np.int64)
         start = rows[:, 1].astype(np.int64)
         end = rows[:, 2].astype(np.int64)
@@ -150,70 +147,6 @@ class Timeline:
         return mins
 
 
-def _convert(index: dict[str, int], rs: Sequence[Reservation]) -> FloatArray:
-    """Rows (machine index, start, end, gpu, cpu, mem) of reservations: map + attrgetter
-    run in C (a Python-level loop over every reservation would dominate the baselines)."""
-    n = len(rs)
-    out = np.empty((n, 6), dtype=np.float64)
-    try:
-        out[:, 0] = np.fromiter(map(index.__getitem__, map(_MACHINE, rs)), np.int64, n)
-    except KeyError as err:
-        raise ValueError(f"a reservation names unknown machine {err.args[0]!r}") from None
-    out[:, 1] = np.fromiter(map(_START, rs), np.int64, n)
-    out[:, 2] = np.fromiter(map(_END, rs), np.int64, n)
-    usages = list(map(_USAGE, rs))
-    for col, get in enumerate(_RESOURCE):
-        out[:, 3 + col] = np.fromiter(map(get, usages), np.float64, n)
-    return out
-
-
-class _RowBook:
-    """The rows of the last call's reservations, by object identity, for one machine tuple.
-
-    A replay hands every policy call the active reservations again, almost all of them the
-    very objects of the call before: only the new ones are converted, the others are found
-    by their id with one ``searchsorted`` over the last call's sorted ids (no Python loop
-    over the book). The book keeps the last call's reservations alive (``kept``), so none of
-    their ids can be reused by a new object while it looks them up; rows are copied, never
-    changed, so cached and fresh conversions are the same."""
-
-    def __init__(self, index: dict[str, int]) -> None:
-        self.index = index
-        self.kept: Sequence[Reservation] = ()
-        self.ids = np.zeros(0, dtype=np.int64)  # sorted
-        self.table = np.zeros((0, 6), dtype=np.float64)  # rows in ``ids`` order
-
-    def rows(self, rs: Sequence[Reservation]) -> FloatArray:
-        ids = np.fromiter(map(id, rs), np.int64, len(rs))
-        out = np.empty((len(rs), 6), dtype=np.float64)
-        if len(self.ids):
-            at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
-            found = self.ids[at] == ids
-            out[found] = self.table[at[found]]
-            new = np.flatnonzero(~found)
-        else:
-            new = np.arange(len(rs))
-        if len(new):
-            out[new] = _convert(self.index, [rs[i] for i in new.tolist()])
-        order = np.argsort(ids, kind="stable")
-        self.kept, self.ids, self.table = rs, ids[order], out[order]
-        return out
-
-
-_BOOKS: dict[int, tuple[tuple[Machine, ...], _RowBook]] = {}
-
-
-def _rows_of(
-    machines: tuple[Machine, ...], index: dict[str, int], rs: Sequence[Reservation]
-) -> FloatArray:
-    hit = _BOOKS.get(id(machines))
-    if hit is None or hit[0] is not machines:
-        if len(_BOOKS) >= _MACHINES_KEPT:
-            _BOOKS.pop(next(iter(_BOOKS)))
-        hit = _BOOKS[id(machines)] = (machines, _RowBook(index))
-    return hit[1].rows(rs)
-
-
 _MachineArrays = tuple[tuple[str, ...], dict[str, int], FloatArray]
 #: The last few machine tuples seen, by identity, with their arrays. A replay hands every
 #: policy call snapshots that share one machine tuple; reading 2,000 capacities per call
@@ -223,7 +156,8 @@ _MACHINES: dict[int, tuple[tuple[Machine, ...], _MachineArrays]] = {}
 _MACHINES_KEPT = 8
 
 
-def _machine_arrays(machines: tuple[Machine, ...]) -> _MachineArrays:
+def machine_arrays(machines: tuple[Machine, ...]) -> _MachineArrays:
+    """Names, name → index, and capacities (H, 3, read-only) of a machine tuple (cached)."""
     hit = _MACHINES.get(id(machines))
     if hit is not None and hit[0] is machines:
         return hit[1]
