@@ -58,7 +58,7 @@ bench-live: venv
 bench-policies: venv
 	$(PY) -m bench.policy_table --out docs/benchmarks.md
 
-# The whole Philly trace (82,247 jobs) under each policy: wall time and peak RSS (~15 min).
+# The whole Philly trace (82,247 jobs) under each policy: wall time and peak RSS (~20 min).
 bench-scale: venv
 	$(PY) -m bench.philly_scale --out docs/benchmarks.md
 

@@ -36,6 +36,8 @@ TARGETS = {
     "fifo-ff": 180,
     "fifo-bf": 180,
     "oasis": 180,
+    "oasis-x0.5": 180,
+    "oasis-x2": 180,
     "optimus": 180,
     "drf": 180,
 }
@@ -81,8 +83,9 @@ def render(res: dict[str, Any]) -> str:
         "",
         "Written by `make bench-scale` (`python -m bench.philly_scale`); raw numbers in "
         "`bench/out/scale.json`.",
-        f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}. Date: {m['date']}. "
-        "One run, one policy at a time on an otherwise idle machine.",
+        f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}. Date: {m['date']} "
+        "(of the last row measured). One run per policy, one at a time on an otherwise idle "
+        "machine.",
         "",
         f"Each row is one `mlsub replay philly.csv -p POLICY --nodes {NODES} --out DIR --json`: "
         "the whole Philly trace (82,247 jobs) on 250 nodes × 8 GPUs (2,000 GPUs). *Command* "
@@ -116,7 +119,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--raw", default="bench/out/scale.json")
-    ap.add_argument("--policy", action="append", help="Only these (default: all six).")
+    ap.add_argument(
+        "--policy", action="append", help="Only these (default: all); the raw file keeps the rest."
+    )
     ap.add_argument(
         "--render-only", action="store_true", help="Rewrite the section from the raw file."
     )
@@ -126,9 +131,12 @@ def main() -> None:
         write_section(Path(args.out), "replay-scale", render(json.loads(raw.read_text())))
         return
     res: dict[str, Any] = {"machine": machine_facts(), "policies": {}}
+    if args.policy and raw.exists():  # re-measure some: keep the others' rows
+        res["policies"] = json.loads(raw.read_text())["policies"]
     for policy in args.policy or list(TARGETS):
         res["policies"][policy] = measure(policy)
         print(f"{policy}: {res['policies'][policy]}", flush=True)
+    res["policies"] = {p: res["policies"][p] for p in TARGETS if p in res["policies"]}
     raw.parent.mkdir(parents=True, exist_ok=True)
     raw.write_text(json.dumps(res, indent=1))
     write_section(Path(args.out), "replay-scale", render(res))
