@@ -36,8 +36,8 @@ import numpy as np
 
 from ..errors import InputError, ReplayCellsFailed
 from ..placement import PlacementParams
-from ..sim import SUMMARY_KEYS, LowerBound, PolicyMetrics, draw_utilities, total_utility
-from ..sim.metrics import mean, pct, series_of
+from ..sim import SUMMARY_KEYS, LowerBound, PolicyMetrics, draw_utilities
+from ..sim.metrics import JobRows, metrics_of_rows
 from ..slurm.jobs import phase_of
 from .replay import ReplayJobs, ReplayReport, prepare_jobs
 from .replay_cells import (
@@ -252,53 +252,26 @@ def metrics_from_cells(
 ) -> PolicyMetrics:
     """One policy's metrics for one seed from its slices' documents, in slice order
     (module docstring, step 3; the formulas of ``sim.metrics``)."""
-    delta = slot_seconds
 
     def col(name: str) -> list[Any]:
         return [v for d in docs for v in d["placed"][name]]
 
     ids: list[str] = col("job_id")
-    submit = np.array(col("submit_s"), dtype=np.float64)
-    start = np.array(col("start"), dtype=np.int64)
-    end = np.array(col("end"), dtype=np.int64)
-    arrival = np.array(col("arrival"), dtype=np.int64)
-    finish_s = (end + 1) * delta
-    jct = finish_s - submit
-    wait = start * delta - submit
-    terms = {j: int(e - a + 1) for j, e, a in zip(ids, end, arrival, strict=True)}
-    total_terms = int(sum(terms.values()))
-    decision_ms = np.array([v for d in docs for v in d["latencies_ms"]], dtype=np.float64)
-    run_slots = int(sum(col("run_slots")))
-    colo_slots = int(sum(col("colocated_slots")))
-    rejected = tuple((str(r["job_id"]), str(r["error"])) for d in docs for r in d["rejected"])
-    ratio = None
-    if bound is not None and bound > 0 and not rejected and ids:
-        ratio = total_terms / bound
-    runs = [(int(r[0]), int(r[1]), float(r[2])) for job in col("gpu_runs") for r in job]
-    series = series_of(runs, arrival, start, end, delta, total_gpus)
-    return PolicyMetrics(
-        policy=policy,
-        placed=len(ids),
-        rejected=len(rejected),
-        avg_jct_s=mean(jct),
-        p50_jct_s=pct(jct, 50),
-        p95_jct_s=pct(jct, 95),
-        p99_jct_s=pct(jct, 99),
-        makespan_s=float(finish_s.max() - submit.min()) if ids else None,
-        total_completion_slots=total_terms,
-        lp_bound_ratio=ratio,
-        total_utility=total_utility(terms, draw_utilities(ids, seed)),
-        avg_wait_s=mean(wait),
-        gpu_util=float(np.mean(series.gpu_util)) if series.gpu_util and total_gpus > 0 else None,
-        colocated_share=colo_slots / run_slots if run_slots else None,
-        decision_p50_ms=pct(decision_ms, 50),
-        decision_p99_ms=pct(decision_ms, 99),
-        wall_s=wall_s,
-        jct_s=tuple(float(x) for x in jct),
-        series=series,
-        rejected_jobs=rejected,
+    rows = JobRows(
+        ids=ids,
+        submit_s=np.array(col("submit_s"), dtype=np.float64),
+        arrival=np.array(col("arrival"), dtype=np.int64),
+        start=np.array(col("start"), dtype=np.int64),
+        end=np.array(col("end"), dtype=np.int64),
+        gpu_runs=[(int(r[0]), int(r[1]), float(r[2])) for job in col("gpu_runs") for r in job],
+        run_slots=int(sum(col("run_slots"))),
+        colocated_slots=int(sum(col("colocated_slots"))),
+        decision_ms=np.array([v for d in docs for v in d["latencies_ms"]], dtype=np.float64),
+        rejected=tuple((str(r["job_id"]), str(r["error"])) for d in docs for r in d["rejected"]),
         peak_active_reservations=max((int(d["peak_active_reservations"]) for d in docs), default=0),
     )
+    utilities = draw_utilities(ids, seed)
+    return metrics_of_rows(policy, rows, slot_seconds, total_gpus, utilities, bound, wall_s)
 
 
 def mean_over_seeds(per_seed: Mapping[int, PolicyMetrics]) -> PolicyMetrics:

@@ -140,71 +140,104 @@ def compute_metrics(
     wall_s: float | None = None,
 ) -> PolicyMetrics:
     """The metrics of one policy's replay (module docstring)."""
-    delta = result.cluster.slot_seconds
     placed = [o for o in result.outcomes if o.decision is not None]
-    submit = np.array([o.job.submit_s for o in placed], dtype=np.float64)
-    start = np.array([o.decision.start_slot for o in placed if o.decision], dtype=np.int64)
-    end = np.array([o.decision.end_slot for o in placed if o.decision], dtype=np.int64)
-    arrival = np.array([o.job.request.arrival_slot for o in placed], dtype=np.int64)
-    finish_s = (end + 1) * delta
-    jct = finish_s - submit
-    wait = start * delta - submit
-    terms = {o.job.job_id: int(e - a + 1) for o, e, a in zip(placed, end, arrival, strict=True)}
-    total_terms = int(sum(terms.values()))
-    decision_ms = np.array(result.decision_latencies_ms(), dtype=np.float64)
+    runs: list[tuple[int, int, float]] = []
     run_slots = colo_slots = 0
     for o in placed:
         assert o.decision is not None
+        per_worker, per_ps = o.job.request.worker.gpu, o.job.request.ps.gpu
         for p in o.decision.slots:
+            runs.append((p.slot, p.stop, p.total_workers * per_worker + p.total_ps * per_ps))
             run_slots += p.length
             if p.mode == Mode.COLOCATED:
                 colo_slots += p.length
+    rows = JobRows(
+        ids=[o.job.job_id for o in placed],
+        submit_s=np.array([o.job.submit_s for o in placed], dtype=np.float64),
+        arrival=np.array([o.job.request.arrival_slot for o in placed], dtype=np.int64),
+        start=np.array([o.decision.start_slot for o in placed if o.decision], dtype=np.int64),
+        end=np.array([o.decision.end_slot for o in placed if o.decision], dtype=np.int64),
+        gpu_runs=runs,
+        run_slots=run_slots,
+        colocated_slots=colo_slots,
+        decision_ms=np.array(result.decision_latencies_ms(), dtype=np.float64),
+        rejected=tuple((o.job.job_id, o.error) for o in result.rejected),
+        peak_active_reservations=result.peak_active_reservations,
+    )
+    cluster = result.cluster
+    return metrics_of_rows(
+        result.policy,
+        rows,
+        cluster.slot_seconds,
+        cluster.total_capacity().gpu,
+        utilities,
+        bound,
+        wall_s,
+    )
+
+
+@dataclass(frozen=True)
+class JobRows:
+    """A replay's placed jobs as columns (in outcome order), and what else the metrics
+    read: what :func:`compute_metrics` takes from a SimResult and the on-Slurm merge from
+    its cells' rows."""
+
+    ids: Sequence[str]
+    submit_s: FloatArray
+    arrival: npt.NDArray[np.int64]
+    start: npt.NDArray[np.int64]
+    end: npt.NDArray[np.int64]
+    gpu_runs: Sequence[tuple[int, int, float]]  # (first slot, stop slot, GPUs held)
+    run_slots: int
+    colocated_slots: int
+    decision_ms: FloatArray
+    rejected: tuple[tuple[str, str], ...]
+    peak_active_reservations: int = 0
+
+
+def metrics_of_rows(
+    policy: str,
+    rows: JobRows,
+    slot_seconds: float,
+    total_gpus: float,
+    utilities: Mapping[str, Utility],
+    bound: float | None = None,
+    wall_s: float | None = None,
+) -> PolicyMetrics:
+    """The metrics of MODEL.md §8 from per-job columns (module docstring)."""
+    delta = slot_seconds
+    finish_s = (rows.end + 1) * delta
+    jct = finish_s - rows.submit_s
+    wait = rows.start * delta - rows.submit_s
+    terms = {j: int(e - a + 1) for j, e, a in zip(rows.ids, rows.end, rows.arrival, strict=True)}
+    total_terms = int(sum(terms.values()))
     ratio = None
-    if bound is not None and bound > 0 and not result.rejected and placed:
+    if bound is not None and bound > 0 and not rows.rejected and rows.ids:
         ratio = total_terms / bound
-    series = _series(result, arrival, start, end)
+    series = series_of(rows.gpu_runs, rows.arrival, rows.start, rows.end, delta, total_gpus)
     return PolicyMetrics(
-        policy=result.policy,
-        placed=len(placed),
-        rejected=len(result.rejected),
+        policy=policy,
+        placed=len(rows.ids),
+        rejected=len(rows.rejected),
         avg_jct_s=mean(jct),
         p50_jct_s=pct(jct, 50),
         p95_jct_s=pct(jct, 95),
         p99_jct_s=pct(jct, 99),
-        makespan_s=float(finish_s.max() - submit.min()) if placed else None,
+        makespan_s=float(finish_s.max() - rows.submit_s.min()) if rows.ids else None,
         total_completion_slots=total_terms,
         lp_bound_ratio=ratio,
         total_utility=total_utility(terms, utilities),
         avg_wait_s=mean(wait),
-        gpu_util=float(np.mean(series.gpu_util))
-        if series.gpu_util and result.cluster.total_capacity().gpu > 0
-        else None,
-        colocated_share=colo_slots / run_slots if run_slots else None,
-        decision_p50_ms=pct(decision_ms, 50),
-        decision_p99_ms=pct(decision_ms, 99),
+        gpu_util=float(np.mean(series.gpu_util)) if series.gpu_util and total_gpus > 0 else None,
+        colocated_share=rows.colocated_slots / rows.run_slots if rows.run_slots else None,
+        decision_p50_ms=pct(rows.decision_ms, 50),
+        decision_p99_ms=pct(rows.decision_ms, 99),
         wall_s=wall_s,
         jct_s=tuple(float(x) for x in jct),
         series=series,
-        rejected_jobs=tuple((o.job.job_id, o.error) for o in result.rejected),
-        peak_active_reservations=result.peak_active_reservations,
+        rejected_jobs=rows.rejected,
+        peak_active_reservations=rows.peak_active_reservations,
     )
-
-
-def _series(
-    result: SimResult,
-    arrival: npt.NDArray[np.int64],
-    start: npt.NDArray[np.int64],
-    end: npt.NDArray[np.int64],
-) -> Series:
-    runs: list[tuple[int, int, float]] = []
-    for o in result.outcomes:
-        if o.decision is None:
-            continue
-        per_worker, per_ps = o.job.request.worker.gpu, o.job.request.ps.gpu
-        for p in o.decision.slots:
-            runs.append((p.slot, p.stop, p.total_workers * per_worker + p.total_ps * per_ps))
-    total = result.cluster.total_capacity().gpu
-    return series_of(runs, arrival, start, end, result.cluster.slot_seconds, total)
 
 
 def series_of(
