@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +43,15 @@ def require_or_skip(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI=true and {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def replay_jobs_file(tmp_path: Path) -> Path:
+    """A six-job replay job list (jobs.json) shared by the replay CLI tests."""
+    jobs = [
+        {"id": f"j{i}", "submit": 300 * i, "workers": 1 + i % 3, "model": "seq2seq",
+         "duration_s": 1200}
+        for i in range(6)
+    ]  # fmt: skip
+    path = tmp_path / "jobs.json"
+    path.write_text(json.dumps({"jobs": jobs}))
+    return path

@@ -9,6 +9,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from slurm_mlsched.cli.app import app
+from tests.conftest import replay_jobs_file
 
 runner = CliRunner()
 ENV = {"MLSUB_FIXED_NOW": "2026-03-01T10:00:00Z", "MLSUB_DEBUG": ""}
@@ -19,13 +20,7 @@ def invoke(*args: str | Path) -> Any:
 
 
 def test_replay_runs_the_baselines(tmp_path: Path) -> None:
-    jobs = [
-        {"id": f"j{i}", "submit": 300 * i, "workers": 1 + i % 3, "model": "seq2seq",
-         "duration_s": 1200}
-        for i in range(6)
-    ]  # fmt: skip
-    path = tmp_path / "jobs.json"
-    path.write_text(json.dumps({"jobs": jobs}))
+    path = replay_jobs_file(tmp_path)
     args = ["replay", path, "--nodes", "2x4", "--json", "--lp-max-jobs", "0"]
     for policy in ("oasis", "optimus", "drf"):
         args += ["-p", policy]

@@ -11,20 +11,10 @@ from typer.testing import CliRunner
 
 from slurm_mlsched.cli.app import app
 from slurm_mlsched.errors import EXIT_CODES
+from tests.conftest import replay_jobs_file as jobs_file
 
 runner = CliRunner()
 ENV = {"MLSUB_FIXED_NOW": "2026-03-01T10:00:00Z", "MLSUB_DEBUG": ""}
-
-
-def jobs_file(tmp_path: Path) -> Path:
-    jobs = [
-        {"id": f"j{i}", "submit": 300 * i, "workers": 1 + i % 3, "model": "seq2seq",
-         "duration_s": 1200}
-        for i in range(6)
-    ]  # fmt: skip
-    path = tmp_path / "jobs.json"
-    path.write_text(json.dumps({"jobs": jobs}))
-    return path
 
 
 def invoke(*args: str | Path) -> Any:

@@ -17,20 +17,10 @@ from slurm_mlsched.cli.app import app
 from slurm_mlsched.services.replay import ReplayOptions
 from slurm_mlsched.services.replay_array import SlurmReplayOptions, prepare_array
 from slurm_mlsched.services.replay_cells import cell_path
+from tests.conftest import replay_jobs_file as jobs_file
 
 runner = CliRunner()
 ENV = {"MLSUB_FIXED_NOW": "2026-03-01T10:00:00Z", "MLSUB_DEBUG": ""}
-
-
-def jobs_file(tmp_path: Path) -> Path:
-    jobs = [
-        {"id": f"j{i}", "submit": 300 * i, "workers": 1 + i % 3, "model": "seq2seq",
-         "duration_s": 1200}
-        for i in range(6)
-    ]  # fmt: skip
-    path = tmp_path / "jobs.json"
-    path.write_text(json.dumps({"jobs": jobs}))
-    return path
 
 
 def invoke(*args: str | Path) -> Any:
