@@ -55,3 +55,18 @@ def replay_jobs_file(tmp_path: Path) -> Path:
     path = tmp_path / "jobs.json"
     path.write_text(json.dumps({"jobs": jobs}))
     return path
+
+
+def replay_job_list(tmp_path: Path, n: int) -> Path:
+    """``n`` resnet-50 jobs (1–4 workers) and one that can never fit (16 GPUs per worker),
+    as a job list with its epoch: the replay service tests' input."""
+    jobs: list[dict[str, object]] = [
+        {"id": f"j{i}", "submit": 200 * i, "workers": 1 + i % 4, "model": "resnet-50",
+         "duration_s": 900 + 300 * i}
+        for i in range(n)
+    ]  # fmt: skip
+    jobs.append({"id": "huge", "submit": 50, "workers": 1, "gpus_per_worker": 16,
+                 "model": "vgg-16", "workload": 1000})  # fmt: skip
+    path = tmp_path / "jobs.yaml"
+    path.write_text(json.dumps({"epoch": "2026-02-01T08:00:00Z", "jobs": jobs}))
+    return path

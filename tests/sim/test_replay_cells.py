@@ -54,6 +54,7 @@ from slurm_mlsched.services.replay_merge import (
 from slurm_mlsched.sim import SUMMARY_KEYS, compute_metrics, draw_utilities, simulate
 from slurm_mlsched.slurm.arrays import ArrayStatusReader
 from slurm_mlsched.slurm.runner import CommandResult, SlurmCommands
+from tests.conftest import replay_job_list
 
 CLOCK = FixedClock.from_iso("2026-01-01T00:00:00Z")
 TIMED = {"wall_s", "decision_p50_ms", "decision_p99_ms"}
@@ -61,16 +62,7 @@ UNTIMED = [k for k in SUMMARY_KEYS if k not in TIMED]
 
 
 def job_list(tmp_path: Path, n: int = 12) -> Path:
-    jobs: list[dict[str, Any]] = [
-        {"id": f"j{i}", "submit": 200 * i, "workers": 1 + i % 4, "model": "resnet-50",
-         "duration_s": 900 + 300 * i}
-        for i in range(n)
-    ]  # fmt: skip
-    jobs.append({"id": "huge", "submit": 50, "workers": 1, "gpus_per_worker": 16,
-                 "model": "vgg-16", "workload": 1000})  # fmt: skip
-    path = tmp_path / "jobs.yaml"
-    path.write_text(json.dumps({"epoch": "2026-02-01T08:00:00Z", "jobs": jobs}))
-    return path
+    return replay_job_list(tmp_path, n)
 
 
 def philly(tmp_path: Path) -> Path:

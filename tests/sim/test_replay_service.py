@@ -18,22 +18,14 @@ from slurm_mlsched.model import Form
 from slurm_mlsched.services.clock import FixedClock
 from slurm_mlsched.services.replay import ReplayOptions, run_replay
 from slurm_mlsched.sim import SUMMARY_KEYS
+from tests.conftest import replay_job_list
 
 CLOCK = FixedClock.from_iso("2026-01-01T00:00:00Z")
 TOP_KEYS = {"trace", "jobs", "skipped", "unplaceable", "policies"}
 
 
 def job_list(tmp_path: Path) -> Path:
-    jobs: list[dict[str, Any]] = [
-        {"id": f"j{i}", "submit": 200 * i, "workers": 1 + i % 4, "model": "resnet-50",
-         "duration_s": 900 + 300 * i}
-        for i in range(8)
-    ]  # fmt: skip
-    jobs.append({"id": "huge", "submit": 50, "workers": 1, "gpus_per_worker": 16,
-                 "model": "vgg-16", "workload": 1000})  # fmt: skip
-    path = tmp_path / "jobs.yaml"
-    path.write_text(json.dumps({"epoch": "2026-02-01T08:00:00Z", "jobs": jobs}))
-    return path
+    return replay_job_list(tmp_path, 8)
 
 
 def philly(tmp_path: Path) -> Path:
