@@ -8,8 +8,8 @@
 2. **Check** the cells agree: every cell of a seed saw the same input, and for each
    (policy, seed) the slices' ranges tile [0, n) with one row per job.
 3. **Per (policy, seed)**: the slices' rows, concatenated in slice order, give the metrics
-   of MODEL.md §8 (:func:`metrics_from_cells`), computed with the same operations in the
-   same order as ``sim.metrics.compute_metrics`` does from a ``SimResult``: with one
+   of MODEL.md §8 (:func:`metrics_from_cells`), computed by the function a local replay
+   uses (``sim.metrics.metrics_of_rows``, per-job columns): with one
    slice, the numbers of a local replay, except the measured times (``wall_s``, the
    decision latencies). ``wall_s`` is the sum of the slices' simulation times; the
    decision latencies are pooled. The LP bound is the slice's bound (one slice) or the sum
