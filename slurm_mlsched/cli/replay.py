@@ -15,8 +15,9 @@ import typer
 
 from ..errors import InputError
 from ..model import Form
+from ..placement.params import Binding
 from ..services.clock import Clock
-from ..services.replay import DEFAULT_NODES, ReplayOptions, run_replay
+from ..services.replay import DEFAULT_NODES, RESTART_S, ReplayOptions, run_replay
 from ..services.replay_array import SlurmReplayOptions, parse_seeds
 from ..sim.metrics import LP_MAX_JOBS
 from . import output, replay_slurm
@@ -34,6 +35,16 @@ def _form(value: str) -> Form:
         raise InputError(
             f"option --form must be elastic or non-elastic, got {value!r}",
             context={"option": "--form", "value": value},
+        ) from None
+
+
+def _binding(value: str) -> Binding:
+    try:
+        return Binding(value.strip().lower())
+    except ValueError:
+        raise InputError(
+            f"option --binding must be late or early, got {value!r}",
+            context={"option": "--binding", "value": value},
         ) from None
 
 
@@ -86,6 +97,21 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
         form: Annotated[
             str, typer.Option(help="elastic | non-elastic (yu-rr; fifo-* are non-elastic).")
         ] = "non-elastic",
+        binding: Annotated[
+            str,
+            typer.Option(
+                help="yu-rr: late (re-plan the waiting queue at every event) | early (book "
+                "each job's future at its arrival)."
+            ),
+        ] = "late",
+        restart_cost: Annotated[
+            float,
+            typer.Option(
+                "--restart-cost",
+                help="Seconds of no progress each time a running job's allocation changes "
+                "(every policy).",
+            ),
+        ] = RESTART_S,
         limit: Annotated[
             int | None, typer.Option(help="Replay only the N earliest-submitted jobs.")
         ] = None,
@@ -190,6 +216,8 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                 cluster=cluster,
                 seed=seed,
                 form=_form(form),
+                binding=_binding(binding),
+                restart_s=restart_cost,
                 slot_seconds=slot_seconds,
                 limit=limit,
                 lp_max_jobs=lp_max_jobs,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..model import ClusterSnapshot, Decision, JobRequest
 from . import policies as _policies  # noqa: F401  (registers the policies)
 from .feasibility import check_could_ever_fit
-from .params import PlacementParams
+from .params import Binding, PlacementParams
 from .registry import get_policy, policy_names
 
 
@@ -29,4 +29,4 @@ def place(
     return fn(request, snapshot, params or PlacementParams())
 
 
-__all__ = ["PlacementParams", "check_could_ever_fit", "place", "policy_names"]
+__all__ = ["Binding", "PlacementParams", "check_could_ever_fit", "place", "policy_names"]

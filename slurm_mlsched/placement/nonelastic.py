@@ -389,5 +389,46 @@ def _fallback(arr: Arrival, sh: Shape) -> Shape:
     raise RuntimeError("no start slot holds the job, not even on the empty cluster")
 
 
+def signature(sh: Shape) -> bytes:
+    """Identity of a drawn shape (start, mode, counts): equal draws repair equally."""
+    return b"%d:%d:" % (sh.start, sh.colo) + sh.w.tobytes() + sh.s.tobytes()
+
+
+def task_slots(arr: Arrival, sh: Shape) -> int:
+    """Tasks × slots the shape holds (the tie-break: fewer is better)."""
+    return (sh.workers + int(sh.s.sum())) * duration(arr, sh)
+
+
+def trim(arr: Arrival, sh: Shape) -> Shape:
+    """Remove workers that do not bring the end earlier (slot rounding), from the machine
+    with the most workers last in machine order, with the PSs the rule then needs; a
+    distributed shape left on one machine becomes co-located (faster, O1)."""
+    if sh.workers <= 1:
+        return sh
+    end = end_slot(arr, sh)
+    removed = 0
+    while sh.workers > 1:
+        trial = sh.copy()
+        h = int(np.flatnonzero(trial.w)[-1])
+        trial.w[h] -= 1
+        if trial.colo < 0:
+            if trial.workers < arr.shape.n_dist_min:
+                break
+            need = arr.job.ps_needed(trial.workers)
+            for g in np.flatnonzero(trial.s)[::-1]:
+                drop = min(int(trial.s.sum()) - need, int(trial.s[g]))
+                if drop <= 0:
+                    break
+                trial.s[g] -= drop
+            normalize(trial)
+        if end_slot(arr, trial) > end or overloaded(_room(arr, trial)).any():
+            break
+        sh = trial
+        removed += 1
+    if removed:
+        sh.actions.append(f"trimmed {removed} worker(s) that did not bring the end earlier")
+    return sh
+
+
 def mode_of(sh: Shape) -> Mode:
     return Mode.COLOCATED if sh.colo >= 0 else Mode.DISTRIBUTED

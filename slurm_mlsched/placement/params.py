@@ -7,9 +7,17 @@ Every choice MODEL.md leaves open is a field here with its default, documented i
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any
 
 from ..model import Form
+
+
+class Binding(StrEnum):
+    """When a job's resources are fixed (MODEL.md §4b, docs/formulation.md §14)."""
+
+    LATE = "late"  # a job that cannot start now holds nothing; the queue is re-planned
+    EARLY = "early"  # §4 read literally: the whole future is booked at the arrival
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,26 @@ class PlacementParams:
     mip_rel_gap: float = 0.0
     """exact: relative MIP gap accepted (0 = prove optimality)."""
 
+    # --- late binding over the pending queue (MODEL.md §4b; docs/formulation.md §14) ---
+    binding: Binding = Binding.LATE
+    """yu-rr: ``late`` re-plans the pending queue at every event and commits only what
+    starts now; ``early`` books each job's whole schedule at its arrival (§4 literally)."""
+    aging: float = 1.0
+    """γ of the queue order key S_i + γ·s_i (S_i: the job's service in machine-seconds,
+    s_i: its arrival in seconds): a later job can be put ahead of job i only if it arrives
+    within S_i / γ seconds of i. 0 = pure smallest-service-first (no bound)."""
+    reserve_depth: int = 1
+    """How many waiting jobs, in queue order, hold a tentative plan during a re-plan that
+    later jobs may not delay (1: the head, as EASY backfill; the starvation bound)."""
+    scan_depth: int = 64
+    """At most this many other waiting jobs are decided per event (in queue order), after
+    a cheap test that some of their tasks fit now."""
+
+    # --- the time model shared by every policy (MODEL.md §6) ---
+    restart_s: float = 30.0
+    """A running job whose allocation changes (resize, migration, preemption and resume)
+    makes no progress for this many seconds while it holds its new resources."""
+
     # --- the replay baselines oasis, optimus, drf (docs/formulation.md, "Baselines") ---
     utility_seed: int | None = None
     """Seed of the jobs' utility draws (``placement.utility``), which ``oasis`` prices
@@ -84,4 +112,5 @@ class PlacementParams:
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["form"] = str(self.form)
+        out["binding"] = str(self.binding)
         return out

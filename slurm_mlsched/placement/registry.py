@@ -9,6 +9,12 @@
   :mod:`.reallocation`). Only the replay runs them (``sim.realloc``): a Slurm job keeps
   its allocation, so ``place()`` refuses them.
 
+* **queue** policies, ``(tuple[PendingJob, ...], ClusterSnapshot, PlacementParams) ->
+  QueueStep``: late binding (MODEL.md §4b, :mod:`.late_binding`): at every event, the
+  waiting jobs re-planned against the running ones; only what starts now is committed.
+  ``yu-rr`` has both an arrival form (``binding: early``, and ``place()``) and a queue
+  form (``binding: late``, the replay default); ``qssf`` has only the queue form.
+
 A policy may also register a **prepare** hook, ``(requests, cluster, params) -> params``,
 which the replay calls once with all the jobs before the run: the place for constants a
 policy takes from the whole trace (OASiS's price bounds U and L).
@@ -20,7 +26,8 @@ from collections.abc import Callable, Sequence
 
 from ..errors import InputError
 from ..model import ClusterSnapshot, Decision, JobRequest
-from .params import PlacementParams
+from .late_binding import PendingJob, QueueStep
+from .params import Binding, PlacementParams
 from .reallocation import Allocation, RunningJob
 
 PolicyFn = Callable[[JobRequest, ClusterSnapshot, PlacementParams], Decision]
@@ -28,11 +35,13 @@ ReallocateFn = Callable[
     [tuple[RunningJob, ...], ClusterSnapshot, int, PlacementParams],
     tuple[Allocation | None, ...],
 ]
+QueueFn = Callable[[tuple[PendingJob, ...], ClusterSnapshot, PlacementParams], QueueStep]
 PrepareFn = Callable[[Sequence[JobRequest], ClusterSnapshot, PlacementParams], PlacementParams]
 
 _POLICIES: dict[str, PolicyFn] = {}
 _REALLOCATING: dict[str, ReallocateFn] = {}
 _PREPARE: dict[str, PrepareFn] = {}
+_QUEUE: dict[str, QueueFn] = {}
 
 
 def _claim(name: str) -> None:
@@ -64,8 +73,21 @@ def register_reallocating(name: str) -> Callable[[ReallocateFn], ReallocateFn]:
     return deco
 
 
+def register_queue(name: str) -> Callable[[QueueFn], QueueFn]:
+    """Register the queue (late-binding) form of a policy; ``name`` may also have an
+    arrival form (used with ``binding: early`` and by ``place()``)."""
+
+    def deco(fn: QueueFn) -> QueueFn:
+        if name in _QUEUE or name in _REALLOCATING:
+            raise RuntimeError(f"policy {name!r} registered twice")
+        _QUEUE[name] = fn
+        return fn
+
+    return deco
+
+
 def policy_names() -> tuple[str, ...]:
-    return tuple(sorted({*_POLICIES, *_REALLOCATING}))
+    return tuple(sorted({*_POLICIES, *_REALLOCATING, *_QUEUE}))
 
 
 def _unknown(name: str) -> InputError:
@@ -78,7 +100,9 @@ def _unknown(name: str) -> InputError:
 
 def policy_function(name: str) -> Callable[..., object]:
     """The registered function of either kind (for validation and ``mlsub policies``)."""
-    fn: Callable[..., object] | None = _POLICIES.get(name) or _REALLOCATING.get(name)
+    fn: Callable[..., object] | None = (
+        _POLICIES.get(name) or _REALLOCATING.get(name) or _QUEUE.get(name)
+    )
     if fn is None:
         raise _unknown(name)
     return fn
@@ -97,14 +121,36 @@ def get_policy(name: str) -> PolicyFn:
                 f"with one of: {', '.join(sorted(_POLICIES))}",
                 context={"policy": name},
             ) from None
+        if name in _QUEUE:
+            raise InputError(
+                f"policy {name!r} decides over the whole pending queue at every event: it "
+                "runs in replay only",
+                hint=f"replay a trace with it (mlsub replay TRACE --policy {name}), or plan "
+                f"with one of: {', '.join(sorted(_POLICIES))}",
+                context={"policy": name},
+            ) from None
         raise _unknown(name) from None
+
+
+def get_queue(name: str, params: PlacementParams) -> QueueFn | None:
+    """The queue form the replay runs ``name`` with: the only form of a queue-only policy,
+    the late-binding form of one that has both when ``params.binding`` is late; else
+    None."""
+    fn = _QUEUE.get(name)
+    if fn is None:
+        if name not in _POLICIES and name not in _REALLOCATING:
+            raise _unknown(name)
+        return None
+    if name in _POLICIES and params.binding is not Binding.LATE:
+        return None
+    return fn
 
 
 def get_reallocating(name: str) -> ReallocateFn | None:
     """The re-allocating policy ``name``, None when ``name`` is an arrival policy."""
     if name in _REALLOCATING:
         return _REALLOCATING[name]
-    if name in _POLICIES:
+    if name in _POLICIES or name in _QUEUE:
         return None
     raise _unknown(name)
 

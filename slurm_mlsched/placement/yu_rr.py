@@ -26,8 +26,9 @@ from ..model.decision import merge_runs
 from . import elastic, nonelastic
 from .arrival import Arrival, prepare, slot_plan, with_candidates
 from .highs_lp import highs_version
+from .late_binding import PendingJob, QueueStep, replan_queue
 from .params import PlacementParams
-from .registry import register
+from .registry import register, register_queue
 
 POLICY = "yu-rr"
 
@@ -133,40 +134,57 @@ def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
 
 
 def _non_elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
+    """K rounding trials, each repaired; the kept trial is the one that ends first after
+    repair (ties: fewer task-slots, then the lower trial index), then trimmed
+    (docs/formulation.md §14, ``trial_rule``)."""
     ss = nonelastic.search_start(arr)
     clock.lap("lp_search")
     rng = np.random.default_rng(arr.params.seed)
-    best: nonelastic.Shape | None = None
-    best_key: tuple[int, float, int] | None = None
     trials: list[tuple[str, float]] = []
+    repaired: dict[bytes, nonelastic.Shape] = {}  # identical draws are repaired once
+    best: tuple[tuple[int, int, int], int, nonelastic.Shape, nonelastic.Shape] | None = None
     for k in range(max(1, arr.params.trials)):
         sh = nonelastic.round_trial(arr, ss, rng)
-        end = nonelastic.end_slot(arr, sh) if sh.workers else 1 << 60
-        key = (nonelastic.violations(arr, sh), -nonelastic.work_by(arr, sh, ss.deadline), end)
+        end = nonelastic.end_slot(arr, sh) if sh.workers else -1
+        violations = nonelastic.violations(arr, sh)
+        work = nonelastic.work_by(arr, sh, ss.deadline)
+        sig = nonelastic.signature(sh)
+        fixed = repaired.get(sig)
+        if fixed is None:
+            chosen = sh.copy()
+            nonelastic.normalize(chosen)
+            fixed = nonelastic.repair(arr, chosen, ss.deadline)
+            repaired[sig] = fixed
+        fixed_end = nonelastic.end_slot(arr, fixed)
         trials += [
-            (f"trial{k}:violations", float(key[0])),
-            (f"trial{k}:work_fraction", -key[1] / arr.shape.workload),
-            (f"trial{k}:end_slot", float(end) if sh.workers else -1.0),
+            (f"trial{k}:violations", float(violations)),
+            (f"trial{k}:work_fraction", work / arr.shape.workload),
+            (f"trial{k}:end_slot", float(end)),
             (f"trial{k}:workers", float(sh.workers)),
             (f"trial{k}:start_slot", float(sh.start)),
             (f"trial{k}:colocated", 1.0 if sh.colo >= 0 else 0.0),
+            (f"trial{k}:repaired_end_slot", float(fixed_end)),
+            (f"trial{k}:repaired_workers", float(fixed.workers)),
         ]
-        if best_key is None or key < best_key:
-            best, best_key = sh, key
-    assert best is not None and best_key is not None
+        key = (fixed_end, nonelastic.task_slots(arr, fixed), k)
+        if best is None or key < best[0]:
+            best = (key, k, sh, fixed)
+    assert best is not None
+    _, kept, drawn, fixed = best
+    v = arr.shape.workload
     clock.lap("rounding")
-    chosen = best.copy()
-    nonelastic.normalize(chosen)
-    fixed = nonelastic.repair(arr, chosen, ss.deadline)
+    fixed = nonelastic.trim(arr, fixed.copy())
     end = nonelastic.end_slot(arr, fixed)
     plan = slot_plan(fixed.start, nonelastic.mode_of(fixed), arr.res.names, fixed.w, fixed.s)
     plans = (SlotPlan(plan.slot, plan.mode, plan.workers, plan.ps, end - fixed.start + 1),)
     clock.lap("repair")
     stats = (
-        ("pre_repair_violations", float(best_key[0])),
-        ("pre_repair_max_overload", nonelastic.max_overload(arr, best)),
-        ("pre_repair_work_fraction", -best_key[1] / arr.shape.workload),
-        ("pre_repair_end_slot", float(best_key[2]) if best.workers else -1.0),
+        ("kept_trial", float(kept)),
+        ("distinct_trial_outcomes", float(len(repaired))),
+        ("pre_repair_violations", float(nonelastic.violations(arr, drawn))),
+        ("pre_repair_max_overload", nonelastic.max_overload(arr, drawn)),
+        ("pre_repair_work_fraction", nonelastic.work_by(arr, drawn, ss.deadline) / v),
+        ("pre_repair_end_slot", float(nonelastic.end_slot(arr, drawn)) if drawn.workers else -1.0),
         ("lp_solves", float(ss.lp_solves)),
         *trials,
     )
@@ -213,3 +231,12 @@ def _decision(
         notes=notes,
         stats=stats,
     )
+
+
+@register_queue(POLICY)
+def replan_yu_rr(
+    pending: tuple[PendingJob, ...], snapshot: ClusterSnapshot, params: PlacementParams
+) -> QueueStep:
+    """Late binding (MODEL.md §4b): the waiting jobs re-planned at an event, each by the
+    per-job LP + rounding + repair in queue order; what starts now is committed."""
+    return replan_queue(pending, snapshot, params, place_yu_rr)

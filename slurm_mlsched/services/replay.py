@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..files.cluster_file import load_cluster
 from ..files.job_list import is_job_list, read_job_list
 from ..model import ClusterSnapshot, Form, JobRequest
-from ..placement import PlacementParams, policy_names
+from ..placement import Binding, PlacementParams, policy_names
 from ..placement.registry import policy_function
 from ..sim import (
     LowerBound,
@@ -60,6 +60,9 @@ ProgressFn = Callable[[str, int, int], None]
 """``progress(policy, done, total)``: jobs placed so far by the policy being replayed."""
 
 
+RESTART_S = PlacementParams().restart_s
+
+
 @dataclass(frozen=True)
 class ReplayOptions:
     trace: Path
@@ -69,6 +72,8 @@ class ReplayOptions:
     cluster: Path | None = None
     seed: int = 0
     form: Form = Form.NON_ELASTIC
+    binding: Binding = Binding.LATE
+    restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
     lp_max_jobs: int = LP_MAX_JOBS
@@ -268,6 +273,18 @@ class ReplayJobs:
     unplaceable: tuple[Unplaceable, ...]
 
 
+def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
+    """The parameters every policy of a replay runs with (form, binding, restart cost)."""
+    if not (opts.restart_s >= 0 and opts.restart_s < float("inf")):
+        raise InputError(
+            f"option --restart-cost must be a number of seconds >= 0, got {opts.restart_s}",
+            context={"option": "--restart-cost", "value": opts.restart_s},
+        )
+    return PlacementParams(
+        form=opts.form, seed=seed, binding=opts.binding, restart_s=opts.restart_s
+    )
+
+
 def prepare_jobs(opts: ReplayOptions) -> ReplayJobs:
     """Read the input of ``opts`` and admit its jobs onto the replay cluster: what every
     policy replays (``run_replay`` here, and each cell of ``mlsub replay --on-slurm``)."""
@@ -300,7 +317,7 @@ def run_replay(
     notes = list(prepared.cluster_notes)
     bound = lower_bound(admitted, cluster, max_jobs=opts.lp_max_jobs)
     utilities = draw_utilities((j.job_id for j in admitted), opts.seed)
-    params = PlacementParams(form=opts.form, seed=opts.seed)
+    params = replay_params(opts, opts.seed)
     metrics: dict[str, PolicyMetrics] = {}
     for policy in policies:
 

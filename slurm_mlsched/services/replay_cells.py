@@ -37,10 +37,10 @@ from typing import Any
 from .. import __version__
 from ..errors import InputError
 from ..model import Form, Mode
-from ..placement import PlacementParams
+from ..placement import Binding
 from ..sim import LowerBound, SimResult, draw_utilities, lower_bound, simulate, total_utility
 from .clock import Clock
-from .replay import ReplayJobs, ReplayOptions, _prepared, prepare_jobs
+from .replay import ReplayJobs, ReplayOptions, _prepared, prepare_jobs, replay_params
 
 PLAN_FILE = "plan.json"
 CELLS_DIR = "cells"
@@ -203,7 +203,7 @@ def options_as_dict(opts: ReplayOptions) -> dict[str, Any]:
         value = getattr(opts, f.name)
         if isinstance(value, Path):
             value = str(value)
-        elif isinstance(value, Form):
+        elif isinstance(value, Form | Binding):
             value = value.value
         elif isinstance(value, tuple):
             value = list(value)
@@ -219,6 +219,7 @@ def options_from_dict(data: Mapping[str, Any]) -> ReplayOptions:
         kw[key] = None if kw.get(key) is None else Path(kw[key])
     kw["policies"] = tuple(kw["policies"])
     kw["form"] = Form(kw["form"])
+    kw["binding"] = Binding(kw.get("binding", Binding.LATE))
     return ReplayOptions(**kw)
 
 
@@ -330,7 +331,7 @@ def run_cell(
             f"{len(prepared.admitted)} admitted"
         )
     bound = lower_bound(part, prepared.cluster, max_jobs=opts.lp_max_jobs) if cell.bound else None
-    params = PlacementParams(form=opts.form, seed=cell.seed)
+    params = replay_params(opts, cell.seed)
     began = clock.monotonic()
     result = simulate(part, prepared.cluster, cell.policy, params)
     wall = round(clock.monotonic() - began, 3)

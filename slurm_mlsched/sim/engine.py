@@ -41,17 +41,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import MlschedError, NeverFitsError
-from ..model import ClusterSnapshot
+from ..model import ClusterSnapshot, Decision
 from ..model.reservation_book import ReservationBook
 from ..placement.feasibility import check_could_ever_fit
+from ..placement.late_binding import PendingJob, QueueStep
 from ..placement.online import derive_seed
 from ..placement.params import PlacementParams
-from ..placement.registry import get_policy, get_reallocating, prepare_params
+from ..placement.registry import get_policy, get_queue, get_reallocating, prepare_params
 from .jobs import SimJob
 from .realloc import simulate_reallocating
 from .result import JobOutcome, SimResult
 
-__all__ = ["JobOutcome", "Progress", "SimResult", "Unplaceable", "admit", "simulate"]
+__all__ = [
+    "JobOutcome",
+    "Progress",
+    "SimResult",
+    "Unplaceable",
+    "admit",
+    "event_order",
+    "simulate",
+]
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` after arrivals (every ``progress_every`` and at the end;
@@ -92,6 +101,15 @@ def admit(
     return ok, bad
 
 
+def event_order(jobs: Sequence[SimJob]) -> list[int]:
+    """Indices of ``jobs`` in the order their arrivals are handled: arrival slot, submit
+    time, job id (MODEL.md §4b; completions come before arrivals in the same slot)."""
+    return sorted(
+        range(len(jobs)),
+        key=lambda i: (jobs[i].request.arrival_slot, jobs[i].submit_s, jobs[i].job_id),
+    )
+
+
 def simulate(
     jobs: Sequence[SimJob],
     cluster: ClusterSnapshot,
@@ -112,43 +130,80 @@ def simulate(
         return simulate_reallocating(
             jobs, base, policy, reallocate, params, progress, progress_every
         )
-    fn = get_policy(policy)
-    order = sorted(
-        range(len(jobs)),
-        key=lambda i: (jobs[i].request.arrival_slot, jobs[i].submit_s, jobs[i].job_id),
-    )
+    queue = get_queue(policy, params)
+    decide = get_policy(policy) if queue is None else None
+    order = event_order(jobs)
     events: list[tuple[int, int, int]] = [
         (jobs[i].request.arrival_slot, _ARRIVAL, k) for k, i in enumerate(order)
     ]
     heapq.heapify(events)
     book = ReservationBook(base.machines)  # a job's rows leave at its completion event
     outcomes: list[JobOutcome | None] = [None] * len(order)
+    waiting: dict[int, PendingJob] = {}  # arrival index k -> the job while it waits
+    series: list[tuple[int, int]] = []
     done = peak = handled = 0
-    while events:
-        slot, kind, k = heapq.heappop(events)
-        handled += 1
-        if kind == _COMPLETION:
-            continue  # the book drops the job's reservations from views after this slot
+
+    def commit(k: int, decision: Decision, slot: int) -> None:
+        nonlocal done
         job = jobs[order[k]]
-        snapshot = ClusterSnapshot(
-            base.machines, book.view(slot), base.slot_seconds, base.epoch, now_slot=slot
-        )
-        peak = max(peak, len(snapshot.reservations))
-        seeded = params.with_seed(derive_seed(params.seed, job.job_id))
-        try:
-            decision = fn(job.request, snapshot, seeded)
-        except MlschedError as err:
-            outcomes[k] = JobOutcome(job, None, f"{err.code}: {err.message}")
-        else:
-            outcomes[k] = JobOutcome(job, decision)
-            held = decision.reservations(job.request)
-            if held:
-                leave = max(max(r.end_slot for r in held), slot + 1)
-                book.add(held, leave)
-                heapq.heappush(events, (leave, _COMPLETION, k))
+        outcomes[k] = JobOutcome(job, decision)
+        held = decision.reservations(job.request)
+        if held:
+            leave = max(max(r.end_slot for r in held), slot + 1)
+            book.add(held, leave)
+            heapq.heappush(events, (leave, _COMPLETION, k))
         done += 1
         if progress is not None and (done % progress_every == 0 or done == len(order)):
             progress(done, len(order))
+
+    def reject(k: int, err: MlschedError) -> None:
+        nonlocal done
+        outcomes[k] = JobOutcome(jobs[order[k]], None, f"{err.code}: {err.message}")
+        done += 1
+        if progress is not None and (done % progress_every == 0 or done == len(order)):
+            progress(done, len(order))
+
+    while events:
+        slot = events[0][0]
+        arrived: list[int] = []
+        while events and events[0][0] == slot:  # completions (kind 0) pop first
+            _, kind, k = heapq.heappop(events)
+            handled += 1
+            if kind == _ARRIVAL:
+                arrived.append(k)
+        snapshot = ClusterSnapshot(
+            base.machines, book.view(slot), base.slot_seconds, base.epoch, now_slot=slot
+        )
+        if decide is not None:  # arrival policy: each new job decided once, whole future
+            for k in arrived:
+                snapshot = ClusterSnapshot(
+                    base.machines, book.view(slot), base.slot_seconds, base.epoch, now_slot=slot
+                )
+                peak = max(peak, len(snapshot.reservations))
+                job = jobs[order[k]]
+                seeded = params.with_seed(derive_seed(params.seed, job.job_id))
+                try:
+                    decision = decide(job.request, snapshot, seeded)
+                except MlschedError as err:
+                    reject(k, err)
+                else:
+                    commit(k, decision, slot)
+            continue
+        assert queue is not None
+        for k in arrived:
+            job = jobs[order[k]]
+            waiting[k] = PendingJob(job.request, derive_seed(params.seed, job.job_id))
+        if not waiting:
+            continue
+        peak = max(peak, len(snapshot.reservations))
+        step = queue(tuple(waiting.values()), snapshot, params)
+        _apply_step(step, waiting, slot, order, jobs, commit, reject)
+        series.append((slot, len(waiting)))
+        if waiting and not events:
+            raise RuntimeError(
+                f"{policy}: at slot {slot} nothing runs, {len(waiting)} job(s) wait and none "
+                "is to arrive (the queue policy started none of them)"
+            )
     return SimResult(
         policy=policy,
         params=params,
@@ -156,4 +211,37 @@ def simulate(
         outcomes=tuple(o for o in outcomes if o is not None),
         peak_active_reservations=peak,
         events=handled,
+        queue_series=tuple(series),
     )
+
+
+def _apply_step(
+    step: QueueStep,
+    waiting: dict[int, PendingJob],
+    slot: int,
+    order: list[int],
+    jobs: Sequence[SimJob],
+    commit: Callable[[int, Decision, int], None],
+    reject: Callable[[int, MlschedError], None],
+) -> None:
+    """Commit a re-plan: started jobs leave the queue (their decision gains the count of
+    re-plans), rejected ones too; reserved jobs keep their tentative plan."""
+    by_id = {jobs[order[k]].job_id: k for k in waiting}
+    decided = set(step.decided)
+    for job_id, err in step.rejected:
+        k = by_id[job_id]
+        del waiting[k]
+        reject(k, err)
+    for d in step.started:
+        k = by_id[d.job_id]
+        if d.start_slot != slot:
+            raise RuntimeError(f"job {d.job_id!r} started at {d.start_slot}, not now ({slot})")
+        p = waiting.pop(k)
+        replans = p.replans + (d.job_id in decided)
+        commit(k, replace(d, stats=(*d.stats, ("replans", float(replans)))), slot)
+    plans = {d.job_id: d for d in step.planned}
+    for k, p in list(waiting.items()):
+        job_id = p.request.job_id
+        waiting[k] = PendingJob(
+            p.request, p.seed, plans.get(job_id), p.replans + (job_id in decided)
+        )

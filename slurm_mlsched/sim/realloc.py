@@ -16,6 +16,11 @@ allocation until the next event (None: the job waits). The loop then
   W·ν_m mini-batches per slot (ν_in = Δ/θ_in co-located, ν_ex = Δ/θ_ex distributed), so
   with R left it ends in slot t + ⌈R / (W·ν_m)⌉ − 1; the next event is the earliest such
   end + 1 or the next arrival;
+* charges the **restart cost** (MODEL.md §6, ``params.restart_s``): a job that has run
+  before and gets a different allocation (resized, migrated, or resumed after a
+  preemption) makes no progress for ``restart_s`` seconds while it holds the new one; in
+  slots, its remaining work grows by the new rate × ``restart_s / Δ``, which is the same
+  when the allocation lasts that long and charges again if it changes sooner;
 * at a job's completion, records its :class:`~slurm_mlsched.model.Decision` (elastic):
   the runs of identical allocations it had, from its first running slot to its last.
 
@@ -59,6 +64,8 @@ class _Active:
     allocation: Allocation | None = None
     runs: list[tuple[int, int, Allocation]] = field(default_factory=list)  # (start, stop, alloc)
     rate: float = 0.0
+    ran: bool = False  # has held an allocation before
+    restarts: int = 0
 
     def record(self, start: int, stop: int) -> None:
         if self.allocation is None or stop <= start:
@@ -97,6 +104,7 @@ def _decision(
         arrival_slot=request.arrival_slot,
         solver=f"{policy}-reallocation",
         notes=NOTES,
+        stats=(("restarts", float(act.restarts)),),
     )
 
 
@@ -148,6 +156,7 @@ def simulate_reallocating(
     names = tuple(m.name for m in cluster.machines)
     capacity = np.array([m.capacity.as_tuple() for m in cluster.machines]).reshape(-1, 3)
     delta = cluster.slot_seconds
+    restart = max(0.0, params.restart_s) / delta  # slots of no progress per re-allocation
     decided: dict[str, Decision] = {}
     active: list[_Active] = []
     calls: list[float] = []
@@ -167,9 +176,13 @@ def simulate_reallocating(
         following = queue[nxt].request.arrival_slot if nxt < len(queue) else math.inf
         ends: list[float] = []
         for act, alloc in zip(active, got, strict=True):
-            if alloc is not act.allocation:
+            if alloc is not act.allocation and alloc != act.allocation:
                 act.allocation = alloc
                 act.rate = alloc.rate(act.job.request, delta) if alloc is not None else 0.0
+                if alloc is not None and act.ran and restart > 0:
+                    act.remaining += act.rate * restart
+                    act.restarts += 1
+                act.ran = act.ran or alloc is not None
             if act.rate > 0:
                 ends.append(slot + math.ceil(act.remaining / act.rate - 1e-9))
         then = min([following, *ends])

@@ -39,6 +39,7 @@ class SimResult:
     peak_active_reservations: int  # re-allocating policies: the most jobs one call saw
     events: int
     call_ms: tuple[float, ...] = ()  # re-allocating policies: each call's duration (ms)
+    queue_series: tuple[tuple[int, int], ...] = ()  # (slot, jobs waiting after the event)
 
     @property
     def decisions(self) -> tuple[Decision, ...]:

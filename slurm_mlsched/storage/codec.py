@@ -29,11 +29,11 @@ from ..model import (
     Resources,
     SlotPlan,
 )
-from ..placement.params import PlacementParams
+from ..placement.params import Binding, PlacementParams
 
 Json = Any
 _T = TypeVar("_T", int, float)
-_E = TypeVar("_E", Form, Mode)
+_E = TypeVar("_E", Form, Mode, Binding)
 
 
 class CodecError(ValueError):
@@ -214,6 +214,8 @@ def decode_params(d: Json) -> PlacementParams:
         raise CodecError(f"params: unknown field(s) {unknown}")
     if "form" in m:
         m["form"] = _enum(Form, m["form"], "params.form")
+    if "binding" in m:
+        m["binding"] = _enum(Binding, m["binding"], "params.binding")
     return PlacementParams(**m)
 
 

@@ -51,7 +51,8 @@ def test_a_running_job_shrinks_for_a_newcomer_and_grows_back() -> None:
         SimJob(make_job("A", workers=4, workload=v_a), 0.0),
         SimJob(make_job("B", workers=4, workload=nu * 2 * 2, arrival=2), 1200.0),
     ]
-    result = simulate(jobs, make_cluster(1, 4, 16), "drf", PlacementParams())
+    free = PlacementParams(restart_s=0.0)  # re-allocation free: the plain DRF arithmetic
+    result = simulate(jobs, make_cluster(1, 4, 16), "drf", free)
     a, b = result.decisions
     assert [(p.slot, p.length, p.total_workers) for p in a.slots] == [
         (0, 2, 4),
@@ -61,7 +62,30 @@ def test_a_running_job_shrinks_for_a_newcomer_and_grows_back() -> None:
     assert (b.start_slot, b.end_slot) == (2, 3)
     assert all(p.mode is Mode.COLOCATED for p in (*a.slots, *b.slots))
     assert a.work_covered == pytest.approx(v_a)
+    assert dict(a.stats)["restarts"] == 0
     assert capacity_violations(result) == [] and decision_problems(result) == []
+
+
+def test_every_resize_costs_the_restart_time() -> None:
+    # the same two jobs with the default restart cost (30 s of no progress per change):
+    # A is resized twice (4 -> 2 at B's arrival, 2 -> 4 at B's end), B never; A's last run
+    # must also redo 2 x 30 s of lost work, so it needs a 4th slot there
+    nu = RESNET.nu_in(600.0)
+    v_a = nu * (4 * 2 + 2 * 2 + 4 * 3)
+    jobs = [
+        SimJob(make_job("A", workers=4, workload=v_a), 0.0),
+        SimJob(make_job("B", workers=4, workload=nu * 2 * 2, arrival=2), 1200.0),
+    ]
+    result = simulate(jobs, make_cluster(1, 4, 16), "drf", PlacementParams())
+    a, b = result.decisions
+    assert PlacementParams().restart_s == 30.0
+    assert [(p.slot, p.length, p.total_workers) for p in a.slots] == [
+        (0, 2, 4),
+        (2, 2, 2),
+        (4, 4, 4),
+    ]
+    assert dict(a.stats)["restarts"] == 2 and dict(b.stats)["restarts"] == 0
+    assert (b.start_slot, b.end_slot) == (2, 3)
 
 
 def test_first_fit_placement_packs_in_node_order() -> None:

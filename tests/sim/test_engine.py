@@ -1,11 +1,11 @@
 """The replay engine's invariants (sim/engine.py), property-tested on small random job lists.
 
-For yu-rr (both forms), fifo-ff, fifo-bf, oasis and the re-allocating optimus and drf:
-the committed reservations never exceed a capacity at any slot; every admitted job gets an
-outcome and every placed one covers its work from its arrival on (so it finishes); a job is
-rejected only by fifo, when its N workers can never run at once, or by oasis (admission
-control, or a smallest distributed shape that never fits); the same seed gives the same
-decisions.
+For yu-rr (non-elastic late and early binding, elastic), qssf, fifo-ff, fifo-bf, oasis
+and the re-allocating optimus and drf: the committed reservations never exceed a capacity
+at any slot; every admitted job gets an outcome and every placed one covers its work from
+its arrival on (so it finishes); a job is rejected only by fifo and qssf, when its N
+workers can never run at once, or by oasis (admission control, or a smallest distributed
+shape that never fits); the same seed gives the same decisions.
 """
 
 from __future__ import annotations
@@ -16,23 +16,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Resources
-from slurm_mlsched.placement import PlacementParams
+from slurm_mlsched.placement import Binding, PlacementParams
 from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_cluster, make_job
 
 POLICIES = [
-    ("yu-rr", Form.NON_ELASTIC),
-    ("yu-rr", Form.ELASTIC),
-    ("fifo-ff", Form.NON_ELASTIC),
-    ("fifo-bf", Form.NON_ELASTIC),
-    ("oasis", Form.NON_ELASTIC),
-    ("optimus", Form.NON_ELASTIC),
-    ("drf", Form.NON_ELASTIC),
+    ("yu-rr", Form.NON_ELASTIC, Binding.LATE),
+    ("yu-rr", Form.NON_ELASTIC, Binding.EARLY),
+    ("yu-rr", Form.ELASTIC, Binding.EARLY),
+    ("qssf", Form.NON_ELASTIC, Binding.LATE),
+    ("fifo-ff", Form.NON_ELASTIC, Binding.LATE),
+    ("fifo-bf", Form.NON_ELASTIC, Binding.LATE),
+    ("oasis", Form.NON_ELASTIC, Binding.LATE),
+    ("optimus", Form.NON_ELASTIC, Binding.LATE),
+    ("drf", Form.NON_ELASTIC, Binding.LATE),
 ]
 REJECTS = {
     "fifo-ff": ("never-fits",),
     "fifo-bf": ("never-fits",),
+    "qssf": ("never-fits",),
     "oasis": ("rejected", "never-fits"),
 }
 
@@ -81,8 +84,8 @@ def test_replay_invariants_for_every_policy(
     cluster, jobs = case
     admitted, unplaceable = admit(jobs, cluster)
     assert len(admitted) + len(unplaceable) == len(jobs)
-    for policy, form in POLICIES:
-        params = PlacementParams(form=form, seed=seed)
+    for policy, form, binding in POLICIES:
+        params = PlacementParams(form=form, seed=seed, binding=binding)
         result = simulate(admitted, cluster, policy, params)
         assert [o.job.job_id for o in result.outcomes] == [j.job_id for j in admitted]
         assert capacity_violations(result) == [], policy

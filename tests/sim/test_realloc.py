@@ -19,7 +19,7 @@ from slurm_mlsched.sim.realloc import simulate_reallocating
 from tests.conftest import RESNET, make_cluster, make_job
 
 NU_IN = RESNET.nu_in(600.0)
-PARAMS = PlacementParams()
+PARAMS = PlacementParams(restart_s=0.0)  # the progress arithmetic; restarts: below
 
 
 def colocated(machine: int, workers: int) -> Allocation:
@@ -137,3 +137,28 @@ def test_simulate_hands_reallocating_policies_to_the_sibling_loop(policy: str) -
     assert capacity_violations(result) == [] and decision_problems(result) == []
     again = simulate(jobs, make_cluster(2, 4, 16), policy, PARAMS)
     assert [d.slots for d in again.decisions] == [d.slots for d in result.decisions]
+
+
+def test_a_resumed_or_resized_job_pays_the_restart_cost() -> None:
+    # A runs 2 slots, is preempted for 2 (None), resumes on the other machine: one restart
+    # (the first start is free); with restart_s = Δ/2 the lost half slot adds a slot
+    def pause(
+        jobs: tuple[RunningJob, ...], cluster: ClusterSnapshot, slot: int, params: PlacementParams
+    ) -> tuple[Allocation | None, ...]:
+        out: list[Allocation | None] = []
+        for j in jobs:
+            if j.request.job_id == "A":
+                out.append(colocated(0, 2) if slot < 2 else None if slot < 4 else colocated(1, 2))
+            else:
+                out.append(colocated(0, 4))
+        return tuple(out)
+
+    v_a = NU_IN * 2 * 4  # 4 slots at 2 workers
+    jobs = [at("A", 0, 2, v_a), at("B", 2, 4, NU_IN * 4 * 2)]
+    for restart, end in ((0.0, 5), (300.0, 6)):
+        result = simulate_reallocating(
+            jobs, make_cluster(2, 4, 16), "fake", pause, PlacementParams(restart_s=restart)
+        )
+        a = result.decisions[0]
+        assert a.end_slot == end, restart
+        assert dict(a.stats)["restarts"] == (1 if restart else 0)

@@ -234,9 +234,11 @@ def _decision(
     )
 
 
-def _place(
+def place_first_fit(
     job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams, policy: str, fcfs: bool
 ) -> Decision:
+    """The requested width laid out first-fit at the earliest start (``fcfs``: no earlier
+    than the latest start already in the snapshot), recorded under ``policy``."""
     began = time.perf_counter()
     a = max(job.arrival_slot, snapshot.now_slot)
     timeline = Timeline.of(snapshot, a)
@@ -252,10 +254,10 @@ def _place(
 @register("fifo-ff")
 def place_fifo_ff(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
     """Plain Slurm, first come first served: first-fit in node order, no overtaking."""
-    return _place(job, snapshot, params, "fifo-ff", fcfs=True)
+    return place_first_fit(job, snapshot, params, "fifo-ff", fcfs=True)
 
 
 @register("fifo-bf")
 def place_fifo_bf(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
     """Plain Slurm with EASY backfill: first-fit in node order in the earliest hole."""
-    return _place(job, snapshot, params, "fifo-bf", fcfs=False)
+    return place_first_fit(job, snapshot, params, "fifo-bf", fcfs=False)

@@ -1,0 +1,35 @@
+"""``qssf``: quasi-shortest-service-first (Helios, Hu et al., SC'21), the ablation of
+late-binding ``yu-rr`` (MODEL.md §6; docs/formulation.md §14).
+
+The same queue as ``yu-rr`` under late binding: at every event the waiting jobs are
+taken in :mod:`~slurm_mlsched.placement.queue_order` order (expected service, smallest
+first, with the same aging; given the same duration knowledge as ``yu-rr``), the first
+``reserve_depth`` of those that cannot start now hold a tentative plan later jobs may not
+delay, and a job starts as soon as it fits. Non-preemptive. What differs from ``yu-rr``
+is only the per-job decision: the trace's requested width (all N workers and the PSs a
+distributed run needs) laid out first-fit in node order, as plain Slurm does
+(:func:`.fifo.earliest_layout`), instead of the LP's choice of width, mode and machines.
+So ``yu-rr`` ÷ ``qssf`` measures what the placement adds on top of the queue order.
+"""
+
+from __future__ import annotations
+
+from ...model import ClusterSnapshot, Decision, JobRequest
+from ..late_binding import PendingJob, QueueStep, replan_queue
+from ..params import PlacementParams
+from ..registry import register_queue
+from .fifo import place_first_fit
+
+POLICY = "qssf"
+
+
+def _decide(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
+    return place_first_fit(job, snapshot, params, POLICY, fcfs=False)
+
+
+@register_queue(POLICY)
+def replan_qssf(
+    pending: tuple[PendingJob, ...], snapshot: ClusterSnapshot, params: PlacementParams
+) -> QueueStep:
+    """The waiting jobs in queue order, each at its requested width, first fit."""
+    return replan_queue(pending, snapshot, params, _decide)

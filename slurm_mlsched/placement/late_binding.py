@@ -1,0 +1,193 @@
+"""Late binding: re-plan the pending queue at an event, commit what starts now (MODEL.md §4b).
+
+A **queue policy** is called at every event (an arrival or a completion) with the jobs
+that wait and a snapshot at the event's slot that holds only the *running* jobs'
+reservations (running jobs never move). It returns the decisions of the jobs that start
+now; everything else keeps waiting and holds nothing. Its signature
+(``registry.QueueFn``)::
+
+    queue(pending: tuple[PendingJob, ...], snapshot: ClusterSnapshot,
+          params: PlacementParams) -> QueueStep
+
+:func:`replan_queue` is the re-plan every queue policy of the registry shares; the
+policies differ in the per-job decision they pass in (``yu-rr``'s LP + rounding + repair,
+``qssf``'s first fit at the requested width). At one event:
+
+1. the waiting jobs are sorted by :func:`.queue_order.queue_key` (smallest service
+   first, aged);
+2. in that order each job is decided against the running jobs plus what this re-plan
+   already gave out: the jobs started now, and the tentative plans of the first
+   ``reserve_depth`` jobs that do not start now (the *reserved* jobs: later jobs may not
+   delay them — EASY backfill's protection of the queue head);
+3. a decision that starts now is committed by the caller; a reserved job's decision is a
+   tentative plan, handed back at the next event in :attr:`PendingJob.plan`; the others
+   are dropped (they hold nothing);
+4. **monotone head**: if a job's previous tentative plan still fits and ends earlier than
+   its new decision, the previous plan is kept. With (2) this makes the end of the first
+   waiting job's plan non-increasing, the step of the starvation bound
+   (:mod:`.queue_order`);
+5. size control: past the reserved jobs, a job is decided only if a cheap test passes
+   (some machine has room for a worker now and the cluster for a worker and a PS), and at
+   most ``scan_depth`` such decisions are made per event.
+
+A per-job decision that raises :class:`~slurm_mlsched.errors.MlschedError` rejects the
+job (the caller records the error). Pure: no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..errors import MlschedError
+from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
+from .params import PlacementParams
+from .queue_order import largest_capacity, queue_key
+from .residual import FloatArray, residual_from
+
+DecideFn = Callable[[JobRequest, ClusterSnapshot, PlacementParams], Decision]
+
+
+@dataclass(frozen=True)
+class PendingJob:
+    """A waiting job as a queue policy sees it at an event."""
+
+    request: JobRequest
+    seed: int  # derive_seed(params.seed, job_id): the same at every re-plan
+    plan: Decision | None = None  # its tentative plan of the previous re-plan (reserved)
+    replans: int = 0  # how often it was decided while waiting
+
+
+@dataclass(frozen=True)
+class QueueStep:
+    """What one re-plan decided: who starts now, the tentative plans, the rejections."""
+
+    started: tuple[Decision, ...]
+    planned: tuple[Decision, ...] = ()
+    rejected: tuple[tuple[str, MlschedError], ...] = ()
+    decided: tuple[str, ...] = ()  # job ids decided (the per-job policy was called)
+    kept: tuple[str, ...] = ()  # job ids whose previous plan was kept (step 4)
+
+
+def ordered(
+    pending: Sequence[PendingJob], snapshot: ClusterSnapshot, params: PlacementParams
+) -> list[PendingJob]:
+    """The waiting jobs in queue order (:func:`.queue_order.queue_key`)."""
+    largest = largest_capacity(snapshot.machines)
+    delta, aging = snapshot.slot_seconds, params.aging
+    return sorted(pending, key=lambda p: queue_key(p.request, delta, largest, aging))
+
+
+def fits(reservations: Sequence[Reservation], snapshot: ClusterSnapshot) -> bool:
+    """Whether ``reservations`` fit in the snapshot's residual capacity (from now on)."""
+    if not reservations:
+        return True
+    now = snapshot.now_slot
+    if any(r.start_slot < now for r in reservations):
+        return False
+    res = residual_from(snapshot, now)
+    index = snapshot.machine_index()
+    need: dict[tuple[str, int, int], FloatArray] = {}
+    for r in reservations:
+        key = (r.machine, r.start_slot, r.end_slot)
+        use = np.array(r.usage.as_tuple())
+        need[key] = need[key] + use if key in need else use
+    for (machine, start, end), use in need.items():
+        if end <= start:
+            continue
+        h = index.get(machine)
+        if h is None or (res.window_min(start, end)[h] < use - 1e-7).any():
+            return False
+    # overlapping intervals on one machine: check slot by slot where they start
+    by_machine: dict[str, list[Reservation]] = {}
+    for r in reservations:
+        by_machine.setdefault(r.machine, []).append(r)
+    for machine, rows in by_machine.items():
+        if len(rows) < 2:
+            continue
+        h = index[machine]
+        for t in {r.start_slot for r in rows}:
+            use = sum(
+                (np.array(r.usage.as_tuple()) for r in rows if r.start_slot <= t < r.end_slot),
+                np.zeros(3),
+            )
+            if (res.at(t)[h] < use - 1e-7).any():
+                return False
+    return True
+
+
+def _usage_now(decision: Decision, job: JobRequest, n: int, index: dict[str, int]) -> FloatArray:
+    out = np.zeros((n, 3))
+    for r in decision.reservations(job):
+        if r.start_slot <= decision.start_slot < r.end_slot:
+            out[index[r.machine]] += r.usage.as_tuple()
+    return out
+
+
+def _might_start(job: JobRequest, room: FloatArray) -> bool:
+    """Necessary for any start now: a worker fits on some machine, and a worker and a PS
+    fit in the cluster's total room."""
+    alpha = np.array(job.worker.as_tuple())
+    beta = np.array(job.ps.as_tuple())
+    if not (room >= alpha - 1e-9).all(axis=1).any():
+        return False
+    return bool((room.sum(axis=0) >= alpha + beta - 1e-9).all())
+
+
+def replan_queue(
+    pending: Sequence[PendingJob],
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+    decide: DecideFn,
+) -> QueueStep:
+    """Re-plan the waiting jobs at ``snapshot.now_slot`` (module docstring)."""
+    now = snapshot.now_slot
+    index = snapshot.machine_index()
+    running = snapshot.reservations
+    extra: list[Reservation] = []
+    room = residual_from(snapshot, now).at(now).copy()
+    started: list[Decision] = []
+    planned: list[Decision] = []
+    rejected: list[tuple[str, MlschedError]] = []
+    decided: list[str] = []
+    kept: list[str] = []
+    reserved = scanned = 0
+    for p in ordered(pending, snapshot, params):
+        job = p.request
+        protected = reserved < params.reserve_depth
+        if not protected:
+            if scanned >= params.scan_depth or not _might_start(job, room):
+                continue
+            scanned += 1
+        snap = ClusterSnapshot(
+            snapshot.machines,
+            (*running, *extra) if extra else running,
+            snapshot.slot_seconds,
+            snapshot.epoch,
+            now,
+        )
+        try:
+            d = decide(job, snap, params.with_seed(p.seed))
+        except MlschedError as err:
+            rejected.append((job.job_id, err))
+            continue
+        decided.append(job.job_id)
+        if p.plan is not None and p.plan.end_slot < d.end_slot:
+            held = p.plan.reservations(job)
+            if fits(held, snap):
+                d = replace(
+                    p.plan,
+                    notes=(*p.plan.notes, f"kept the plan of an earlier re-plan at slot {now}"),
+                )
+                kept.append(job.job_id)
+        if d.start_slot == now:
+            started.append(d)
+            extra.extend(d.reservations(job))
+            room -= _usage_now(d, job, len(room), index)
+        elif protected:
+            planned.append(d)
+            extra.extend(d.reservations(job))
+            reserved += 1
+    return QueueStep(tuple(started), tuple(planned), tuple(rejected), tuple(decided), tuple(kept))
