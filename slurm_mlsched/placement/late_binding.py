@@ -126,7 +126,7 @@ def _usage_now(decision: Decision, job: JobRequest, n: int, index: dict[str, int
     return out
 
 
-def _might_start(job: JobRequest, room: FloatArray) -> bool:
+def might_start(job: JobRequest, room: FloatArray) -> bool:
     """Necessary for any start now: a worker fits on some machine, and a worker and a PS
     fit in the cluster's total room."""
     alpha = np.array(job.worker.as_tuple())
@@ -158,7 +158,7 @@ def replan_queue(
         job = p.request
         protected = reserved < params.reserve_depth
         if not protected:
-            if scanned >= params.scan_depth or not _might_start(job, room):
+            if scanned >= params.scan_depth or not might_start(job, room):
                 continue
             scanned += 1
         snap = ClusterSnapshot(

@@ -314,11 +314,11 @@ def repair(arr: Arrival, sh: Shape, deadline: int) -> Shape:
         normalize(sh)
     if sh.workers == 0 or overloaded(_room(arr, sh)).any():
         return _fallback(arr, sh)
-    _add_workers(arr, sh, deadline)
+    add_workers(arr, sh, deadline)
     return sh
 
 
-def _add_workers(arr: Arrival, sh: Shape, deadline: int) -> None:
+def add_workers(arr: Arrival, sh: Shape, deadline: int) -> None:
     """While the job ends after D, add a worker (and the PSs it needs) if it still fits."""
     shape = arr.shape
     order = np.arange(arr.res.n_machines, dtype=np.int64)

@@ -72,6 +72,21 @@ class PlacementParams:
     """At most this many other waiting jobs are decided per event (in queue order), after
     a cheap test that some of their tasks fit now."""
 
+    queue_program: str = "joint"
+    """yu-rr late binding: ``joint`` decides the head of the queue with one LP over
+    ``joint_jobs`` waiting jobs (MODEL.md §4b step 3); ``per-job`` decides each alone."""
+    joint_jobs: int = 8
+    """K of the joint program: at most this many waiting jobs (in queue order, each with
+    some task that fits now) share one LP."""
+    joint_blocks: int = 12
+    """Blocks of the joint LP's horizon (fine near now and where running jobs end)."""
+    joint_grow: str = "both"
+    """Joint program: a started job's counts are fixed for its whole run, so a trial may
+    add workers with the room left now (``always``), never (``never``), or every other
+    trial does (``both``, default: the kept trial decides)."""
+    joint_top_k: int = 4
+    """Co-location candidates per job in the joint LP (their union are singletons)."""
+
     # --- the time model shared by every policy (MODEL.md §6) ---
     restart_s: float = 30.0
     """A running job whose allocation changes (resize, migration, preemption and resume)
@@ -97,6 +112,9 @@ class PlacementParams:
     """optimus: (PS, worker) samples of the time model behind each job's speed-model fit."""
     optimus_noise: float = 0.05
     """optimus: relative noise of each sample, uniform in [−noise, +noise], seeded."""
+    tiresias_thresholds_s: tuple[float, ...] = (18_000.0,)
+    """tiresias: the attained-service thresholds (GPU-seconds) between its priority queues
+    (one threshold, two queues, as the Helios study's port of Tiresias)."""
     realloc_keep_placement: bool = True
     """optimus, drf: a job whose counts do not change at an event keeps its machines (no
     migration); False re-places every job at every event."""
@@ -113,4 +131,5 @@ class PlacementParams:
         out = asdict(self)
         out["form"] = str(self.form)
         out["binding"] = str(self.binding)
+        out["tiresias_thresholds_s"] = list(self.tiresias_thresholds_s)
         return out

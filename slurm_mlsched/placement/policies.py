@@ -1,3 +1,3 @@
 """Imports every policy module so that each registers itself."""
 
-from . import baselines, program, yu_rr  # noqa: F401
+from . import baselines, joint, program, yu_rr  # noqa: F401

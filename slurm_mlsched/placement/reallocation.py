@@ -64,6 +64,14 @@ class RunningJob:
     seed: int  # derive_seed(params.seed, job_id): every random step of the job uses it
     remaining: float  # mini-batches still to train (> 0)
     allocation: Allocation | None  # what it ran with since the last event (None: waiting)
+    attained_s: float = 0.0  # service so far: GPU-seconds (worker-seconds without GPUs)
+
+
+def service_rate(job: JobRequest, alloc: Allocation) -> float:
+    """Attained service per second of an allocation: its GPUs (its workers when the job
+    uses no GPU), Tiresias's two-dimensional service (count × time)."""
+    gpus = job.worker.gpu * alloc.total_workers + job.ps.gpu * alloc.total_ps
+    return gpus if gpus > 0 else float(alloc.total_workers)
 
 
 def allocation_problems(job: JobRequest, alloc: Allocation, n_machines: int) -> list[str]:

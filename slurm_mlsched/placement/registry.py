@@ -36,12 +36,20 @@ ReallocateFn = Callable[
     tuple[Allocation | None, ...],
 ]
 QueueFn = Callable[[tuple[PendingJob, ...], ClusterSnapshot, PlacementParams], QueueStep]
+WakeupFn = Callable[
+    [tuple[RunningJob, ...], tuple[Allocation | None, ...], int, float, PlacementParams],
+    int | None,
+]
+"""``wakeup(jobs, allocations, slot, slot_seconds, params)``: the next slot at which a
+re-allocating policy wants to be called again although no job arrives or ends (Tiresias's
+demotions), or None."""
 PrepareFn = Callable[[Sequence[JobRequest], ClusterSnapshot, PlacementParams], PlacementParams]
 
 _POLICIES: dict[str, PolicyFn] = {}
 _REALLOCATING: dict[str, ReallocateFn] = {}
 _PREPARE: dict[str, PrepareFn] = {}
 _QUEUE: dict[str, QueueFn] = {}
+_WAKEUP: dict[str, WakeupFn] = {}
 
 
 def _claim(name: str) -> None:
@@ -62,12 +70,16 @@ def register(name: str, *, prepare: PrepareFn | None = None) -> Callable[[Policy
     return deco
 
 
-def register_reallocating(name: str) -> Callable[[ReallocateFn], ReallocateFn]:
-    """Register a re-allocating policy (replay only)."""
+def register_reallocating(
+    name: str, *, wakeup: WakeupFn | None = None
+) -> Callable[[ReallocateFn], ReallocateFn]:
+    """Register a re-allocating policy (replay only), with its optional wake-up hook."""
 
     def deco(fn: ReallocateFn) -> ReallocateFn:
         _claim(name)
         _REALLOCATING[name] = fn
+        if wakeup is not None:
+            _WAKEUP[name] = wakeup
         return fn
 
     return deco
@@ -144,6 +156,11 @@ def get_queue(name: str, params: PlacementParams) -> QueueFn | None:
     if name in _POLICIES and params.binding is not Binding.LATE:
         return None
     return fn
+
+
+def get_wakeup(name: str) -> WakeupFn | None:
+    """The wake-up hook of a re-allocating policy (None: called at arrivals and ends only)."""
+    return _WAKEUP.get(name)
 
 
 def get_reallocating(name: str) -> ReallocateFn | None:

@@ -74,6 +74,28 @@ class Residual:
         out: FloatArray = self.seg_res[:, :, lo : hi + 1].min(axis=2)
         return out
 
+    def minus(self, usage: FloatArray, start: int, stop: int) -> Residual:
+        """A new residual with ``usage`` (H, 3) taken over slots [start, stop) (start ≥ t0):
+        the room left once a job with that usage runs there."""
+        if stop <= start:
+            return self
+        points = np.unique(np.r_[self.seg_starts, [start, stop]])
+        idx = np.searchsorted(self.seg_starts, points, side="right") - 1
+        seg = self.seg_res[:, :, idx].copy()
+        inside = (points >= start) & (points < stop)
+        seg[:, :, inside] -= usage[:, :, None]
+        np.maximum(seg, 0.0, out=seg)
+        touched = self.touched | (usage > 0).any(axis=1)
+        return Residual(
+            self.names,
+            self.capacity,
+            self.t0,
+            points.astype(np.int64),
+            seg,
+            touched,
+            max(self.free_after, stop),
+        )
+
     def blocks_min(self, starts: IntArray, stops: IntArray) -> FloatArray:
         """Minimum residual per block [starts[b], stops[b]): (H, 3, B)."""
         return np.stack(

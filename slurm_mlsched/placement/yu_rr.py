@@ -26,9 +26,8 @@ from ..model.decision import merge_runs
 from . import elastic, nonelastic
 from .arrival import Arrival, prepare, slot_plan, with_candidates
 from .highs_lp import highs_version
-from .late_binding import PendingJob, QueueStep, replan_queue
 from .params import PlacementParams
-from .registry import register, register_queue
+from .registry import register
 
 POLICY = "yu-rr"
 
@@ -231,12 +230,3 @@ def _decision(
         notes=notes,
         stats=stats,
     )
-
-
-@register_queue(POLICY)
-def replan_yu_rr(
-    pending: tuple[PendingJob, ...], snapshot: ClusterSnapshot, params: PlacementParams
-) -> QueueStep:
-    """Late binding (MODEL.md §4b): the waiting jobs re-planned at an event, each by the
-    per-job LP + rounding + repair in queue order; what starts now is committed."""
-    return replan_queue(pending, snapshot, params, place_yu_rr)

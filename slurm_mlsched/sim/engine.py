@@ -47,7 +47,13 @@ from ..placement.feasibility import check_could_ever_fit
 from ..placement.late_binding import PendingJob, QueueStep
 from ..placement.online import derive_seed
 from ..placement.params import PlacementParams
-from ..placement.registry import get_policy, get_queue, get_reallocating, prepare_params
+from ..placement.registry import (
+    get_policy,
+    get_queue,
+    get_reallocating,
+    get_wakeup,
+    prepare_params,
+)
 from .jobs import SimJob
 from .realloc import simulate_reallocating
 from .result import JobOutcome, SimResult
@@ -128,7 +134,7 @@ def simulate(
     reallocate = get_reallocating(policy)
     if reallocate is not None:
         return simulate_reallocating(
-            jobs, base, policy, reallocate, params, progress, progress_every
+            jobs, base, policy, reallocate, params, progress, progress_every, get_wakeup(policy)
         )
     queue = get_queue(policy, params)
     decide = get_policy(policy) if queue is None else None

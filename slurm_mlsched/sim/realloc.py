@@ -43,8 +43,8 @@ from ..model import ClusterSnapshot, Decision, Form, SlotPlan
 from ..placement.baselines.task_layout import usage_rows
 from ..placement.online import derive_seed
 from ..placement.params import PlacementParams
-from ..placement.reallocation import Allocation, RunningJob, allocation_problems
-from ..placement.registry import ReallocateFn
+from ..placement.reallocation import Allocation, RunningJob, allocation_problems, service_rate
+from ..placement.registry import ReallocateFn, WakeupFn
 from .jobs import SimJob
 from .result import JobOutcome, SimResult
 
@@ -66,6 +66,7 @@ class _Active:
     rate: float = 0.0
     ran: bool = False  # has held an allocation before
     restarts: int = 0
+    attained: float = 0.0  # GPU-seconds (worker-seconds without GPUs) run so far
 
     def record(self, start: int, stop: int) -> None:
         if self.allocation is None or stop <= start:
@@ -144,10 +145,11 @@ def simulate_reallocating(
     params: PlacementParams,
     progress: Progress | None = None,
     progress_every: int = 100,
+    wakeup: WakeupFn | None = None,
 ) -> SimResult:
     """Replay ``jobs`` on the empty ``cluster`` under the re-allocating ``policy`` (module
-    docstring). Deterministic for ``params.seed``; ``progress(done, total)`` counts
-    finished jobs."""
+    docstring); ``wakeup`` (the policy's hook) adds calls between arrivals and ends.
+    Deterministic for ``params.seed``; ``progress(done, total)`` counts finished jobs."""
     order = sorted(
         range(len(jobs)),
         key=lambda i: (jobs[i].request.arrival_slot, jobs[i].submit_s, jobs[i].job_id),
@@ -167,7 +169,9 @@ def simulate_reallocating(
             job = queue[nxt]
             active.append(_Active(job, derive_seed(params.seed, job.job_id), job.request.workload))
             nxt += 1
-        view = tuple(RunningJob(a.job.request, a.seed, a.remaining, a.allocation) for a in active)
+        view = tuple(
+            RunningJob(a.job.request, a.seed, a.remaining, a.allocation, a.attained) for a in active
+        )
         peak = max(peak, len(view))
         began = time.perf_counter()
         got = reallocate(view, cluster, slot, params)
@@ -185,7 +189,10 @@ def simulate_reallocating(
                 act.ran = act.ran or alloc is not None
             if act.rate > 0:
                 ends.append(slot + math.ceil(act.remaining / act.rate - 1e-9))
-        then = min([following, *ends])
+        woken = wakeup(view, tuple(got), slot, delta, params) if wakeup is not None else None
+        if woken is not None and woken <= slot:
+            raise RuntimeError(f"{policy}: wake-up slot {woken} is not after slot {slot}")
+        then = min([following, *ends, *([woken] if woken is not None else [])])
         if then == math.inf:
             raise RuntimeError(
                 f"{policy}: at slot {slot} no job runs, {len(active)} wait and none is to arrive"
@@ -194,6 +201,10 @@ def simulate_reallocating(
         still: list[_Active] = []
         for act in active:
             act.record(slot, stop)
+            if act.allocation is not None:
+                act.attained += (
+                    service_rate(act.job.request, act.allocation) * (stop - slot) * delta
+                )
             if act.rate > 0 and slot + math.ceil(act.remaining / act.rate - 1e-9) <= stop:
                 decided[act.job.job_id] = _decision(act, policy, names, delta, stop - 1)
                 done += 1

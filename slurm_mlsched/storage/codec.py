@@ -214,6 +214,8 @@ def decode_params(d: Json) -> PlacementParams:
         raise CodecError(f"params: unknown field(s) {unknown}")
     if "form" in m:
         m["form"] = _enum(Form, m["form"], "params.form")
+    if "tiresias_thresholds_s" in m:
+        m["tiresias_thresholds_s"] = tuple(float(x) for x in m["tiresias_thresholds_s"])
     if "binding" in m:
         m["binding"] = _enum(Binding, m["binding"], "params.binding")
     return PlacementParams(**m)

@@ -3,4 +3,4 @@
 signature ``(JobRequest, ClusterSnapshot, PlacementParams) -> Decision``, and the
 re-allocating policies ``optimus`` and ``drf`` (``placement.reallocation``)."""
 
-from . import drf, fifo, oasis, optimus, qssf  # noqa: F401  (register their policies)
+from . import drf, fifo, oasis, optimus, qssf, tiresias  # noqa: F401  (register their policies)

@@ -107,14 +107,15 @@ def _one_machine(workers: IntArray, ps: IntArray) -> int | None:
     return int(used[0]) if len(used) == 1 else None
 
 
-def _place_one(
-    job: JobRequest, workers: int, ps: int, room: FloatArray, spread: Spread
+def place_one(
+    job: JobRequest, workers: int, ps: int, room: FloatArray, spread: Spread, shed: bool = True
 ) -> Allocation | None:
     """The job's tasks on ``room`` (module docstring, step 2), shedding workers until they
-    fit; ``room`` is reduced by what is placed."""
+    fit (``shed=False``: all ``workers`` or nothing); ``room`` is reduced by what is
+    placed."""
     alpha, beta = np.asarray(job.worker.as_tuple()), np.asarray(job.ps.as_tuple())
     lo, hi = job.min_distributed_workers(), job.max_distributed_workers()
-    for w in range(workers, 0, -1):
+    for w in range(workers, 0 if shed else workers - 1, -1):
         s = ps if w == workers else ps_for(job, w)
         colo = spread(room, alpha, w, beta, 1)
         if colo is not None and (h := _one_machine(*colo)) is not None:
@@ -164,5 +165,5 @@ def place_counts(
         np.subtract.at(room, np.asarray(rows), np.asarray(use))
     for i in todo:
         w, s = counts[i]
-        out[i] = _place_one(jobs[i].request, w, s, room, spread)
+        out[i] = place_one(jobs[i].request, w, s, room, spread)
     return tuple(out)

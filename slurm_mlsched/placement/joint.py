@@ -1,0 +1,463 @@
+"""``yu-rr`` under late binding: one program over the head of the queue (MODEL.md §4b).
+
+At an event in slot t (the queue form of ``yu-rr``, ``binding: late``):
+
+1. **The head's plan.** The first waiting job in queue order keeps its previous
+   tentative plan as a fixed reservation when that plan still fits (the monotone-head step
+   of :mod:`.late_binding`, on which the starvation bound rests).
+2. **The window.** The next waiting jobs in queue order for which some task fits now
+   (the cheap test of :mod:`.late_binding`), at most ``joint_jobs`` of them.
+3. **The joint program.** With two or more jobs in the window (``queue_program:
+   joint``), the LP relaxation of §3's program over all of them together
+   (:mod:`.joint_lp`: shared capacity, total completion time with the completion cuts)
+   on blocks from now to a horizon by which all of them can finish.
+4. **Randomized rounding** of what starts now: for each job in queue order, one mode is
+   drawn with the LP's block-0 probabilities (co-located on j w.p. u[i,j,0], distributed
+   w.p. v[i,0], wait otherwise); the mode's counts are scaled by λ/probability and rounded
+   unbiasedly; then **repair** (:func:`.nonelastic.repair`, against the room left by the
+   jobs this trial already started) makes the shape fit its whole run, or moves it later
+   (then the job waits). ``trials`` trials (seeded with the head job's seed mixed with the
+   slot), identical outcomes repaired once.
+5. **The trial kept** is the one with the least total completion time *after repair*:
+   the started jobs' ends, plus for the jobs that wait an estimate by list scheduling (in
+   queue order, each at its earliest start with its requested width on what is left);
+   ties: fewer task-slots, then the lower trial. Its started jobs are **trimmed**
+   (workers that do not bring their end earlier are removed).
+6. **The rest** of the queue (the head's new plan, reserved jobs, backfill) goes through
+   :func:`.late_binding.replan_queue` with the per-job decision, against the running jobs
+   plus the jobs started in 5.
+
+``queue_program: per-job`` skips 2–5 (every job decided alone, in queue order). Pure.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from ..errors import SolverError
+from ..model import ClusterSnapshot, Decision, JobRequest, Reservation, SlotPlan
+from .arrival import Arrival, slot_plan, with_candidates
+from .highs_lp import highs_version
+from .job_lp import FloatArray, IntArray, JobShape
+from .joint_lp import JointInstance, JointSolution, solve_joint_lp
+from .late_binding import (
+    PendingJob,
+    QueueStep,
+    fits,
+    might_start,
+    ordered,
+    replan_queue,
+)
+from .nonelastic import (
+    Shape,
+    add_workers,
+    end_slot,
+    mode_of,
+    normalize,
+    repair,
+    task_slots,
+    trim,
+)
+from .online import derive_seed
+from .packing import first_fit, fit_counts, unbiased_round
+from .params import PlacementParams
+from .registry import register_queue
+from .residual import Residual, identical_groups, residual_from
+from .yu_rr import POLICY, place_yu_rr
+
+SOLVER = "highs-lp-joint"
+
+
+def _arrival(
+    job: JobRequest, res: Residual, snapshot: ClusterSnapshot, params: PlacementParams
+) -> Arrival:
+    now = snapshot.now_slot
+    shape = JobShape.of(job, snapshot.slot_seconds)
+    d_min = job.shortest_slots(snapshot.slot_seconds)
+    return with_candidates(Arrival(job, shape, res, now, d_min, (), (), params))
+
+
+def _groups(
+    arrs: list[Arrival], res: Residual, top_k: int
+) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
+    """The shared groups (candidate singletons first, then identical groups of the rest)
+    and, per job, its candidates as group indices."""
+    singles: list[int] = []
+    for arr in arrs:
+        for h in arr.colo[:top_k]:
+            if h not in singles:
+                singles.append(h)
+    rest = identical_groups(res, set(singles))
+    groups = tuple((h,) for h in singles) + tuple(tuple(g) for g in rest)
+    where = {h: i for i, h in enumerate(singles)}
+    colo = tuple(tuple(where[h] for h in arr.colo[:top_k]) for arr in arrs)
+    return groups, colo
+
+
+def _horizon(arrs: list[Arrival], res: Residual, now: int) -> int:
+    """A slot by which all jobs surely finish: the running jobs' end, then each job in
+    turn with its smallest shape on the empty cluster."""
+    t = max(res.free_after, now)
+    for arr in arrs:
+        t += arr.longest_end() - max(res.free_after, arr.a)
+    return t + 1
+
+
+def _blocks(
+    now: int, stop: int, cuts: tuple[int, ...], max_blocks: int
+) -> tuple[IntArray, IntArray]:
+    """Blocks over [now, stop): fine near now (1, 1, 2, 4, … slots) and at the slots where
+    the running jobs end (the first half of the budget), coarse later."""
+    budget = max(2, max_blocks)
+    inner = sorted(c for c in dict.fromkeys(cuts) if now < c < stop)[: budget // 2]
+    k = 0
+    geo: list[int] = []
+    while now + (1 << k) < stop and len(geo) < budget:
+        geo.append(now + (1 << k))
+        k += 1
+    points = sorted({*inner, *geo})
+    while len(points) > budget - 1:  # drop geometric points first, the latest first
+        extra = [p for p in points if p not in inner]
+        points.remove(extra[-1] if extra else points[-1])
+    bounds = np.array([now, *points, stop], dtype=np.int64)
+    return bounds[:-1], bounds[1:]
+
+
+def _instance(
+    arrs: list[Arrival], res: Residual, params: PlacementParams, now: int
+) -> tuple[JointInstance, tuple[tuple[int, ...], ...]]:
+    groups, colo = _groups(arrs, res, params.joint_top_k)
+    starts, stops = _blocks(now, _horizon(arrs, res, now), res.change_slots(), params.joint_blocks)
+    mins = res.blocks_min(starts, stops)  # (H, 3, B)
+    reps = np.array([g[0] for g in groups], dtype=np.int64)
+    sizes = np.array([len(g) for g in groups], dtype=np.int64)
+    per_machine = mins[reps]
+    return JointInstance(
+        widths=(stops - starts).astype(np.int64),
+        group_sizes=sizes,
+        cap=per_machine * sizes[:, None, None],
+        per_machine=per_machine,
+        colo=colo,
+    ), groups
+
+
+def _usage(arr: Arrival, sh: Shape) -> FloatArray:
+    out: FloatArray = sh.w[:, None] * arr.shape.alpha + sh.s[:, None] * arr.shape.beta
+    return out
+
+
+def _draw(
+    arr: Arrival,
+    sol_u: FloatArray,
+    sol_wl: FloatArray,
+    sol_v: float,
+    sol_wd: FloatArray,
+    sol_sd: FloatArray,
+    cand: tuple[int, ...],
+    groups: tuple[tuple[int, ...], ...],
+    rng: np.random.Generator,
+) -> Shape | None:
+    """One rounding draw of block 0 for one job: None = it waits."""
+    lam, shape, res, now = arr.params.scale, arr.shape, arr.res, arr.a
+    h_count = res.n_machines
+    probs = np.r_[sol_u, sol_v]
+    pick = int(np.searchsorted(np.cumsum(probs), rng.random(), side="right"))
+    w = np.zeros(h_count, dtype=np.int64)
+    s = np.zeros(h_count, dtype=np.int64)
+    if pick < len(cand) and sol_u[pick] > 1e-9:
+        h = groups[cand[pick]][0]
+        n = min(
+            int(unbiased_round(np.array([lam * sol_wl[pick] / sol_u[pick]]), rng)[0]), shape.n_max
+        )
+        if n <= 0:
+            return None
+        w[h], s[h] = n, 1
+        return Shape(now, h, w, s)
+    if pick == len(cand) and sol_v > 1e-9:
+        gw = unbiased_round(lam * sol_wd / sol_v, rng)
+        gs = unbiased_round(lam * sol_sd / sol_v, rng)
+        room = res.at(now).copy()
+        for g, members in enumerate(groups):
+            order = np.array(members, dtype=np.int64)
+            for demand, count, row in ((shape.beta, gs[g], s), (shape.alpha, gw[g], w)):
+                if count <= 0:
+                    continue
+                placed = first_fit(room, demand, int(count), order)
+                row += placed
+                left = int(count) - int(placed.sum())
+                if left > 0:  # repair sheds what does not fit
+                    row[order[0]] += left
+                    room[order[0]] -= demand * left
+        excess = int(w.sum()) - shape.n_dist_max
+        for h in np.flatnonzero(w)[::-1]:
+            if excess <= 0:
+                break
+            take = min(excess, int(w[h]))
+            w[h] -= take
+            excess -= take
+        if int(w.sum()) == 0:
+            return None
+        return Shape(now, -1, w, s)
+    return None
+
+
+def _estimate(arr: Arrival, res: Residual) -> tuple[int, Residual, Shape | None]:
+    """List-scheduling estimate for a job that waits: its earliest start with the requested
+    width (all N workers co-located, else distributed) on ``res``; the end, the room left
+    and the shape (None when the width never fits at once: then the most workers one
+    machine holds, on the empty cluster, gives the end)."""
+    shape, job = arr.shape, arr.job
+    h_count = res.n_machines
+    order = np.arange(h_count, dtype=np.int64)
+    need_colo = shape.alpha * shape.n_max + shape.beta
+    w_ex = shape.n_dist_max
+    d_ex = math.ceil(shape.workload / (w_ex * shape.nu_ex) - 1e-9) if w_ex else 0
+    for sigma in (arr.a, *res.increase_slots()):
+        mins = res.window_min(sigma, sigma + arr.d_min)
+        ok = np.flatnonzero((mins >= need_colo - 1e-9).all(axis=1))
+        if len(ok):
+            h = int(ok[0])
+            w = np.zeros(h_count, dtype=np.int64)
+            s = np.zeros(h_count, dtype=np.int64)
+            w[h], s[h] = shape.n_max, 1
+            sh = Shape(sigma, h, w, s)
+        elif w_ex >= shape.n_dist_min and d_ex:
+            room = res.window_min(sigma, sigma + d_ex).copy()
+            if (room.sum(axis=0) < shape.alpha * w_ex - 1e-9).any():
+                continue
+            n_ps = job.ps_needed(w_ex)
+            s = first_fit(room, shape.beta, n_ps, order)
+            w = first_fit(room, shape.alpha, w_ex, order)
+            if int(w.sum()) != w_ex or int(s.sum()) != n_ps:
+                continue
+            sh = Shape(sigma, -1, w, s)
+            normalize(sh)
+        else:
+            continue
+        end = end_slot(arr, sh)
+        return end, res.minus(_usage(arr, sh), sigma, end + 1), sh
+    sigma = max(res.free_after, arr.a)
+    fit = int(min(fit_counts(res.capacity - shape.beta, shape.alpha).max(), shape.n_max))
+    rate = max(fit, 1) * shape.nu_in
+    return sigma + math.ceil(shape.workload / rate - 1e-9) - 1, res, None
+
+
+def _trial(
+    arrs: list[Arrival],
+    sol: JointSolution,
+    groups: tuple[tuple[int, ...], ...],
+    widths: IntArray,
+    res: Residual,
+    rng: np.random.Generator,
+    memo: dict[bytes, Shape | None],
+    estimates: dict[bytes, int],
+    grow: bool,
+) -> tuple[int, int, list[tuple[int, Shape]]]:
+    """One trial: (total completion after repair, task-slots, started (job index, shape))."""
+    now = arrs[0].a
+    path = b""  # the shapes started so far in this trial: with the draw, the repair's input
+    started: list[tuple[int, Shape]] = []
+    waiting: list[int] = []
+    for i, arr in enumerate(arrs):
+        lp = sol.jobs[i]
+        drawn = _draw(
+            arr,
+            lp.u[:, 0],
+            lp.wl[:, 0],
+            float(lp.v[0]),
+            lp.wd[:, 0],
+            lp.sd[:, 0],
+            lp.colo,
+            groups,
+            rng,
+        )
+        if drawn is None:
+            waiting.append(i)
+            continue
+        normalize(drawn)
+        here = replace(arr, res=res)
+        key = (
+            b"%d|" % grow
+            + path
+            + b"|%d:%d|" % (i, drawn.colo)
+            + drawn.w.tobytes()
+            + drawn.s.tobytes()
+        )
+        if key in memo:
+            fixed = memo[key]
+        else:
+            fixed = _repaired(here, drawn, lp.completion_slots(widths), grow)
+            memo[key] = fixed
+        if fixed is None:
+            waiting.append(i)
+            continue
+        started.append((i, fixed))
+        path += b"|%d:%d|" % (i, fixed.colo) + fixed.w.tobytes() + fixed.s.tobytes()
+        res = res.minus(_usage(here, fixed), now, end_slot(here, fixed) + 1)
+    total = sum(end_slot(arrs[i], sh) - now + 1 for i, sh in started)
+    slots = sum(task_slots(arrs[i], sh) for i, sh in started)
+    key = b"wait|" + path
+    if key not in estimates:
+        later = 0
+        for i in waiting:
+            end, res, _ = _estimate(replace(arrs[i], res=res), res)
+            later += end - now + 1
+        estimates[key] = later
+    return total + estimates[key], slots, started
+
+
+def _repaired(arr: Arrival, drawn: Shape, lp_completion: float, grow: bool) -> Shape | None:
+    """A drawn shape made to fit its whole run from now (None: the job waits): repair
+    (§4 step 4, up to the job's LP completion), optionally the room left now, and never a
+    start now that ends later than the requested width would at its earliest start."""
+    now = arr.a
+    deadline = now + max(1, math.ceil(lp_completion - 1e-9)) - 1
+    fixed = repair(arr, drawn.copy(), deadline)
+    if fixed.start != now or fixed.workers == 0:
+        return None
+    if grow:  # counts are fixed once started: use the room left now
+        add_workers(arr, fixed, now)
+    alone, _, full = _estimate(arr, arr.res)
+    if alone < end_slot(arr, fixed):  # a narrow start now would end later: not it
+        if full is None or full.start != now:
+            return None
+        return full
+    return fixed
+
+
+def joint_start(
+    window: list[PendingJob], snapshot: ClusterSnapshot, params: PlacementParams
+) -> tuple[Decision, ...]:
+    """Steps 3–5 of the module docstring: the decisions of the window's jobs that start
+    now (possibly none)."""
+    began = time.perf_counter()
+    now = snapshot.now_slot
+    res = residual_from(snapshot, now)
+    arrs = [_arrival(p.request, res, snapshot, params.with_seed(p.seed)) for p in window]
+    inst, groups = _instance(arrs, res, params, now)
+    sol = solve_joint_lp(tuple(a.shape for a in arrs), inst, params.time_limit_s)
+    lp_ms = (time.perf_counter() - began) * 1000.0
+    if not sol.feasible:
+        raise SolverError(
+            f"HiGHS ended the joint LP of {len(window)} job(s) at slot {now} with status "
+            f"{sol.status}",
+            hint="raise time_limit_s, or report the instance",
+        )
+    seed = derive_seed(window[0].seed, f"joint:{now}")
+    rng = np.random.default_rng(seed)
+    memo: dict[bytes, Shape | None] = {}
+    estimates: dict[bytes, int] = {}
+    best: tuple[tuple[int, int, int], list[tuple[int, Shape]]] | None = None
+    outcomes: set[tuple[tuple[int, bytes], ...]] = set()
+    for k in range(max(1, params.trials)):
+        grow = (params.joint_grow == "both" and k % 2 == 1) or params.joint_grow == "always"
+        total, slots, started = _trial(
+            arrs, sol, groups, inst.widths, res, rng, memo, estimates, grow
+        )
+        outcomes.add(tuple((i, sh.w.tobytes() + sh.s.tobytes()) for i, sh in started))
+        if best is None or (total, slots, k) < best[0]:
+            best = ((total, slots, k), started)
+    assert best is not None
+    (score, _, kept), chosen = best
+    elapsed = (time.perf_counter() - began) * 1000.0
+    out: list[Decision] = []
+    for i, sh in chosen:
+        arr = arrs[i]
+        sh = trim(arr, sh.copy())
+        end = end_slot(arr, sh)
+        plan = slot_plan(now, mode_of(sh), arr.res.names, sh.w, sh.s)
+        plans = (SlotPlan(now, plan.mode, plan.workers, plan.ps, end - now + 1),)
+        lp = sol.jobs[i]
+        out.append(
+            Decision(
+                job_id=arr.job.job_id,
+                policy=POLICY,
+                form=params.form,
+                seed=seed,
+                slots=plans,
+                start_slot=now,
+                end_slot=end,
+                work_covered=arr.rate(plan.mode) * plan.total_workers * (end - now + 1),
+                arrival_slot=arr.job.arrival_slot,
+                lp_deadline=now + max(1, math.ceil(lp.completion_slots(inst.widths) - 1e-9)) - 1,
+                lp_value=sol.objective,
+                trials=params.trials,
+                repair_actions=tuple(sh.actions),
+                solver=SOLVER,
+                solver_version=highs_version(),
+                timings_ms=(
+                    ("joint_lp", round(lp_ms, 3)),
+                    ("joint_rounding", round(elapsed - lp_ms, 3)),
+                ),
+                notes=(
+                    f"joint program over {len(window)} waiting job(s) at slot {now} "
+                    f"(queue order); kept trial {kept} of {params.trials}",
+                ),
+                stats=(
+                    ("joint_jobs", float(len(window))),
+                    ("kept_trial", float(kept)),
+                    ("distinct_trial_outcomes", float(len(outcomes))),
+                    ("trial_total_completion_slots", float(score)),
+                    ("lp_completion_slots", lp.completion_slots(inst.widths)),
+                    ("lp_solves", 1.0),
+                ),
+            )
+        )
+    return tuple(out)
+
+
+@register_queue(POLICY)
+def replan_yu_rr(
+    pending: tuple[PendingJob, ...], snapshot: ClusterSnapshot, params: PlacementParams
+) -> QueueStep:
+    """Late binding (module docstring): the joint program over the head of the queue,
+    then the per-job re-plan of the rest."""
+    if params.queue_program == "per-job" or params.joint_jobs < 2 or len(pending) < 2:
+        return replan_queue(pending, snapshot, params, place_yu_rr)
+    queue = ordered(pending, snapshot, params)
+    held: list[Reservation] = []
+    head = queue[0]
+    first: tuple[Decision, ...] = ()  # the head's kept plan when it starts now
+    if head.plan is not None:
+        mine = head.plan.reservations(head.request)
+        if fits(mine, snapshot):
+            held = list(mine)
+            if head.plan.start_slot == snapshot.now_slot:
+                first = (head.plan,)
+    base = replace(snapshot, reservations=(*snapshot.reservations, *held)) if held else snapshot
+    room = residual_from(base, base.now_slot).at(base.now_slot)
+    window = [p for p in queue[1 if held else 0 :] if might_start(p.request, room)][
+        : params.joint_jobs
+    ]
+    if len(window) < 2:
+        return replan_queue(pending, snapshot, params, place_yu_rr)
+    joint = (*first, *joint_start(window, base, params))
+    if not joint:
+        return replan_queue(pending, snapshot, params, place_yu_rr)
+    done = {d.job_id for d in joint}
+    extra = tuple(r for d in joint for r in d.reservations(_request(queue, d.job_id)))
+    after = ClusterSnapshot(
+        snapshot.machines,
+        (*snapshot.reservations, *extra),
+        snapshot.slot_seconds,
+        snapshot.epoch,
+        snapshot.now_slot,
+    )
+    rest = replan_queue(
+        tuple(p for p in pending if p.request.job_id not in done), after, params, place_yu_rr
+    )
+    return QueueStep(
+        (*joint, *rest.started),
+        rest.planned,
+        rest.rejected,
+        (*sorted(done), *rest.decided),
+        rest.kept,
+    )
+
+
+def _request(queue: list[PendingJob], job_id: str) -> JobRequest:
+    return next(p.request for p in queue if p.request.job_id == job_id)
