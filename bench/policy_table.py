@@ -1,17 +1,20 @@
-"""Every policy on the public traces: the results table of docs/benchmarks.md
-(``make bench-policies``).
+"""Every policy on the public traces under the same rules: the results tables of
+docs/benchmarks.md (``make bench-policies``; issue 14 items 4, 4b–4d, 7).
 
-Workloads (each replayed once per policy, seed 0, non-elastic, by ``mlsub replay``):
+Each cell is one ``mlsub replay`` (seed 0) of a workload on its cluster at one slot
+length Δ, with every policy on the same synthesized jobs (MODEL.md §7):
 
-* Philly (``philly-pollux/philly.csv``), the first 5,000 jobs by submit time on 64
-  nodes × 8 GPUs: a busy cluster (queues form behind the large jobs);
-* Pollux workload 1 (``philly-pollux/pollux-workloads/workload-1.csv``, 160 jobs) and
-  Sia/Helios workload 1 (``helios-saturn-sia/workload-1.csv``) on 16 nodes × 4 GPUs, the
-  size of the Pollux testbed.
+* all policies at the default restart cost (30 s of no progress per re-allocation,
+  MODEL.md §6): late-binding ``yu-rr`` (the joint program; non-elastic, what Slurm runs),
+  ``qssf``, ``fifo-ff``, ``fifo-bf``, ``oasis``, ``optimus``, ``drf``, ``tiresias``;
+* the re-allocating policies again with restart cost 0 (re-allocation free);
+* ``yu-rr`` variants: the per-job program (``--queue-program per-job``), early binding
+  (``--binding early``: §4 read literally) and the elastic form (early binding; its
+  slot-by-slot changes are not charged the restart cost, so it is not comparable).
 
-For each workload the table gives avg / p95 JCT, makespan, average wait, GPU
-utilization, total utility, the LP-bound ratio (when computed), and ``yu-rr``'s standing:
-its average JCT and makespan divided by each baseline's (< 1: ``yu-rr`` better).
+The workloads: Philly (first 5,000 jobs, 64 × 8 GPUs), Pollux workloads 1–3 and Sia/Helios
+workloads 1–2 (16 × 4 GPUs, the Pollux testbed). ``--workloads`` and ``--deltas`` pick a
+subset; results of earlier runs in ``bench/out/policies/all.json`` are kept and merged.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,25 +33,63 @@ from .sections import write_section
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT.parent / "shared" / "traces"
 MLSUB = str(Path(sys.executable).parent / "mlsub")
-POLICIES = ("yu-rr", "fifo-ff", "fifo-bf", "oasis", "oasis-x0.5", "oasis-x2", "optimus", "drf")
-POLLUX = "philly-pollux/pollux-workloads/workload-1.csv"
-WORKLOADS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("Philly, first 5,000 jobs, 64×8", "philly-pollux/philly.csv",
-     ("--limit", "5000", "--nodes", "64x8")),
-    ("Pollux workload 1, 16×4", POLLUX, ("--nodes", "16x4")),
-    ("Sia/Helios workload 1, 16×4", "helios-saturn-sia/workload-1.csv", ("--nodes", "16x4")),
+MAIN = ("yu-rr", "qssf", "fifo-ff", "fifo-bf", "oasis", "optimus", "drf", "tiresias")
+REALLOC = ("optimus", "drf", "tiresias")
+BEST_OF = ("optimus", "drf", "tiresias", "oasis", "fifo-bf")
+POLLUX = "philly-pollux/pollux-workloads"
+WORKLOADS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "philly5k": ("Philly, first 5,000 jobs, 64×8", "philly-pollux/philly.csv",
+                 ("--limit", "5000", "--nodes", "64x8")),
+    "pollux1": ("Pollux workload 1, 16×4", f"{POLLUX}/workload-1.csv", ("--nodes", "16x4")),
+    "pollux2": ("Pollux workload 2, 16×4", f"{POLLUX}/workload-2.csv", ("--nodes", "16x4")),
+    "pollux3": ("Pollux workload 3, 16×4", f"{POLLUX}/workload-3.csv", ("--nodes", "16x4")),
+    "sia1": ("Sia/Helios workload 1, 16×4", "helios-saturn-sia/workload-1.csv",
+             ("--nodes", "16x4")),
+    "sia2": ("Sia/Helios workload 2, 16×4", "helios-saturn-sia/workload-2.csv",
+             ("--nodes", "16x4")),
+}  # fmt: skip
+#: (row label, policies, extra flags) of the runs in one cell
+RUNS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("", MAIN, ()),
+    (" (restart 0)", REALLOC, ("--restart-cost", "0")),
+    (" per-job", ("yu-rr",), ("--queue-program", "per-job")),
+    (" early", ("yu-rr",), ("--binding", "early")),
+    (" elastic (early, restarts not charged)", ("yu-rr",),
+     ("--binding", "early", "--form", "elastic")),
 )  # fmt: skip
 
 
-def replay(trace: Path, extra: tuple[str, ...], out: Path) -> dict[str, Any]:
-    argv = [MLSUB, "replay", str(trace), *extra, "--out", str(out), "--json"]
-    for policy in POLICIES:
+def replay(trace: Path, extra: tuple[str, ...], policies: tuple[str, ...]) -> dict[str, Any]:
+    argv = [MLSUB, "replay", str(trace), *extra, "--json"]
+    for policy in policies:
         argv += ["--policy", policy]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=7200)
+    began = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=14_400)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stderr}")
     summary: dict[str, Any] = json.loads(done.stdout)
+    summary["command_s"] = round(time.perf_counter() - began, 1)
     return summary
+
+
+def cell(key: str, delta: float) -> dict[str, Any]:
+    label, rel, extra = WORKLOADS[key]
+    rows: dict[str, Any] = {}
+    head: dict[str, Any] = {}
+    for suffix, policies, flags in RUNS:
+        summary = replay(TRACES / rel, (*extra, "--slot-seconds", f"{delta:g}", *flags), policies)
+        head = head or summary
+        for name, metrics in summary["policies"].items():
+            rows[name + suffix] = metrics
+        print(f"  {key} Δ={delta:g}{suffix}: {summary['command_s']} s", flush=True)
+    return {
+        "label": label,
+        "delta": delta,
+        "jobs": head["jobs"],
+        "skipped": head["skipped"],
+        "unplaceable": head["unplaceable"],
+        "rows": rows,
+    }
 
 
 def _h(seconds: float | None) -> str:
@@ -58,62 +100,81 @@ def _r(x: float | None, digits: int = 2) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def verdict(rows: dict[str, Any]) -> dict[str, Any]:
+    """The done-when of issue 14 for one cell."""
+    ours = rows["yu-rr"]
+    best_name = min(BEST_OF, key=lambda n: rows[n]["avg_jct_s"])
+    best = rows[best_name]["avg_jct_s"]
+    bf = rows["fifo-bf"]
+    return {
+        "vs_best": ours["avg_jct_s"] / best,
+        "best": best_name,
+        "vs_qssf": ours["avg_jct_s"] / rows["qssf"]["avg_jct_s"],
+        "p50_ok": ours["p50_jct_s"] <= bf["p50_jct_s"],
+        "p99_ok": ours["p99_jct_s"] <= bf["p99_jct_s"],
+        "ladder": [
+            rows["qssf"]["avg_jct_s"],
+            rows["yu-rr per-job"]["avg_jct_s"],
+            ours["avg_jct_s"],
+        ],
+    }
+
+
 def render(res: dict[str, Any]) -> str:
     m = res["machine"]
     lines = [
-        "## All policies on public traces",
+        "## All policies on public traces, under the same rules",
         "",
         "Written by `make bench-policies` (`python -m bench.policy_table`); raw summaries in "
-        "`bench/out/policies/`. "
-        f"Machine: {m['cpu']}, {m['cores']} cores. Date: {m['date']}. One run, seed 0, "
-        "non-elastic `yu-rr` (the form Slurm can run); every policy on the same synthesized "
-        "jobs (MODEL.md §7) and cluster. Times in hours; *vs yu-rr* = `yu-rr`'s value ÷ this "
-        "policy's (avg JCT / makespan; < 1 means `yu-rr` is better).",
+        f"`bench/out/policies/all.json`. Machine: {m['cpu']}, {m['cores']} cores. Date of the "
+        f"last cell: {m['date']}. One run per cell, seed 0. Every policy replays the same "
+        "synthesized jobs (MODEL.md §7) on the same cluster and slot length Δ, with the same "
+        "time model: a running job whose allocation changes (resize, migration, preemption "
+        "and resume) makes no progress for the restart cost, 30 s unless a row says "
+        "otherwise. `yu-rr` is non-elastic with late binding and the joint program over the "
+        "head of the queue (the default; what Slurm can run). Times in hours; *÷ yu-rr* = "
+        "`yu-rr`'s avg JCT ÷ this row's (< 1: `yu-rr` better). `oasis-x0.5`/`-x2` are left "
+        "out: they took the same decisions as `oasis` on these workloads.",
+        "",
+        "### Summary: the targets of issue 14",
+        "",
+        "| workload | Δ (s) | yu-rr avg JCT ÷ best of optimus, drf, tiresias, oasis, fifo-bf "
+        "(≤ 0.90) | best | ÷ qssf (≤ 0.97) | p50 ≤ fifo-bf | p99 ≤ fifo-bf | ladder avg JCT "
+        "(h): qssf → + per-job LP → + joint program |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for label, summary in res["workloads"].items():
+    cells = sorted(res["cells"].values(), key=lambda c: (c["label"], -c["delta"]))
+    for c in cells:
+        v = verdict(c["rows"])
+        ladder = " → ".join(_h(x) for x in v["ladder"])
+        lines.append(
+            f"| {c['label']} | {c['delta']:g} | {_r(v['vs_best'])} "
+            f"{'✓' if v['vs_best'] <= 0.90 else '✗'} | {v['best']} | {_r(v['vs_qssf'])} "
+            f"{'✓' if v['vs_qssf'] <= 0.97 else '✗'} | {'✓' if v['p50_ok'] else '✗'} | "
+            f"{'✓' if v['p99_ok'] else '✗'} | {ladder} |"
+        )
+    for c in cells:
+        rows = c["rows"]
+        ours = rows["yu-rr"]["avg_jct_s"]
         lines += [
             "",
-            f"### {label}",
+            f"### {c['label']}, Δ = {c['delta']:g} s",
             "",
-            f"{summary['jobs']} jobs replayed, {summary['skipped']} skipped, "
-            f"{summary['unplaceable']} unplaceable.",
+            f"{c['jobs']} jobs replayed, {c['skipped']} skipped, {c['unplaceable']} "
+            "unplaceable.",
             "",
-            "| policy | avg JCT (h) | p95 JCT (h) | makespan (h) | avg wait (h) | GPU util | "
-            "utility | LP-bound ratio | vs yu-rr: avg JCT | vs yu-rr: makespan | wall (s) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| policy | avg JCT (h) | p50 JCT (h) | p99 JCT (h) | avg wait (h) | makespan (h) "
+            "| GPU util | ÷ yu-rr | decision p99 (ms) | wall (s) |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
-        pols = summary["policies"]
-        ours = pols["yu-rr"]
-        for name in POLICIES:
-            p = pols[name]
-            jct = (
-                None
-                if not p["avg_jct_s"] or ours["avg_jct_s"] is None
-                else ours["avg_jct_s"] / p["avg_jct_s"]
-            )
-            span = (
-                None
-                if not p["makespan_s"] or ours["makespan_s"] is None
-                else ours["makespan_s"] / p["makespan_s"]
-            )
+        for name, p in rows.items():
+            ratio = None if not p["avg_jct_s"] else ours / p["avg_jct_s"]
             lines.append(
-                f"| {name} | {_h(p['avg_jct_s'])} | {_h(p['p95_jct_s'])} | "
-                f"{_h(p['makespan_s'])} | {_h(p['avg_wait_s'])} | {_r(p['gpu_util'])} | "
-                f"{_r(p['total_utility'], 0)} | {_r(p['lp_bound_ratio'])} | "
-                f"{'—' if name == 'yu-rr' else _r(jct)} | "
-                f"{'—' if name == 'yu-rr' else _r(span)} | {_r(p['wall_s'], 1)} |"
+                f"| {name} | {_h(p['avg_jct_s'])} | {_h(p['p50_jct_s'])} | "
+                f"{_h(p['p99_jct_s'])} | {_h(p['avg_wait_s'])} | {_h(p['makespan_s'])} | "
+                f"{_r(p['gpu_util'])} | {'—' if name == 'yu-rr' else _r(ratio)} | "
+                f"{_r(p['decision_p99_ms'], 1)} | {_r(p['wall_s'], 1)} |"
             )
-    lines += [
-        "",
-        "Reading (this run): non-elastic `yu-rr` beats plain Slurm (`fifo-ff`, `fifo-bf`) and "
-        "`oasis` on average JCT by 1.4–4.2× on every workload, and never has the longest "
-        "makespan. `optimus` and `drf` beat it on average JCT (by 5–82 %): they re-allocate "
-        "every running job at every arrival and completion, with migration free in the time "
-        "model (MODEL.md §6), which Slurm jobs with fixed nodes cannot do; `yu-rr`'s elastic "
-        "form is the comparable one there. The three OASiS estimates give the same decisions "
-        "here: the prices only bite when a resource is nearly full (docs/formulation.md §13). "
-        "The LP-bound ratio is computed only up to `--lp-max-jobs` (60) jobs, so it is blank.",
-    ]
     return "\n".join(lines) + "\n"
 
 
@@ -121,22 +182,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--raw", default="bench/out/policies")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--deltas", default="600,60")
     ap.add_argument(
         "--render-only", action="store_true", help="Rewrite the section from the raw file."
     )
     args = ap.parse_args()
     raw = Path(args.raw)
-    if args.render_only:
-        saved = json.loads((raw / "all.json").read_text())
-        write_section(Path(args.out), "policies", render(saved))
-        return
-    res: dict[str, Any] = {"machine": machine_facts(), "workloads": {}}
-    for label, rel, extra in WORKLOADS:
-        out = raw / Path(rel).stem
-        res["workloads"][label] = replay(TRACES / rel, extra, out)
-        print(f"{label}: done", flush=True)
-    raw.mkdir(parents=True, exist_ok=True)
-    (raw / "all.json").write_text(json.dumps(res, indent=1))
+    saved_path = raw / "all.json"
+    res: dict[str, Any] = {"machine": machine_facts(), "cells": {}}
+    if saved_path.exists():
+        old = json.loads(saved_path.read_text())
+        res["cells"] = old.get("cells", {})
+        if args.render_only:
+            res["machine"] = old["machine"]
+    if not args.render_only:
+        for key in args.workloads.split(","):
+            for delta in (float(d) for d in args.deltas.split(",")):
+                res["cells"][f"{key}@{delta:g}"] = cell(key, delta)
+                raw.mkdir(parents=True, exist_ok=True)
+                saved_path.write_text(json.dumps(res, indent=1))
     write_section(Path(args.out), "policies", render(res))
     print(render(res))
 

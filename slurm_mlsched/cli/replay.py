@@ -104,6 +104,14 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                 "each job's future at its arrival)."
             ),
         ] = "late",
+        queue_program: Annotated[
+            str,
+            typer.Option(
+                "--queue-program",
+                help="yu-rr late binding: joint (one LP over the head of the queue) | "
+                "per-job (each waiting job alone).",
+            ),
+        ] = "joint",
         restart_cost: Annotated[
             float,
             typer.Option(
@@ -217,6 +225,7 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                 seed=seed,
                 form=_form(form),
                 binding=_binding(binding),
+                queue_program=queue_program.strip().lower(),
                 restart_s=restart_cost,
                 slot_seconds=slot_seconds,
                 limit=limit,

@@ -26,9 +26,11 @@ policies differ in the per-job decision they pass in (``yu-rr``'s LP + rounding 
    its new decision, the previous plan is kept. With (2) this makes the end of the first
    waiting job's plan non-increasing, the step of the starvation bound
    (:mod:`.queue_order`);
-5. size control: past the reserved jobs, a job is decided only if a cheap test passes
-   (some machine has room for a worker now and the cluster for a worker and a PS), and at
-   most ``scan_depth`` such decisions are made per event.
+5. size control: past the reserved jobs, a job is decided only if a cheap necessary test
+   passes (over its shortest possible run from now — every start now lasts at least that
+   long with at least one worker — some machine has room for a worker and the cluster for
+   a worker and a PS, given what this re-plan already gave out), and at most
+   ``scan_depth`` such decisions are made per event.
 
 A per-job decision that raises :class:`~slurm_mlsched.errors.MlschedError` rejects the
 job (the caller records the error). Pure: no clock, no I/O.
@@ -45,7 +47,7 @@ from ..errors import MlschedError
 from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
 from .params import PlacementParams
 from .queue_order import largest_capacity, queue_key
-from .residual import FloatArray, residual_from
+from .residual import FloatArray, Residual, residual_from
 
 DecideFn = Callable[[JobRequest, ClusterSnapshot, PlacementParams], Decision]
 
@@ -118,12 +120,15 @@ def fits(reservations: Sequence[Reservation], snapshot: ClusterSnapshot) -> bool
     return True
 
 
-def _usage_now(decision: Decision, job: JobRequest, n: int, index: dict[str, int]) -> FloatArray:
-    out = np.zeros((n, 3))
-    for r in decision.reservations(job):
-        if r.start_slot <= decision.start_slot < r.end_slot:
-            out[index[r.machine]] += r.usage.as_tuple()
-    return out
+def without(res: Residual, held: Sequence[Reservation], index: dict[str, int]) -> Residual:
+    """``res`` with ``held`` taken out (each interval once)."""
+    by_window: dict[tuple[int, int], FloatArray] = {}
+    for r in held:
+        use = by_window.setdefault((r.start_slot, r.end_slot), np.zeros((res.n_machines, 3)))
+        use[index[r.machine]] += r.usage.as_tuple()
+    for (start, stop), use in by_window.items():
+        res = res.minus(use, max(start, res.t0), stop)
+    return res
 
 
 def might_start(job: JobRequest, room: FloatArray) -> bool:
@@ -147,7 +152,7 @@ def replan_queue(
     index = snapshot.machine_index()
     running = snapshot.reservations
     extra: list[Reservation] = []
-    room = residual_from(snapshot, now).at(now).copy()
+    res = residual_from(snapshot, now)
     started: list[Decision] = []
     planned: list[Decision] = []
     rejected: list[tuple[str, MlschedError]] = []
@@ -158,7 +163,11 @@ def replan_queue(
         job = p.request
         protected = reserved < params.reserve_depth
         if not protected:
-            if scanned >= params.scan_depth or not might_start(job, room):
+            # any start now runs at least d_min slots with at least one worker
+            d_min = job.shortest_slots(snapshot.slot_seconds)
+            if scanned >= params.scan_depth or not might_start(
+                job, res.window_min(now, now + d_min)
+            ):
                 continue
             scanned += 1
         snap = ClusterSnapshot(
@@ -184,10 +193,12 @@ def replan_queue(
                 kept.append(job.job_id)
         if d.start_slot == now:
             started.append(d)
-            extra.extend(d.reservations(job))
-            room -= _usage_now(d, job, len(room), index)
         elif protected:
             planned.append(d)
-            extra.extend(d.reservations(job))
             reserved += 1
+        else:
+            continue
+        held = d.reservations(job)
+        extra.extend(held)
+        res = without(res, held, index)
     return QueueStep(tuple(started), tuple(planned), tuple(rejected), tuple(decided), tuple(kept))

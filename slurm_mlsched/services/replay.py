@@ -61,6 +61,7 @@ ProgressFn = Callable[[str, int, int], None]
 
 
 RESTART_S = PlacementParams().restart_s
+QUEUE_PROGRAMS = ("joint", "per-job")
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class ReplayOptions:
     seed: int = 0
     form: Form = Form.NON_ELASTIC
     binding: Binding = Binding.LATE
+    queue_program: str = "joint"
     restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
@@ -280,8 +282,18 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             f"option --restart-cost must be a number of seconds >= 0, got {opts.restart_s}",
             context={"option": "--restart-cost", "value": opts.restart_s},
         )
+    if opts.queue_program not in QUEUE_PROGRAMS:
+        raise InputError(
+            f"option --queue-program must be one of {', '.join(QUEUE_PROGRAMS)}, "
+            f"got {opts.queue_program!r}",
+            context={"option": "--queue-program", "value": opts.queue_program},
+        )
     return PlacementParams(
-        form=opts.form, seed=seed, binding=opts.binding, restart_s=opts.restart_s
+        form=opts.form,
+        seed=seed,
+        binding=opts.binding,
+        restart_s=opts.restart_s,
+        queue_program=opts.queue_program,
     )
 
 

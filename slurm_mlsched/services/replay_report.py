@@ -206,6 +206,23 @@ def render_plots(metrics: Mapping[str, PolicyMetrics]) -> dict[str, bytes]:
 # --- HTML ----------------------------------------------------------------------------------
 
 
+def _algorithm_table(report: ReplayReport) -> str:
+    """Per policy: how its decisions were taken (``PolicyMetrics.algorithm``)."""
+    esc = html.escape
+    keys: list[str] = []
+    for m in report.metrics.values():
+        keys += [k for k, _ in m.algorithm if k not in keys]
+    if not keys:
+        return "<p>(not recorded)</p>"
+    head = "".join(f"<th>{esc(k.replace('_', ' '))}</th>" for k in keys)
+    rows = []
+    for name, m in report.metrics.items():
+        got = dict(m.algorithm)
+        cells = "".join(f"<td>{'—' if got.get(k) is None else f'{got[k]:.3g}'}</td>" for k in keys)
+        rows.append(f"<tr><th>{esc(name)}</th>{cells}</tr>")
+    return f"<table><tr><th>policy</th>{head}</tr>{''.join(rows)}</table>"
+
+
 def render_html(report: ReplayReport, pngs: Mapping[str, bytes]) -> str:
     """One self-contained page: what was replayed, the results table, notes, the plots."""
     esc = html.escape
@@ -231,6 +248,11 @@ def render_html(report: ReplayReport, pngs: Mapping[str, bytes]) -> str:
             f"{total.cpu:g} CPUs; Δ = {report.cluster.slot_seconds:g} s",
         ),
         ("form / seed", f"{report.params.form.value} / {report.params.seed}"),
+        (
+            "binding / restart cost",
+            f"{report.params.binding.value} (yu-rr) / {report.params.restart_s:g} s of no "
+            "progress per re-allocation, every policy",
+        ),
         ("epoch (slot 0)", report.cluster.epoch.isoformat()),
     ]
     fact_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in facts)
@@ -266,6 +288,8 @@ figure {{ margin: 1em 0; }} img {{ max-width: 100%; }}
 <p>JCT = finish − submit; wait = start − submit; GPU util = mean over the replay;
 co-located = share of job-slots; "/ LP bound" = total completion time ÷ the LP lower bound
 (small replays only). Definitions: docs/replay-guide.md.</p>
+<h2>What the algorithm did</h2>
+{_algorithm_table(report)}
 <h2>Notes</h2><ul>{note_items}</ul>
 <h2>Plots</h2>{images}
 </body></html>

@@ -22,6 +22,12 @@ submitted at ``submit_s`` with a decision running slots [start, end]:
   (``SimResult.call_ms``); p50 and p99;
 * queue length in slot t = jobs arrived (a ≤ t) and not started (t < start); running =
   jobs started and not finished (an elastic job idle between two runs still counts);
+* algorithm (``metrics.json`` and the report, not ``summary.json``; :func:`algorithm_stats`):
+  shares of decisions by the exact fast path, by an LP + rounding (per job or joint), by
+  the joint program, repaired (any repair action other than trimming), first fit, and
+  re-allocation; LP solves and LP milliseconds per decision; distinct rounding outcomes
+  per LP decision; re-plans per job while waiting (late binding); restarts per job
+  (re-allocating policies) and the restart cost in force;
 * rejected = jobs the policy could not place (``SimResult.rejected``). No job is left
   unfinished: a placed job's decision covers its work and the replay runs until the
   last completion.
@@ -105,6 +111,7 @@ class PolicyMetrics:
     series: Series = field(repr=False)
     rejected_jobs: tuple[tuple[str, str], ...] = ()  # (job id, error)
     peak_active_reservations: int = 0
+    algorithm: tuple[tuple[str, float | None], ...] = ()  # algorithm_stats
 
     def summary(self) -> dict[str, float | None]:
         """The per-policy object of ``summary.json``: exactly :data:`SUMMARY_KEYS`."""
@@ -120,6 +127,7 @@ class PolicyMetrics:
             "rejected_jobs": [{"job_id": j, "error": e} for j, e in self.rejected_jobs],
             "total_completion_slots": self.total_completion_slots,
             "peak_active_reservations": self.peak_active_reservations,
+            "algorithm": dict(self.algorithm),
             "jct_s": list(self.jct_s),
             "series": self.series.as_dict(),
         }
@@ -163,6 +171,7 @@ def compute_metrics(
         decision_ms=np.array(result.decision_latencies_ms(), dtype=np.float64),
         rejected=tuple((o.job.job_id, o.error) for o in result.rejected),
         peak_active_reservations=result.peak_active_reservations,
+        algorithm=algorithm_stats(result),
     )
     cluster = result.cluster
     return metrics_of_rows(
@@ -193,6 +202,59 @@ class JobRows:
     decision_ms: FloatArray
     rejected: tuple[tuple[str, str], ...]
     peak_active_reservations: int = 0
+    algorithm: tuple[tuple[str, float | None], ...] = ()
+
+
+_LP_SOLVERS = ("highs-lp", "highs-lp-joint")
+_LP_STEPS = ("lp_search", "joint_lp")
+
+
+def algorithm_stats(result: SimResult) -> tuple[tuple[str, float | None], ...]:
+    """What the policy did, over its placed jobs (module docstring, "algorithm")."""
+    decisions = result.decisions
+    n = len(decisions)
+    if not n:
+        return ()
+
+    def share(test: Any) -> float:
+        return sum(1 for d in decisions if test(d)) / n
+
+    def avg(values: list[float]) -> float | None:
+        return float(np.mean(values)) if values else None
+
+    lp = [d for d in decisions if d.solver in _LP_SOLVERS]
+    stats = [dict(d.stats) for d in decisions]
+    return (
+        ("decisions", float(n)),
+        ("share_fast_path", share(lambda d: d.solver == "fast-path")),
+        ("share_lp_rounding", len(lp) / n),
+        ("share_joint_program", share(lambda d: d.solver == "highs-lp-joint")),
+        (
+            "share_repaired",
+            share(lambda d: any(not a.startswith("trimmed") for a in d.repair_actions)),
+        ),
+        ("share_first_fit", share(lambda d: d.solver == "first-fit")),
+        ("share_reallocated", share(lambda d: d.solver.endswith("-reallocation"))),
+        ("lp_solves_per_decision", avg([s.get("lp_solves", 0.0) for s in stats])),
+        (
+            "lp_ms_per_decision",
+            avg([sum(ms for k, ms in d.timings_ms if k in _LP_STEPS) for d in decisions]),
+        ),
+        (
+            "distinct_trial_outcomes",
+            avg(
+                [
+                    dict(d.stats)["distinct_trial_outcomes"]
+                    for d in lp
+                    if "distinct_trial_outcomes" in dict(d.stats)
+                ]
+            ),
+        ),
+        ("replans_per_job", avg([s["replans"] for s in stats if "replans" in s])),
+        ("restarts_per_job", avg([s["restarts"] for s in stats if "restarts" in s])),
+        ("restart_s", float(result.params.restart_s)),
+        ("queue_peak", float(max((q for _, q in result.queue_series), default=0))),
+    )
 
 
 def metrics_of_rows(
@@ -237,6 +299,7 @@ def metrics_of_rows(
         series=series,
         rejected_jobs=rows.rejected,
         peak_active_reservations=rows.peak_active_reservations,
+        algorithm=rows.algorithm,
     )
 
 

@@ -8,6 +8,7 @@ and value on stderr, and nothing on stdout.
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -230,3 +231,44 @@ def test_policies() -> None:
 def test_version() -> None:
     result = invoke("--version")
     assert result.exit_code == 0 and result.stdout.strip() == f"mlsub {__version__}"
+
+
+def _best_layout_s(nodes: int, gpus: int, cpus: float, mem: float) -> float:
+    """The fastest run the example cluster allows for 8 one-GPU vgg-16 workers with 2 PSs
+    (worker 4 CPUs 16 GiB, PS 2 CPUs 8 GiB), by brute force over per-node task counts:
+    co-located on one node (1 PS) at θ_in, or distributed with exactly 2 PSs at θ_ex
+    (W ≤ 2 PSs × B_ex/b_ex = 8), V = 2,000 mini-batches."""
+    import itertools
+
+    theta_in = 0.535 + 2 * 553.4 / 427.75
+    theta_ex = 0.535 + 2 * 553.4 / 233.0
+    per_node = [
+        (w, s)
+        for w in range(gpus + 1)
+        for s in range(3)
+        if w <= gpus and 4 * w + 2 * s <= cpus and 16 * w + 8 * s <= mem
+    ]
+    best = math.inf
+    for w, s in per_node:  # co-located: one node, one PS
+        if w >= 1 and s == 1:
+            best = min(best, 2000 * theta_in / min(w, 8))
+    for combo in itertools.product(per_node, repeat=nodes):
+        w = sum(c[0] for c in combo)
+        if sum(c[1] for c in combo) == 2 and w >= 2 and sum(1 for c in combo if c != (0, 0)) > 1:
+            best = min(best, 2000 * theta_ex / min(w, 8))
+    return best
+
+
+def test_eight_workers_on_the_idle_example_cluster_get_the_cluster() -> None:
+    # issue 14: this job used to get 1 worker + 1 PS (6,245 s) because the rounding trials
+    # with 7 workers were dropped for their violations before repair
+    plan = plan_json(
+        "--cluster", CLUSTER, "--workers", "8", "--ps", "2", "--gpus-per-worker", "1",
+        "--model", "vgg-16", "--epochs", "2", "--batches-per-epoch", "1000",
+    )  # fmt: skip
+    best = _best_layout_s(4, 4, 8.0, 64.0)
+    assert best == pytest.approx(2000 * (0.535 + 2 * 553.4 / 233.0) / 7)  # 7 workers, 2 PSs
+    slots_best = math.ceil(best / 600)
+    assert plan["start_slot"] == 0
+    assert plan["end_slot"] - plan["start_slot"] + 1 <= 1.25 * slots_best
+    assert plan["predicted_runtime_s"] <= 1.25 * best

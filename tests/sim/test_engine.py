@@ -1,7 +1,7 @@
 """The replay engine's invariants (sim/engine.py), property-tested on small random job lists.
 
 For yu-rr (non-elastic late and early binding, elastic), qssf, fifo-ff, fifo-bf, oasis
-and the re-allocating optimus and drf: the committed reservations never exceed a capacity
+and the re-allocating optimus, drf and tiresias: the committed reservations never exceed a capacity
 at any slot; every admitted job gets an outcome and every placed one covers its work from
 its arrival on (so it finishes); a job is rejected only by fifo and qssf, when its N
 workers can never run at once, or by oasis (admission control, or a smallest distributed
@@ -31,6 +31,7 @@ POLICIES = [
     ("oasis", Form.NON_ELASTIC, Binding.LATE),
     ("optimus", Form.NON_ELASTIC, Binding.LATE),
     ("drf", Form.NON_ELASTIC, Binding.LATE),
+    ("tiresias", Form.NON_ELASTIC, Binding.LATE),
 ]
 REJECTS = {
     "fifo-ff": ("never-fits",),

@@ -11,8 +11,11 @@ the baseline DL-cluster papers compare against (MODEL.md §6). A re-allocating p
   queue, first come first served (arrival, then job id): jobs of one queue never preempt
   each other, which is how Tiresias avoids LAS's thrashing.
 * **Allocation**: every job asks for its requested width — all N workers and the PSs a
-  distributed run needs (Tiresias does not resize jobs); in priority order a job is
-  admitted if that fits in what the cluster has left in total. Jobs not admitted wait or
+  distributed run needs (Tiresias does not resize jobs; a job whose N workers can never
+  run at once on the replay cluster asks for the most that can, :func:`widest`, where
+  plain Slurm would refuse it); in priority order a job is
+  admitted if its tasks (with one PS, the co-located need) fit in what the cluster has
+  left in total. Jobs not admitted wait or
   are **preempted** (their allocation is taken away; resuming costs the restart time,
   MODEL.md §6, charged by the simulator).
 * **Placement**: running jobs that stay admitted keep their machines; the others are placed
@@ -32,7 +35,8 @@ import math
 
 import numpy as np
 
-from ...model import ClusterSnapshot
+from ...model import ClusterSnapshot, JobRequest
+from ..job_lp import FloatArray
 from ..packing import EPS
 from ..params import PlacementParams
 from ..reallocation import Allocation, RunningJob, service_rate
@@ -48,11 +52,31 @@ def queue_of(attained_s: float, thresholds: tuple[float, ...]) -> int:
     return bisect.bisect_right(thresholds, attained_s)
 
 
-def _demand(job: RunningJob) -> tuple[int, int, np.ndarray]:
+def widest(job: JobRequest, capacity: FloatArray) -> int:
+    """The requested width N, or, for a job whose N workers can never run at once on this
+    cluster, the most workers that can (on the empty cluster)."""
+    key = (job.max_workers, job.worker, job.ps, job.ps_count, job.profile.ps_per_worker)
+    cached = _WIDEST.get(key)
+    if cached is not None and cached[0] is capacity:
+        return cached[1]
+    for w in range(job.max_workers, 0, -1):
+        room = np.array(capacity, dtype=np.float64)
+        if place_one(job, w, ps_for(job, w), room, fewest_machines, shed=False) is not None:
+            break
+    _WIDEST[key] = (capacity, w)
+    return w
+
+
+_WIDEST: dict[tuple[object, ...], tuple[FloatArray, int]] = {}
+
+
+def _demand(job: RunningJob, capacity: FloatArray) -> tuple[int, int, FloatArray]:
+    """Workers, PSs (distributed) and the least total usage of the job's width: co-located
+    needs one PS, so that is the admission test; placement then finds the layout."""
     r = job.request
-    w = r.max_workers
+    w = widest(r, capacity)
     s = ps_for(r, w)
-    use = np.asarray(r.worker.as_tuple()) * w + np.asarray(r.ps.as_tuple()) * s
+    use: FloatArray = np.asarray(r.worker.as_tuple()) * w + np.asarray(r.ps.as_tuple())
     return w, s, use
 
 
@@ -91,7 +115,7 @@ def reallocate_tiresias(
     left = capacity.sum(axis=0)
     admitted: list[int] = []
     for i in order:
-        _, _, use = _demand(jobs[i])
+        _, _, use = _demand(jobs[i], capacity)
         if (use <= left + EPS).all():
             admitted.append(i)
             left = left - use
@@ -100,7 +124,7 @@ def reallocate_tiresias(
     kept = []
     for i in admitted:  # running jobs that stay keep their machines
         alloc = jobs[i].allocation
-        if alloc is not None and alloc.total_workers == jobs[i].request.max_workers:
+        if alloc is not None and alloc.total_workers == widest(jobs[i].request, capacity):
             kept.append((jobs[i].request, alloc))
             out[i] = alloc
     if kept:
@@ -109,6 +133,6 @@ def reallocate_tiresias(
     for i in admitted:
         if out[i] is not None:
             continue
-        w, s, _ = _demand(jobs[i])
+        w, s, _ = _demand(jobs[i], capacity)
         out[i] = place_one(jobs[i].request, w, s, room, fewest_machines, shed=False)
     return tuple(out)
