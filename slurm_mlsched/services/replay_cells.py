@@ -39,6 +39,7 @@ from ..errors import InputError
 from ..model import Form, Mode
 from ..placement import Binding
 from ..sim import LowerBound, SimResult, draw_utilities, lower_bound, simulate, total_utility
+from ..sim.metrics import algorithm_stats
 from .clock import Clock
 from .replay import ReplayJobs, ReplayOptions, _prepared, prepare_jobs, replay_params
 
@@ -427,6 +428,7 @@ def cell_document(
         "gpu_slots": gpu_slots,
         "utility": total_utility(terms, utilities),
         "peak_active_reservations": result.peak_active_reservations,
+        "algorithm": dict(algorithm_stats(result)),
         "events": result.events,
         "params": result.params.as_dict(),
         "bound": None if bound is None else {"value": bound.value, "note": bound.note},

@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import InputError, ReplayCellsFailed
 from ..placement import PlacementParams
 from ..sim import SUMMARY_KEYS, LowerBound, PolicyMetrics, draw_utilities
-from ..sim.metrics import JobRows, metrics_of_rows
+from ..sim.metrics import JobRows, combine_algorithm, metrics_of_rows
 from ..slurm.jobs import phase_of
 from .replay import ReplayJobs, ReplayReport, prepare_jobs
 from .replay_cells import (
@@ -269,6 +269,7 @@ def metrics_from_cells(
         decision_ms=np.array([v for d in docs for v in d["latencies_ms"]], dtype=np.float64),
         rejected=tuple((str(r["job_id"]), str(r["error"])) for d in docs for r in d["rejected"]),
         peak_active_reservations=max((int(d["peak_active_reservations"]) for d in docs), default=0),
+        algorithm=combine_algorithm([d.get("algorithm", {}) for d in docs]),
     )
     utilities = draw_utilities(ids, seed)
     return metrics_of_rows(policy, rows, slot_seconds, total_gpus, utilities, bound, wall_s)

@@ -25,7 +25,7 @@ submitted at ``submit_s`` with a decision running slots [start, end]:
 * algorithm (``metrics.json`` and the report, not ``summary.json``; :func:`algorithm_stats`):
   shares of decisions by the exact fast path, by an LP + rounding (per job or joint), by
   the joint program, repaired (any repair action other than trimming), first fit, and
-  re-allocation; LP solves and LP milliseconds per decision; distinct rounding outcomes
+  re-allocation; LP solves per decision; distinct rounding outcomes
   per LP decision; re-plans per job while waiting (late binding); restarts per job
   (re-allocating policies) and the restart cost in force;
 * rejected = jobs the policy could not place (``SimResult.rejected``). No job is left
@@ -206,7 +206,6 @@ class JobRows:
 
 
 _LP_SOLVERS = ("highs-lp", "highs-lp-joint")
-_LP_STEPS = ("lp_search", "joint_lp")
 
 
 def algorithm_stats(result: SimResult) -> tuple[tuple[str, float | None], ...]:
@@ -237,10 +236,6 @@ def algorithm_stats(result: SimResult) -> tuple[tuple[str, float | None], ...]:
         ("share_reallocated", share(lambda d: d.solver.endswith("-reallocation"))),
         ("lp_solves_per_decision", avg([s.get("lp_solves", 0.0) for s in stats])),
         (
-            "lp_ms_per_decision",
-            avg([sum(ms for k, ms in d.timings_ms if k in _LP_STEPS) for d in decisions]),
-        ),
-        (
             "distinct_trial_outcomes",
             avg(
                 [
@@ -255,6 +250,30 @@ def algorithm_stats(result: SimResult) -> tuple[tuple[str, float | None], ...]:
         ("restart_s", float(result.params.restart_s)),
         ("queue_peak", float(max((q for _, q in result.queue_series), default=0))),
     )
+
+
+def combine_algorithm(
+    parts: Sequence[Mapping[str, float | None]],
+) -> tuple[tuple[str, float | None], ...]:
+    """:func:`algorithm_stats` of several slices of one replay: decisions summed, the
+    queue's peak the largest, the restart cost as given, the rest weighted by decisions."""
+    parts = [p for p in parts if p]
+    if len(parts) <= 1:
+        return tuple(parts[0].items()) if parts else ()
+    out: dict[str, float | None] = {}
+    for key in parts[0]:
+        values = [(p.get(key), p.get("decisions") or 0.0) for p in parts]
+        known = [(v, w) for v, w in values if v is not None]
+        if key == "decisions":
+            out[key] = float(sum(v for v, _ in known))
+        elif key == "queue_peak":
+            out[key] = max((v for v, _ in known), default=None)
+        elif key == "restart_s":
+            out[key] = known[0][0] if known else None
+        else:
+            weight = sum(w for _, w in known)
+            out[key] = sum(v * w for v, w in known) / weight if weight else None
+    return tuple(out.items())
 
 
 def metrics_of_rows(
