@@ -61,7 +61,7 @@ class PlacementParams:
     binding: Binding = Binding.LATE
     """yu-rr: ``late`` re-plans the pending queue at every event and commits only what
     starts now; ``early`` books each job's whole schedule at its arrival (§4 literally)."""
-    aging: float = 1.0
+    aging: float = 0.3
     """γ of the queue order key S_i + γ·s_i (S_i: the job's service in machine-seconds,
     s_i: its arrival in seconds): a later job can be put ahead of job i only if it arrives
     within S_i / γ seconds of i. 0 = pure smallest-service-first (no bound)."""

@@ -319,12 +319,32 @@ class _Builder:
         nu_in = job.profile.nu_in(self.slot_seconds) / job.workload
         nu_ex = job.profile.nu_ex(self.slot_seconds) / job.workload
         work: list[tuple[LpVar, float]] = []
+        done: LpVar | None = None  # share of the work done before slot t (relaxation only)
+        ge, eq = _pulp().LpConstraintGE, _pulp().LpConstraintEQ
         for t in slots:
             self.add_slot(i, job, t, first=t == slots.start)
-            for h in range(self.n_machines):
-                work.append((self.w_loc[i, h, t], nu_in))
-                work.append((self.w_dist[i, h, t], nu_ex))
-        self.row(f"work_{i}", work, _pulp().LpConstraintGE, 1.0)  # (5)
+            step = [
+                pair
+                for h in range(self.n_machines)
+                for pair in ((self.w_loc[i, h, t], nu_in), (self.w_dist[i, h, t], nu_ex))
+            ]
+            if self.relax:
+                # completion cut (valid for the integer program): a job whose work is not
+                # yet done is still running, z[i,t] ≥ 1 − done[i,t]; done[i,t+1] =
+                # done[i,t] + the share trained in t (auxiliary, O(T) nonzeros)
+                if done is not None:
+                    self.row(f"cut_{i}_{t}", [(self.z[i, t], 1.0), (done, 1.0)], ge, 1.0)
+                nxt = self.prob.add_variable(f"done_{i}_{t + 1}", 0, None, _pulp().LpContinuous)
+                prev = [] if done is None else [(done, -1.0)]
+                self.row(
+                    f"cum_{i}_{t + 1}", [(nxt, 1.0), *prev, *((v, -c) for v, c in step)], eq, 0.0
+                )
+                done = nxt
+            work += step
+        self.row(f"work_{i}", work, ge, 1.0)  # (5)
+        if self.relax:  # the job runs at least its shortest possible run
+            shortest = float(job.shortest_slots(self.slot_seconds))
+            self.row(f"shortest_{i}", [(self.z[i, t], 1.0) for t in slots], ge, shortest)
 
     def link_caps(self, job: JobRequest, t: int) -> tuple[list[float], float]:
         """Most workers each mode can hold in slot t (valid for the integer program):

@@ -44,8 +44,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import MlschedError
-from ..model import ClusterSnapshot, Mode
+from ..model import ClusterSnapshot, JobRequest, Mode
 from ..placement.program import default_horizon, lp_bound
+from .bounds import scalable_bound
 from .jobs import SimJob
 from .result import SimResult
 from .utility import Utility, total_utility
@@ -387,23 +388,43 @@ def lower_bound(
     max_variables: int = LP_MAX_VARIABLES,
     time_limit_s: float = 60.0,
 ) -> LowerBound:
-    """``placement.program.lp_bound`` of all ``jobs`` on the empty ``cluster`` from slot 0,
-    when the program is small enough: at most ``max_jobs`` jobs and ``max_variables``
-    variables (≈ Σ_i (H − a_i)·(4·machines + 2), H the default horizon)."""
+    """The largest of the bounds that apply: the scalable ones of :mod:`.bounds` (shortest
+    runs, pooled-resource SRPT: any number of jobs) and ``placement.program.lp_bound`` of
+    all ``jobs`` on the empty ``cluster`` from slot 0, when that program is small enough:
+    at most ``max_jobs`` jobs and ``max_variables`` variables (≈ Σ_i (H − a_i)·(4·machines
+    + 2), H the default horizon)."""
     if not jobs:
         return LowerBound(None, "no job to bound")
-    if len(jobs) > max_jobs:
-        return LowerBound(
-            None,
-            f"LP bound not computed: {len(jobs)} jobs > {max_jobs} (the LP grows as "
-            "jobs × machines × slots)",
-        )
     requests = [j.request for j in jobs]
     empty = cluster.at_slot(0)
+    scalable, which = scalable_bound(requests, empty)
+    lp = _lp_bound(requests, empty, max_jobs, max_variables, time_limit_s)
+    if lp.value is not None and lp.value >= scalable:
+        return lp
+    return LowerBound(
+        scalable,
+        f"lower bound = {which} over {len(jobs)} jobs ({scalable:.0f} slots); "
+        + (lp.note if lp.value is None else f"the LP relaxation gave less ({lp.value:.0f})"),
+    )
+
+
+def _lp_bound(
+    requests: list[JobRequest],
+    empty: ClusterSnapshot,
+    max_jobs: int,
+    max_variables: int,
+    time_limit_s: float,
+) -> LowerBound:
+    if len(requests) > max_jobs:
+        return LowerBound(
+            None,
+            f"LP bound not computed: {len(requests)} jobs > {max_jobs} (the LP grows as "
+            "jobs × machines × slots)",
+        )
     try:
         horizon = default_horizon(requests, empty)
         size = sum(max(0, horizon - r.arrival_slot) for r in requests) * (
-            4 * len(cluster.machines) + 2
+            4 * len(empty.machines) + 2
         )
         if size > max_variables:
             return LowerBound(
@@ -414,4 +435,4 @@ def lower_bound(
         return LowerBound(None, f"LP bound not computed: {err.code}: {err.message}")
     if not math.isfinite(value):
         return LowerBound(None, "LP bound not computed: the solver returned no finite value")
-    return LowerBound(value, f"LP relaxation over {len(jobs)} jobs, horizon {horizon} slots")
+    return LowerBound(value, f"LP relaxation over {len(requests)} jobs, horizon {horizon} slots")

@@ -287,12 +287,15 @@ def test_build_program_is_pure_and_sized_as_the_formulation() -> None:
     program = build_program(jobs, cluster(2), horizon=6, relax=True)
     slots = 6 + 4  # job a: slots 0..5, job b: slots 2..5
     n_vars = len(program.problem.variables())
-    assert n_vars == slots * (5 * 2 + 2)
+    # per job-slot: u, wL, sL, wD, sD per machine, v, z; the relaxation adds the
+    # completion cut's running share of work done (one per job-slot)
+    assert n_vars == slots * (5 * 2 + 2) + slots
     assert all(v.cat == "Continuous" for v in program.problem.variables())
     assert program.problem.status == 0  # not solved
     assert set(program.job_slots(1)) == {2, 3, 4, 5}
     integer = build_program(jobs, cluster(2), horizon=6, relax=False)
     assert all(v.cat == "Integer" for v in integer.problem.variables())
+    assert len(integer.problem.variables()) == slots * (5 * 2 + 2)
 
 
 def test_registered_exact_policy_places_one_job() -> None:
@@ -335,3 +338,14 @@ def test_completion_slots_count_from_arrival() -> None:
     dec = Decision("x", "exact", Form.ELASTIC, 0, (), 3, 5, 1.0, arrival_slot=2)
     assert dec.completion_slots == 4
     assert math.isclose(Decision("y", "p", Form.ELASTIC, 0, (), 0, 2, 1.0).completion_slots, 3)
+
+
+def test_the_relaxation_with_cuts_is_still_a_lower_bound_and_not_weaker() -> None:
+    # the completion cut and the shortest-run row are valid for the integer program: the
+    # LP stays at or below the exact optimum, and at or above Σ shortest runs
+    jobs = [job("a", 2, 60), job("b", 3, 40, arrival=1), job("c", 1, 30, arrival=1)]
+    snap = cluster(1)
+    bound = lp_bound(jobs, snap, horizon=30)
+    exact = solve_exact(jobs, snap, PARAMS, horizon=30)
+    assert bound <= exact.objective + 1e-6
+    assert bound >= sum(j.shortest_slots(DELTA) for j in jobs) - 1e-6
