@@ -197,7 +197,9 @@ def alternatives(record: DecisionRecord) -> list[dict[str, Any]]:
 
     * the rounding trials the policy drew (from the decision's ``trial<k>:*`` stats):
       before repair, with their capacity violations, work covered by the LP deadline and
-      end; the chosen one is the first by (violations, −work, end);
+      end, and their end after repair; the kept one is the one the policy recorded
+      (``kept_trial``: the earliest end after repair), or for older decisions the first by
+      (violations, −work, end);
     * what-if re-solves on the stored inputs (:data:`WHAT_IF`), deterministic like the
       decision itself.
     """
@@ -261,15 +263,24 @@ def _trials(d: Decision, snap: ClusterSnapshot, arrival: int) -> list[dict[str, 
                 mode="colocated" if t.get("colocated") else "distributed",
             )
         rows.append(row)
+    for k, row in zip(sorted(by_trial), rows, strict=True):
+        repaired = by_trial[k].get("repaired_end_slot")
+        if repaired is not None and repaired >= 0:
+            row["repaired_end_slot"] = int(repaired)
+            row["repaired_workers"] = int(by_trial[k].get("repaired_workers", 0))
     if rows:
-        best = min(
-            range(len(rows)),
-            key=lambda i: (
-                rows[i]["violations"],
-                -(rows[i]["work_fraction"] or 0.0),
-                rows[i].get("end_slot", 1 << 60),
-            ),
-        )
+        kept = dict(d.stats).get("kept_trial")
+        if kept is not None:  # the policy records which trial it kept (after repair)
+            best = sorted(by_trial).index(int(kept))
+        else:  # decisions before the rule changed: fewest violations, most work, end
+            best = min(
+                range(len(rows)),
+                key=lambda i: (
+                    rows[i]["violations"],
+                    -(rows[i]["work_fraction"] or 0.0),
+                    rows[i].get("end_slot", 1 << 60),
+                ),
+            )
         for i, row in enumerate(rows):
             row["kept"] = i == best
     return rows
@@ -320,9 +331,45 @@ def _why(d: Decision, record: DecisionRecord) -> list[str]:
             f"starts {d.start_slot - req.arrival_slot} slot(s) after arrival: capacity was "
             "reserved before that"
         )
+        lines.extend(wait_reasons(d, record))
     lines.extend(f"repair: {a}" for a in d.repair_actions)
     lines.extend(f"note: {n}" for n in d.notes)
     return lines
+
+
+def wait_reasons(d: Decision, record: DecisionRecord) -> list[str]:
+    """Why a job starts after its arrival, from the stored snapshot: for each node of its
+    placement, what the same tasks would have needed there from the arrival on, what was
+    free, and which jobs held the rest (until when)."""
+    req, snap = record.request, record.snapshot
+    plan = d.slots[0] if d.slots else None
+    if plan is None:
+        return []
+    a = req.arrival_slot
+    length = d.end_slot - d.start_slot + 1
+    out: list[str] = []
+    for node, need in sorted(plan.usage(req).items()):
+        free = snap.machines[snap.machine_index()[node]].capacity
+        held: dict[str, int] = {}
+        used = [0.0, 0.0, 0.0]
+        for r in snap.reservations:
+            if r.machine == node and r.start_slot < a + length and r.end_slot > a:
+                held[r.job_id or "?"] = max(held.get(r.job_id or "?", 0), r.end_slot)
+                used = [u + x for u, x in zip(used, r.usage.as_tuple(), strict=True)]
+        room = [c - u for c, u in zip(free.as_tuple(), used, strict=True)]
+        short = [
+            f"{label} {n:g} (free {max(f, 0):g})"
+            for label, n, f in zip(("GPUs", "CPUs", "MiB"), need.as_tuple(), room, strict=True)
+            if n > f + 1e-9
+        ]
+        if not short:
+            continue
+        jobs = ", ".join(f"{j} until slot {e}" for j, e in sorted(held.items(), key=lambda x: x[1]))
+        out.append(
+            f"waited for {node}: needs {', '.join(short)} over slots {a}–{a + length - 1}; "
+            f"held by {jobs}"
+        )
+    return out
 
 
 def binding_resources(

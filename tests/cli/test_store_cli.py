@@ -234,3 +234,19 @@ def test_concurrent_mlsub_processes_never_double_book(env: dict[str, str], tmp_p
     for (node, t), cell in used.items():
         assert all(u <= c + 1e-9 for u, c in zip(cell, caps[node], strict=True)), (node, t, cell)
     assert len(starts) > 1, "all jobs start together: the 16 GPUs cannot hold 8 × 4 workers"
+
+
+def test_explain_says_why_a_job_waited(env: dict[str, str]) -> None:
+    # the 8-worker vgg-16 job takes every node's CPUs for 3 slots; the same job planned
+    # next must wait, and explain names the nodes, the missing CPUs and the job holding them
+    job = ["--workers", "8", "--ps", "2", "--gpus-per-worker", "1", "--model", "vgg-16",
+           "--epochs", "2", "--batches-per-epoch", "1000"]  # fmt: skip
+    first = ok_json(env, "plan", "--cluster", CLUSTER, "--reserve", *job)
+    second = ok_json(env, "plan", "--cluster", CLUSTER, "--reserve", *job)
+    assert second["start_slot"] == first["end_slot"] + 1
+    why = ok_json(env, "explain", str(second["decision_id"]))["why"]
+    waited = [line for line in why if line.startswith("waited for ")]
+    assert waited, why
+    for line in waited:
+        assert "needs CPUs 8 (free 0)" in line
+        assert f"held by mlsub-{first['decision_id']} until slot {first['end_slot'] + 1}" in line
