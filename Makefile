@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test unit lint typecheck bench bench-live bench-agreement bench-policies bench-scale clean cluster-up cluster-down
+.PHONY: venv demo test unit lint typecheck bench bench-live bench-agreement bench-policies bench-queue bench-scale clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -47,16 +47,20 @@ cluster-down:
 # Each writes its own section of docs/benchmarks.md (bench/sections.py).
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md
-	$(MAKE) bench-live bench-agreement bench-policies bench-scale
+	$(MAKE) bench-live bench-agreement bench-policies bench-queue bench-scale
 
 # Live planning latency: needs the local Slurm cluster (started here if it is not up).
 bench-live: venv
 	bash scripts/slurm-lab/start-cluster.sh >/dev/null
 	$(PY) -m bench.live_latency --out docs/benchmarks.md
 
-# Every policy on Philly (5,000 jobs), a Pollux and a Sia/Helios workload: the results table.
+# Every policy on Philly (5,000 jobs), Pollux 1-3 and Sia/Helios 1-2, at Δ = 600 and 60 s.
 bench-policies: venv
 	$(PY) -m bench.policy_table --out docs/benchmarks.md
+
+# One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
+bench-queue: venv
+	$(PY) -m bench.queue_latency --out docs/benchmarks.md
 
 # The whole Philly trace (82,247 jobs) under each policy: wall time and peak RSS (~20 min).
 bench-scale: venv

@@ -117,14 +117,19 @@ def blocks_for(
 
 
 def prepare(
-    job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams, candidates: bool = True
+    job: JobRequest,
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+    candidates: bool = True,
+    residual: Residual | None = None,
 ) -> Arrival:
     """Everything a decision for ``job`` shares. With ``candidates=False`` the top-k
     co-location machines and the machine groups are left empty (the exact fast path needs
-    neither); :func:`with_candidates` adds them."""
+    neither); :func:`with_candidates` adds them. ``residual``: the snapshot's residual from
+    the decision slot on when the caller already has it (a re-plan keeps one)."""
     a = max(job.arrival_slot, snapshot.now_slot)
     shape = JobShape.of(job, snapshot.slot_seconds)
-    res = residual_from(snapshot, a)
+    res = residual if residual is not None and residual.t0 == a else residual_from(snapshot, a)
     d_min = job.shortest_slots(snapshot.slot_seconds)
     arr = Arrival(job, shape, res, a, d_min, (), (), params)
     return with_candidates(arr) if candidates else arr

@@ -38,8 +38,9 @@ job (the caller records the error). Pure: no clock, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -49,7 +50,19 @@ from .params import PlacementParams
 from .queue_order import largest_capacity, queue_key
 from .residual import FloatArray, Residual, residual_from
 
-DecideFn = Callable[[JobRequest, ClusterSnapshot, PlacementParams], Decision]
+
+class DecideFn(Protocol):
+    """A per-job decision (a policy function); ``residual`` is the snapshot's residual
+    capacity from now, which the re-plan keeps and a policy may use instead of
+    recomputing it."""
+
+    def __call__(
+        self,
+        job: JobRequest,
+        snapshot: ClusterSnapshot,
+        params: PlacementParams,
+        residual: Residual | None = None,
+    ) -> Decision: ...
 
 
 @dataclass(frozen=True)
@@ -178,7 +191,7 @@ def replan_queue(
             now,
         )
         try:
-            d = decide(job, snap, params.with_seed(p.seed))
+            d = decide(job, snap, params.with_seed(p.seed), residual=res)
         except MlschedError as err:
             rejected.append((job.job_id, err))
             continue

@@ -207,9 +207,11 @@ def round_trial(arr: Arrival, ss: StartSearch, rng: np.random.Generator) -> Shap
         gw = unbiased_round(lam * sol.wd[:, 0] / sol.v[0], rng)
         gs = unbiased_round(lam * sol.sd[:, 0] / sol.v[0], rng)
         room = arr.res.window_min(ss.start, ss.start + ss.duration).copy()
-        for g, members in enumerate(arr.groups):
-            order = np.array(members, dtype=np.int64)
+        for g in np.flatnonzero((gs > 0) | (gw > 0)):
+            order = np.array(arr.groups[g], dtype=np.int64)
             for demand, count, row in ((shape.beta, gs[g], sh.s), (shape.alpha, gw[g], sh.w)):
+                if count <= 0:
+                    continue
                 placed = first_fit(room, demand, int(count), order)
                 row += placed
                 left = int(count) - int(placed.sum())

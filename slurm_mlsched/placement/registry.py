@@ -23,6 +23,7 @@ policy takes from the whole trace (OASiS's price bounds U and L).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ..errors import InputError
 from ..model import ClusterSnapshot, Decision, JobRequest
@@ -57,10 +58,13 @@ def _claim(name: str) -> None:
         raise RuntimeError(f"policy {name!r} registered twice")
 
 
-def register(name: str, *, prepare: PrepareFn | None = None) -> Callable[[PolicyFn], PolicyFn]:
+_P = TypeVar("_P", bound=PolicyFn)
+
+
+def register(name: str, *, prepare: PrepareFn | None = None) -> Callable[[_P], _P]:
     """Register an arrival policy (and its optional trace-level ``prepare`` hook)."""
 
-    def deco(fn: PolicyFn) -> PolicyFn:
+    def deco(fn: _P) -> _P:
         _claim(name)
         _POLICIES[name] = fn
         if prepare is not None:

@@ -28,15 +28,22 @@ from .arrival import Arrival, prepare, slot_plan, with_candidates
 from .highs_lp import highs_version
 from .params import PlacementParams
 from .registry import register
+from .residual import Residual
 
 POLICY = "yu-rr"
 
 
 @register(POLICY)
-def place_yu_rr(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
-    """Online LP relaxation + randomized rounding + repair (Yu et al.; MODEL.md §4–5)."""
+def place_yu_rr(
+    job: JobRequest,
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+    residual: Residual | None = None,
+) -> Decision:
+    """Online LP relaxation + randomized rounding + repair (Yu et al.; MODEL.md §4–5).
+    ``residual``: the snapshot's residual capacity from the decision slot, if known."""
     clock = _Stopwatch()
-    arr = prepare(job, snapshot, params, candidates=False)
+    arr = prepare(job, snapshot, params, candidates=False, residual=residual)
     clock.lap("prepare")
     if params.fast_path:
         fast = _fast_path(arr)

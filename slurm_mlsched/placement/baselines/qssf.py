@@ -18,12 +18,18 @@ from ...model import ClusterSnapshot, Decision, JobRequest
 from ..late_binding import PendingJob, QueueStep, replan_queue
 from ..params import PlacementParams
 from ..registry import register_queue
+from ..residual import Residual
 from .fifo import place_first_fit
 
 POLICY = "qssf"
 
 
-def _decide(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
+def _decide(
+    job: JobRequest,
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+    residual: Residual | None = None,
+) -> Decision:
     return place_first_fit(job, snapshot, params, POLICY, fcfs=False)
 
 
