@@ -1,44 +1,41 @@
-"""The online loop's order: arrival slot, then shortest first among simultaneous jobs."""
+"""The one online loop's order (sim/engine.py, MODEL.md §4b): completions before arrivals in
+a slot, arrivals by submit time then job id; under late binding the jobs that wait are
+then decided in queue order (smallest service first), so simultaneous arrivals go
+shortest first."""
 
 from __future__ import annotations
 
-import pytest
-
-from slurm_mlsched.placement import PlacementParams
-from slurm_mlsched.placement.online import arrival_order, place_online
-from slurm_mlsched.placement.verify import check_decision
+from slurm_mlsched.placement import Binding, PlacementParams
+from slurm_mlsched.sim import sim_jobs, simulate
+from slurm_mlsched.sim.engine import event_order
 from tests.conftest import RESNET, make_cluster, make_job
 
 NU_IN = RESNET.nu_in(600.0)
 
 
-def test_simultaneous_arrivals_are_decided_shortest_first() -> None:
-    long_ = make_job("a-long", workers=4, workload=4 * NU_IN * 6)
-    short = make_job("b-short", workers=4, workload=4 * NU_IN * 1)
-    late = make_job("c-late", workers=1, workload=NU_IN, arrival=1)
-    order = arrival_order([late, long_, short], 600.0)
-    assert [j.job_id for j in order] == ["b-short", "a-long", "c-late"]
-    assert [j.job_id for j in arrival_order([late, long_, short], 600.0, "id")] == [
-        "a-long",
-        "b-short",
-        "c-late",
-    ]
-    with pytest.raises(ValueError, match="tie order"):
-        arrival_order([long_], 600.0, "random")
+def test_arrivals_are_handled_by_slot_then_submit_time_then_id() -> None:
+    jobs = sim_jobs(
+        [
+            (make_job("c-late", workers=1, workload=NU_IN), 601.0),
+            (make_job("b", workers=4, workload=4 * NU_IN), 10.0),
+            (make_job("a", workers=4, workload=4 * NU_IN), 10.0),
+            (make_job("z-first", workers=4, workload=4 * NU_IN), 5.0),
+        ],
+        600.0,
+    )
+    assert [jobs[i].job_id for i in event_order(jobs)] == ["z-first", "a", "b", "c-late"]
 
 
-def test_spt_lowers_total_completion_on_one_machine() -> None:
-    # one 4-GPU machine, two simultaneous 4-worker jobs of 6 and 1 slots
+def test_late_binding_decides_simultaneous_arrivals_shortest_first() -> None:
+    # one 4-GPU machine, two simultaneous 4-worker jobs of 6 and 1 slots; the long one's
+    # id comes first, so early binding (arrival order) books it first
     snap = make_cluster(1)
-    jobs = [
-        make_job("a-long", workers=4, workload=4 * NU_IN * 6),
-        make_job("b-short", workers=4, workload=4 * NU_IN * 1),
+    entries = [
+        (make_job("a-long", workers=4, workload=4 * NU_IN * 6), 0.0),
+        (make_job("b-short", workers=4, workload=4 * NU_IN * 1), 0.0),
     ]
-    spt, _ = place_online(jobs, snap, "yu-rr", PlacementParams())
-    by_id, _ = place_online(jobs, snap, "yu-rr", PlacementParams(), ties="id")
-    assert sum(d.completion_slots for d in spt) == 1 + 7
-    assert sum(d.completion_slots for d in by_id) == 6 + 7
-    cur = snap
-    for d, job in zip(spt, sorted(jobs, key=lambda j: j.job_id)[::-1], strict=True):
-        assert check_decision(d, job, cur) == []
-        cur = cur.with_reservations(d.reservations(job))
+    jobs = sim_jobs(entries, 600.0)
+    late = simulate(jobs, snap, "yu-rr", PlacementParams(binding=Binding.LATE))
+    early = simulate(jobs, snap, "yu-rr", PlacementParams(binding=Binding.EARLY))
+    assert sum(d.completion_slots for d in late.decisions) == 1 + 7
+    assert sum(d.completion_slots for d in early.decisions) == 6 + 7
