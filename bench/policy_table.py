@@ -154,6 +154,15 @@ def render(res: dict[str, Any]) -> str:
             f"{'✓' if v['vs_qssf'] <= 0.97 else '✗'} | {'✓' if v['p50_ok'] else '✗'} | "
             f"{'✓' if v['p99_ok'] else '✗'} | {ladder} |"
         )
+    verdicts = [verdict(c["rows"]) for c in cells]
+    lines += [
+        "",
+        f"Met in this run: avg JCT ≤ 0.90 × the best baseline in "
+        f"{sum(v['vs_best'] <= 0.90 for v in verdicts)} of {len(cells)} cells; ≤ 0.97 × `qssf` in "
+        f"{sum(v['vs_qssf'] <= 0.97 for v in verdicts)}; p50 and p99 no worse than `fifo-bf` in "
+        f"{sum(v['p50_ok'] and v['p99_ok'] for v in verdicts)}. A failed cell is analysed in "
+        "docs/formulation.md §12 (known limits).",
+    ]
     for c in cells:
         rows = c["rows"]
         ours = rows["yu-rr"]["avg_jct_s"]

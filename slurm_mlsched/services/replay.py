@@ -324,12 +324,12 @@ def run_replay(
     writer, :func:`.replay_report.write_outputs` by default) puts the files in
     ``opts.out_dir`` when that is set."""
     policies = _policies(opts.policies)
+    params = replay_params(opts, opts.seed)  # bad options fail before the trace is read
     prepared = prepare_jobs(opts)
     data, cluster, admitted = prepared.data, prepared.cluster, prepared.admitted
     notes = list(prepared.cluster_notes)
     bound = lower_bound(admitted, cluster, max_jobs=opts.lp_max_jobs)
     utilities = draw_utilities((j.job_id for j in admitted), opts.seed)
-    params = replay_params(opts, opts.seed)
     metrics: dict[str, PolicyMetrics] = {}
     for policy in policies:
 
