@@ -40,6 +40,8 @@ TARGETS = {
     "oasis-x2": 180,
     "optimus": 180,
     "drf": 180,
+    "tiresias": 180,
+    "qssf": 180,
 }
 RSS_TARGET_MB = 4096
 
@@ -84,7 +86,8 @@ def render(res: dict[str, Any]) -> str:
         "Written by `make bench-scale` (`python -m bench.philly_scale`); raw numbers in "
         "`bench/out/scale.json`.",
         f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}. Date: {m['date']} "
-        "(of the last row measured). One run per policy, one at a time on an otherwise idle "
+        "(of the last row measured; a row re-measured alone keeps the others' dates, in "
+        "`bench/out/scale.json`). One run per policy, one at a time on an otherwise idle "
         "machine.",
         "",
         f"Each row is one `mlsub replay philly.csv -p POLICY --nodes {NODES} --out DIR --json`: "
