@@ -8,7 +8,8 @@ At an event in slot t (the queue form of ``yu-rr``, ``binding: late``):
 2. **The window.** The next waiting jobs in queue order for which some task fits now
    (the cheap test of :mod:`.late_binding`), at most ``joint_jobs`` of them.
 3. **The joint program.** With two or more jobs in the window (``queue_program:
-   joint``), the LP relaxation of §3's program over all of them together
+   joint``) that compete (not every one of them gets the exact fast path now, in queue
+   order), the LP relaxation of §3's program over all of them together
    (:mod:`.joint_lp`: shared capacity, total completion time with the completion cuts)
    on blocks from now to a horizon by which all of them can finish.
 4. **Randomized rounding** of what starts now: for each job in queue order, one mode is
@@ -433,7 +434,7 @@ def replan_yu_rr(
     window = [p for p in queue[1 if held else 0 :] if might_start(p.request, room)][
         : params.joint_jobs
     ]
-    if len(window) < 2:
+    if len(window) < 2 or _uncontended(window, base):
         return replan_queue(pending, snapshot, params, place_yu_rr)
     joint = (*first, *joint_start(window, base, params))
     if not joint:
@@ -457,6 +458,31 @@ def replan_yu_rr(
         (*sorted(done), *rest.decided),
         rest.kept,
     )
+
+
+def _uncontended(window: list[PendingJob], snapshot: ClusterSnapshot) -> bool:
+    """Whether every window job gets the exact fast path now, one after another in queue
+    order (all N workers and one PS on one machine from now for its whole co-located run,
+    best fit, as ``yu-rr`` takes it): then they do not compete, each alone is optimal and
+    the joint program has nothing to decide (step 3 is skipped)."""
+    now = snapshot.now_slot
+    res = residual_from(snapshot, now)
+    for p in window:
+        job = p.request
+        alpha = np.array(job.worker.as_tuple())
+        need = alpha * job.max_workers + np.array(job.ps.as_tuple())
+        d_min = job.shortest_slots(snapshot.slot_seconds)
+        mins = res.window_min(now, now + d_min)
+        ok = (mins >= need - 1e-9).all(axis=1)
+        if not ok.any():
+            return False
+        cap = np.where(res.capacity > 0, res.capacity, 1.0)
+        slack = ((mins - need) / cap).sum(axis=1)
+        slack[~ok] = np.inf
+        use = np.zeros_like(res.capacity)
+        use[int(np.argmin(slack))] = need
+        res = res.minus(use, now, now + d_min)
+    return True
 
 
 def _request(queue: list[PendingJob], job_id: str) -> JobRequest:
