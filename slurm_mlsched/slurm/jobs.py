@@ -173,7 +173,7 @@ def parse_sacct_status_json(text: str) -> tuple[ComponentStatus, ...]:
     command = "sacct --json"
     data = _load_json(text, command)
     try:
-        return tuple(_sacct_row(job) for job in data["jobs"])
+        return tuple(_sacct_row(job) for job in data.get("jobs") or ())
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(command, f"unexpected layout ({type(exc).__name__}: {exc})") from None
 

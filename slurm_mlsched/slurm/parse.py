@@ -374,10 +374,19 @@ def _load_json(text: str, command: str) -> dict[str, Any]:
         raise _bad(command, f"not JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise _bad(command, "the JSON is not an object")
-    errors = data.get("errors") or []
+    errors = [e for e in data.get("errors") or [] if not _nothing_found(e)]
     if errors:
         raise _bad(command, f"Slurm reported errors: {errors}")
     return data
+
+
+#: Slurm's "Nothing found with query" (slurmdbd on an empty or filtered accounting
+#: database, e.g. ``sacct --json`` on a fresh cluster): an empty answer, not a failure.
+NOTHING_FOUND = 9003
+
+
+def _nothing_found(error: object) -> bool:
+    return isinstance(error, dict) and error.get("error_number") == NOTHING_FOUND
 
 
 def parse_sinfo_json(text: str) -> tuple[NodeRecord, ...]:

@@ -98,3 +98,27 @@ def test_unreadable_output_is_a_clear_error(text: str) -> None:
         parse_squeue_status_json(text)
     with pytest.raises(SlurmOutputError):
         parse_sacct_status_json(text)
+
+
+def test_sacct_json_nothing_found_is_an_empty_answer() -> None:
+    # slurmdbd with no job in its database (a fresh cluster) answers sacct --json with
+    # error 9003 "Nothing found with query" (seen in CI on a new machine); that is no rows
+    text = json.dumps(
+        {
+            "meta": {},
+            "errors": [
+                {
+                    "description": "Nothing found",
+                    "error_number": 9003,
+                    "error": "Nothing found with query",
+                    "source": "slurmdb_jobs_get",
+                }
+            ],
+            "jobs": [],
+        }
+    )
+    assert parse_sacct_status_json(text) == ()
+    assert parse_sacct_status_json(json.dumps({"errors": [{"error_number": 9003}]})) == ()
+    other = json.dumps({"errors": [{"error_number": 2017, "error": "Invalid user"}], "jobs": []})
+    with pytest.raises(SlurmOutputError, match="Invalid user"):
+        parse_sacct_status_json(other)
