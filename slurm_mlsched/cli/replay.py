@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
@@ -28,23 +28,18 @@ TRACE = "Trace"
 SLURM = "On Slurm (a job array of cells: policy × seed × slice)"
 
 
-def _form(value: str) -> Form:
-    try:
-        return Form(value.strip().lower())
-    except ValueError:
-        raise InputError(
-            f"option --form must be elastic or non-elastic, got {value!r}",
-            context={"option": "--form", "value": value},
-        ) from None
+_E = TypeVar("_E", Form, Binding)
 
 
-def _binding(value: str) -> Binding:
+def _choice(kind: type[_E], value: str, option: str) -> _E:
+    """The enum member named by an option's value, or an InputError listing the choices."""
     try:
-        return Binding(value.strip().lower())
+        return kind(value.strip().lower())
     except ValueError:
+        names = " or ".join(m.value for m in kind)
         raise InputError(
-            f"option --binding must be late or early, got {value!r}",
-            context={"option": "--binding", "value": value},
+            f"option {option} must be {names}, got {value!r}",
+            context={"option": option, "value": value},
         ) from None
 
 
@@ -223,8 +218,8 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                 nodes=nodes,
                 cluster=cluster,
                 seed=seed,
-                form=_form(form),
-                binding=_binding(binding),
+                form=_choice(Form, form, "--form"),
+                binding=_choice(Binding, binding, "--binding"),
                 queue_program=queue_program.strip().lower(),
                 restart_s=restart_cost,
                 slot_seconds=slot_seconds,

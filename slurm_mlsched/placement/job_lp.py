@@ -131,6 +131,24 @@ def _floor_div(cap: FloatArray, demand: FloatArray) -> FloatArray:
     return out
 
 
+def whole_task_caps(
+    shape: JobShape, colo_cap: FloatArray, per_machine: FloatArray, group_sizes: IntArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Per block, the most whole tasks each column can hold (valid for the integer
+    program): co-located workers on each candidate, min(N, ⌊(C̃ − β)/α⌋) (K, B) from its
+    capacity ``colo_cap`` (K, 3, B); distributed workers and PSs per group,
+    min(N_D, n_g·⌊C̃/α⌋) and min(N_D, n_g·⌊C̃/β⌋) (G, B) from ``per_machine`` (G, 3, B)."""
+    wl_fit = np.minimum(_floor_div(colo_cap - shape.beta[None, :, None], shape.alpha), shape.n_max)
+    wl_fit = np.maximum(wl_fit, 0.0)
+    wd_fit = np.minimum(
+        group_sizes[:, None] * _floor_div(per_machine, shape.alpha), float(shape.n_dist_max)
+    )
+    sd_fit = np.minimum(
+        group_sizes[:, None] * _floor_div(per_machine, shape.beta), float(shape.n_dist_max)
+    )
+    return wl_fit, wd_fit, sd_fit
+
+
 def build_lp(
     shape: JobShape,
     inst: LpInstance,
@@ -165,16 +183,8 @@ def build_lp(
         r += 1
 
     # --- per-block whole-task caps (valid for the integer program) ---
-    colo_cap = inst.cap[:k]  # (K, 3, B) singletons: per machine
     per_machine = inst.cap / inst.group_sizes[:, None, None]
-    wl_fit = np.minimum(_floor_div(colo_cap - shape.beta[None, :, None], shape.alpha), shape.n_max)
-    wl_fit = np.maximum(wl_fit, 0.0)  # (K, B)
-    wd_fit = np.minimum(
-        inst.group_sizes[:, None] * _floor_div(per_machine, shape.alpha), float(shape.n_dist_max)
-    )
-    sd_fit = np.minimum(
-        inst.group_sizes[:, None] * _floor_div(per_machine, shape.beta), float(shape.n_dist_max)
-    )
+    wl_fit, wd_fit, sd_fit = whole_task_caps(shape, inst.cap[:k], per_machine, inst.group_sizes)
     if tight_links:
         link_colo = wl_fit  # wL ≤ min(N, fit_j)·u
         link_dist = np.minimum(wd_fit.sum(axis=0), float(shape.n_dist_max))  # (B,)

@@ -41,9 +41,9 @@ import numpy as np
 
 from ..errors import SolverError
 from ..model import ClusterSnapshot, Decision, JobRequest, Reservation, SlotPlan
-from .arrival import Arrival, slot_plan, with_candidates
+from .arrival import Arrival, prepare, slot_plan
 from .highs_lp import highs_version
-from .job_lp import FloatArray, IntArray, JobShape
+from .job_lp import FloatArray, IntArray
 from .joint_lp import JointInstance, JointSolution, solve_joint_lp
 from .late_binding import (
     PendingJob,
@@ -60,26 +60,18 @@ from .nonelastic import (
     mode_of,
     normalize,
     repair,
+    spread_in_groups,
     task_slots,
     trim,
 )
 from .online import derive_seed
-from .packing import first_fit, fit_counts, unbiased_round
+from .packing import best_fit, first_fit, fit_counts, unbiased_round
 from .params import PlacementParams
 from .registry import register_queue
 from .residual import Residual, identical_groups, residual_from
 from .yu_rr import POLICY, place_yu_rr
 
 SOLVER = "highs-lp-joint"
-
-
-def _arrival(
-    job: JobRequest, res: Residual, snapshot: ClusterSnapshot, params: PlacementParams
-) -> Arrival:
-    now = snapshot.now_slot
-    shape = JobShape.of(job, snapshot.slot_seconds)
-    d_min = job.shortest_slots(snapshot.slot_seconds)
-    return with_candidates(Arrival(job, shape, res, now, d_min, (), (), params))
 
 
 def _groups(
@@ -181,28 +173,9 @@ def _draw(
     if pick == len(cand) and sol_v > 1e-9:
         gw = unbiased_round(lam * sol_wd / sol_v, rng)
         gs = unbiased_round(lam * sol_sd / sol_v, rng)
-        room = res.at(now).copy()
-        for g, members in enumerate(groups):
-            order = np.array(members, dtype=np.int64)
-            for demand, count, row in ((shape.beta, gs[g], s), (shape.alpha, gw[g], w)):
-                if count <= 0:
-                    continue
-                placed = first_fit(room, demand, int(count), order)
-                row += placed
-                left = int(count) - int(placed.sum())
-                if left > 0:  # repair sheds what does not fit
-                    row[order[0]] += left
-                    room[order[0]] -= demand * left
-        excess = int(w.sum()) - shape.n_dist_max
-        for h in np.flatnonzero(w)[::-1]:
-            if excess <= 0:
-                break
-            take = min(excess, int(w[h]))
-            w[h] -= take
-            excess -= take
-        if int(w.sum()) == 0:
-            return None
-        return Shape(now, -1, w, s)
+        sh = Shape(now, -1, w, s)
+        spread_in_groups(sh, res.at(now).copy(), shape, gw, gs, groups)
+        return sh if sh.workers else None
     return None
 
 
@@ -311,13 +284,17 @@ def _trial(
     return total + estimates[key], slots, started
 
 
+def _deadline(now: int, lp_completion: float) -> int:
+    """The last slot of the LP's (fractional) completion time from ``now``, at least now."""
+    return now + max(1, math.ceil(lp_completion - 1e-9)) - 1
+
+
 def _repaired(arr: Arrival, drawn: Shape, lp_completion: float, grow: bool) -> Shape | None:
     """A drawn shape made to fit its whole run from now (None: the job waits): repair
     (§4 step 4, up to the job's LP completion), optionally the room left now, and never a
     start now that ends later than the requested width would at its earliest start."""
     now = arr.a
-    deadline = now + max(1, math.ceil(lp_completion - 1e-9)) - 1
-    fixed = repair(arr, drawn.copy(), deadline)
+    fixed = repair(arr, drawn.copy(), _deadline(now, lp_completion))
     if fixed.start != now or fixed.workers == 0:
         return None
     if grow:  # counts are fixed once started: use the room left now
@@ -331,14 +308,17 @@ def _repaired(arr: Arrival, drawn: Shape, lp_completion: float, grow: bool) -> S
 
 
 def joint_start(
-    window: list[PendingJob], snapshot: ClusterSnapshot, params: PlacementParams
+    window: list[PendingJob],
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+    res: Residual | None = None,
 ) -> tuple[Decision, ...]:
     """Steps 3–5 of the module docstring: the decisions of the window's jobs that start
-    now (possibly none)."""
+    now (possibly none). ``res``: the snapshot's residual from now, if the caller has it."""
     began = time.perf_counter()
     now = snapshot.now_slot
-    res = residual_from(snapshot, now)
-    arrs = [_arrival(p.request, res, snapshot, params.with_seed(p.seed)) for p in window]
+    res = residual_from(snapshot, now) if res is None else res
+    arrs = [prepare(p.request, snapshot, params.with_seed(p.seed), residual=res) for p in window]
     inst, groups = _instance(arrs, res, params, now)
     sol = solve_joint_lp(tuple(a.shape for a in arrs), inst, params.time_limit_s)
     lp_ms = (time.perf_counter() - began) * 1000.0
@@ -384,7 +364,7 @@ def joint_start(
                 end_slot=end,
                 work_covered=arr.rate(plan.mode) * plan.total_workers * (end - now + 1),
                 arrival_slot=arr.job.arrival_slot,
-                lp_deadline=now + max(1, math.ceil(lp.completion_slots(inst.widths) - 1e-9)) - 1,
+                lp_deadline=_deadline(now, lp.completion_slots(inst.widths)),
                 lp_value=sol.objective,
                 trials=params.trials,
                 repair_actions=tuple(sh.actions),
@@ -430,13 +410,14 @@ def replan_yu_rr(
             if head.plan.start_slot == snapshot.now_slot:
                 first = (head.plan,)
     base = replace(snapshot, reservations=(*snapshot.reservations, *held)) if held else snapshot
-    room = residual_from(base, base.now_slot).at(base.now_slot)
+    res = residual_from(base, base.now_slot)
+    room = res.at(base.now_slot)
     window = [p for p in queue[1 if held else 0 :] if might_start(p.request, room)][
         : params.joint_jobs
     ]
-    if len(window) < 2 or _uncontended(window, base):
+    if len(window) < 2 or _uncontended(window, base, res):
         return replan_queue(pending, snapshot, params, place_yu_rr)
-    joint = (*first, *joint_start(window, base, params))
+    joint = (*first, *joint_start(window, base, params, res))
     if not joint:
         return replan_queue(pending, snapshot, params, place_yu_rr)
     done = {d.job_id for d in joint}
@@ -460,27 +441,22 @@ def replan_yu_rr(
     )
 
 
-def _uncontended(window: list[PendingJob], snapshot: ClusterSnapshot) -> bool:
+def _uncontended(window: list[PendingJob], snapshot: ClusterSnapshot, res: Residual) -> bool:
     """Whether every window job gets the exact fast path now, one after another in queue
     order (all N workers and one PS on one machine from now for its whole co-located run,
     best fit, as ``yu-rr`` takes it): then they do not compete, each alone is optimal and
-    the joint program has nothing to decide (step 3 is skipped)."""
+    the joint program has nothing to decide (step 3 is skipped). ``res``: the snapshot's
+    residual from now."""
     now = snapshot.now_slot
-    res = residual_from(snapshot, now)
     for p in window:
         job = p.request
-        alpha = np.array(job.worker.as_tuple())
-        need = alpha * job.max_workers + np.array(job.ps.as_tuple())
+        need = np.array(job.worker.as_tuple()) * job.max_workers + np.array(job.ps.as_tuple())
         d_min = job.shortest_slots(snapshot.slot_seconds)
-        mins = res.window_min(now, now + d_min)
-        ok = (mins >= need - 1e-9).all(axis=1)
-        if not ok.any():
+        h = best_fit(res.window_min(now, now + d_min), need, res.capacity)
+        if h is None:
             return False
-        cap = np.where(res.capacity > 0, res.capacity, 1.0)
-        slack = ((mins - need) / cap).sum(axis=1)
-        slack[~ok] = np.inf
         use = np.zeros_like(res.capacity)
-        use[int(np.argmin(slack))] = need
+        use[h] = need
         res = res.minus(use, now, now + d_min)
     return True
 

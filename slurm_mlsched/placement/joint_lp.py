@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .highs_lp import INF, LpStatus, SparseLp, solve_lp
-from .job_lp import FloatArray, IntArray, JobShape, _floor_div
+from .job_lp import FloatArray, IntArray, JobShape, whole_task_caps
 
 
 @dataclass(frozen=True)
@@ -212,17 +212,8 @@ def build_joint_lp(shapes: tuple[JobShape, ...], inst: JointInstance) -> tuple[S
         nv = int(lay["size"][0])
         starts.append(col)
         colo_cap = inst.per_machine[cand] if k else np.zeros((0, 3, b_count))
-        wl_fit = np.maximum(
-            np.minimum(_floor_div(colo_cap - shape.beta[None, :, None], shape.alpha), shape.n_max),
-            0.0,
-        )  # (k, B)
-        wd_fit = np.minimum(
-            inst.group_sizes[:, None] * _floor_div(inst.per_machine, shape.alpha),
-            float(shape.n_dist_max),
-        )  # (G, B)
-        sd_fit = np.minimum(
-            inst.group_sizes[:, None] * _floor_div(inst.per_machine, shape.beta),
-            float(shape.n_dist_max),
+        wl_fit, wd_fit, sd_fit = whole_task_caps(
+            shape, colo_cap, inst.per_machine, inst.group_sizes
         )
         link_dist = np.minimum(wd_fit.sum(axis=0), float(shape.n_dist_max))
         _job_rows(coo, shape, k, g_count, b_count, col, widths, wl_fit, link_dist)

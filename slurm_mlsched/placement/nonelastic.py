@@ -22,7 +22,7 @@ from ..errors import SolverError
 from ..model import Mode
 from .arrival import Arrival
 from .highs_lp import LpStatus
-from .job_lp import FloatArray, IntArray, LpSolution, Objective, solve_job_lp
+from .job_lp import FloatArray, IntArray, JobShape, LpSolution, Objective, solve_job_lp
 from .packing import (
     EPS,
     fill_distributed,
@@ -207,19 +207,33 @@ def round_trial(arr: Arrival, ss: StartSearch, rng: np.random.Generator) -> Shap
         gw = unbiased_round(lam * sol.wd[:, 0] / sol.v[0], rng)
         gs = unbiased_round(lam * sol.sd[:, 0] / sol.v[0], rng)
         room = arr.res.window_min(ss.start, ss.start + ss.duration).copy()
-        for g in np.flatnonzero((gs > 0) | (gw > 0)):
-            order = np.array(arr.groups[g], dtype=np.int64)
-            for demand, count, row in ((shape.beta, gs[g], sh.s), (shape.alpha, gw[g], sh.w)):
-                if count <= 0:
-                    continue
-                placed = first_fit(room, demand, int(count), order)
-                row += placed
-                left = int(count) - int(placed.sum())
-                if left > 0:
-                    row[order[0]] += left
-                    room[order[0]] -= demand * left
-        _cap_workers(sh, shape.n_dist_max)
+        spread_in_groups(sh, room, shape, gw, gs, arr.groups)
     return sh
+
+
+def spread_in_groups(
+    sh: Shape,
+    room: FloatArray,
+    shape: JobShape,
+    gw: IntArray,
+    gs: IntArray,
+    groups: tuple[tuple[int, ...], ...],
+) -> None:
+    """Distributed counts drawn per group, onto machines: first fit in each group's
+    machine order, PSs first, against ``room`` (updated); what does not fit stays on the
+    group's first machine, over capacity, for repair to see; then at most N_D workers."""
+    for g in np.flatnonzero((gs > 0) | (gw > 0)):
+        order = np.array(groups[g], dtype=np.int64)
+        for demand, count, row in ((shape.beta, gs[g], sh.s), (shape.alpha, gw[g], sh.w)):
+            if count <= 0:
+                continue
+            placed = first_fit(room, demand, int(count), order)
+            row += placed
+            left = int(count) - int(placed.sum())
+            if left > 0:
+                row[order[0]] += left
+                room[order[0]] -= demand * left
+    _cap_workers(sh, shape.n_dist_max)
 
 
 def _cap_workers(sh: Shape, limit: int) -> None:

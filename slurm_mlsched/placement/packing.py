@@ -47,6 +47,18 @@ def first_fit(room: FloatArray, demand: FloatArray, count: int, order: IntArray)
     return placed
 
 
+def best_fit(room: FloatArray, need: FloatArray, capacity: FloatArray) -> int | None:
+    """The machine whose ``room`` (H, 3) holds ``need`` (3,) with the least normalized room
+    left (Σ_r (room − need) / capacity), lowest index on ties; None if none holds it."""
+    ok = (room >= need - 1e-9).all(axis=1)
+    if not ok.any():
+        return None
+    cap = np.where(capacity > 0, capacity, 1.0)
+    slack = ((room - need) / cap).sum(axis=1)
+    slack[~ok] = np.inf
+    return int(np.argmin(slack))
+
+
 def overloaded(room: FloatArray) -> npt.NDArray[np.bool_]:
     """Machines whose room went negative in some resource."""
     out: npt.NDArray[np.bool_] = np.asarray((room < -1e-7).any(axis=1))

@@ -26,6 +26,7 @@ from ..model.decision import merge_runs
 from . import elastic, nonelastic
 from .arrival import Arrival, prepare, slot_plan, with_candidates
 from .highs_lp import highs_version
+from .packing import best_fit
 from .params import PlacementParams
 from .registry import register
 from .residual import Residual
@@ -80,14 +81,9 @@ class _Stopwatch:
 def _fast_path(arr: Arrival) -> tuple[SlotPlan, ...] | None:
     shape = arr.shape
     need = shape.alpha * shape.n_max + shape.beta
-    mins = arr.res.window_min(arr.a, arr.a + arr.d_min)
-    ok = (mins >= need - 1e-9).all(axis=1)
-    if not ok.any():
+    h = best_fit(arr.res.window_min(arr.a, arr.a + arr.d_min), need, arr.res.capacity)
+    if h is None:
         return None
-    cap = np.where(arr.res.capacity > 0, arr.res.capacity, 1.0)
-    slack = ((mins - need) / cap).sum(axis=1)  # best fit: least normalized room left
-    slack[~ok] = np.inf
-    h = int(np.argmin(slack))
     w = np.zeros(arr.res.n_machines, dtype=np.int64)
     s = np.zeros(arr.res.n_machines, dtype=np.int64)
     w[h], s[h] = shape.n_max, 1

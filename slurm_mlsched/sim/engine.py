@@ -177,11 +177,8 @@ def simulate(
             handled += 1
             if kind == _ARRIVAL:
                 arrived.append(k)
-        snapshot = ClusterSnapshot(
-            base.machines, book.view(slot), base.slot_seconds, base.epoch, now_slot=slot
-        )
         if decide is not None:  # arrival policy: each new job decided once, whole future
-            for k in arrived:
+            for k in arrived:  # each sees the ones committed before it
                 snapshot = ClusterSnapshot(
                     base.machines, book.view(slot), base.slot_seconds, base.epoch, now_slot=slot
                 )
@@ -201,6 +198,9 @@ def simulate(
             waiting[k] = PendingJob(job.request, derive_seed(params.seed, job.job_id))
         if not waiting:
             continue
+        snapshot = ClusterSnapshot(
+            base.machines, book.view(slot), base.slot_seconds, base.epoch, now_slot=slot
+        )
         peak = max(peak, len(snapshot.reservations))
         step = queue(tuple(waiting.values()), snapshot, params)
         _apply_step(step, waiting, slot, order, jobs, commit, reject)

@@ -240,9 +240,9 @@ def algorithm_stats(result: SimResult) -> tuple[tuple[str, float | None], ...]:
             "distinct_trial_outcomes",
             avg(
                 [
-                    dict(d.stats)["distinct_trial_outcomes"]
-                    for d in lp
-                    if "distinct_trial_outcomes" in dict(d.stats)
+                    st["distinct_trial_outcomes"]
+                    for d, st in zip(decisions, stats, strict=True)
+                    if d.solver in _LP_SOLVERS and "distinct_trial_outcomes" in st
                 ]
             ),
         ),

@@ -42,15 +42,20 @@ def test_ps_counts_follow_the_rule() -> None:
     assert allocate_counts(jobs, np.array([[4.0, 64.0, 65536.0]] * 2)) == [(8, 2)]
 
 
-def test_a_running_job_shrinks_for_a_newcomer_and_grows_back() -> None:
-    # one 4-GPU machine; A (4 workers) alone, then B (4 workers) arrives in slot 2: equal
-    # dominant shares give 2 + 2; B ends after 2 slots and A gets its 4 workers back
+def _a_then_b() -> tuple[float, list[SimJob]]:
+    """A (4 workers) alone, then B (4 workers, 2 slots at 2 workers) arriving in slot 2."""
     nu = RESNET.nu_in(600.0)
     v_a = nu * (4 * 2 + 2 * 2 + 4 * 3)
-    jobs = [
+    return v_a, [
         SimJob(make_job("A", workers=4, workload=v_a), 0.0),
         SimJob(make_job("B", workers=4, workload=nu * 2 * 2, arrival=2), 1200.0),
     ]
+
+
+def test_a_running_job_shrinks_for_a_newcomer_and_grows_back() -> None:
+    # one 4-GPU machine; A (4 workers) alone, then B (4 workers) arrives in slot 2: equal
+    # dominant shares give 2 + 2; B ends after 2 slots and A gets its 4 workers back
+    v_a, jobs = _a_then_b()
     free = PlacementParams(restart_s=0.0)  # re-allocation free: the plain DRF arithmetic
     result = simulate(jobs, make_cluster(1, 4, 16), "drf", free)
     a, b = result.decisions
@@ -70,12 +75,7 @@ def test_every_resize_costs_the_restart_time() -> None:
     # the same two jobs with the default restart cost (30 s of no progress per change):
     # A is resized twice (4 -> 2 at B's arrival, 2 -> 4 at B's end), B never; A's last run
     # must also redo 2 x 30 s of lost work, so it needs a 4th slot there
-    nu = RESNET.nu_in(600.0)
-    v_a = nu * (4 * 2 + 2 * 2 + 4 * 3)
-    jobs = [
-        SimJob(make_job("A", workers=4, workload=v_a), 0.0),
-        SimJob(make_job("B", workers=4, workload=nu * 2 * 2, arrival=2), 1200.0),
-    ]
+    _, jobs = _a_then_b()
     result = simulate(jobs, make_cluster(1, 4, 16), "drf", PlacementParams())
     a, b = result.decisions
     assert PlacementParams().restart_s == 30.0
