@@ -371,8 +371,10 @@ def reconcile_cmd(
     stale_after: Annotated[
         float,
         typer.Option(
-            help="Seconds after which a decision still 'submitting' with no Slurm job is "
-            "marked submit-failed.",
+            help="For a decision still 'submitting' whose submitting process cannot be "
+            "checked from here (it ran on another host): seconds after which, with no "
+            "Slurm job carrying its tag, it is marked submit-failed. On the submitting "
+            "host, a submission is failed only once its process is gone.",
             min=0,
         ),
     ] = DEFAULT_STALE_AFTER_S,
@@ -384,7 +386,8 @@ def reconcile_cmd(
     """Bring open decisions up to date with what Slurm did (squeue, then sacct).
 
     Decisions move to submitted, running, completed/failed/cancelled, or submit-failed
-    when a submission never reached Slurm.
+    when a submission stopped before it reached Slurm (its process is gone). A
+    submit-failed decision whose job turns up after all is repaired.
     """
     with handle_errors(debug=_debug()):
         report = run_reconcile(

@@ -24,6 +24,7 @@ from ..files.job_options import JobOptions, merge_options, read_script_header
 from ..services.clock import Clock
 from ..services.decisions import Viewer
 from ..services.for_sbatch import SbatchPlacement, plan_for_sbatch
+from ..services.process_id import this_process
 from ..services.provenance import package_versions
 from ..services.reconcile import DEFAULT_STALE_AFTER_S, reconcile, wait_for
 from ..services.submit import JobScript, LiveWiring, SubmitOutcome, submit_job
@@ -87,6 +88,7 @@ def _live(request: LiveRequest, clock: Clock, *, refresh_first: bool) -> Iterato
                 host=ctx.host,
                 packages=package_versions(),
                 reconcile_command=access.reconcile_command,
+                process=str(this_process(remote=access.session is not None)),
             )
             yield _Live(wiring, opts, path.resolve(), refresh)
         finally:

@@ -546,6 +546,8 @@ def show_submitted(result: Mapping[str, Any], *, as_json: bool, show_script: boo
         f"{begin} (state {result['state']}); follow it with: mlsub show "
         f"{result['decision_id']}, squeue -j {result['slurm_job_id']}"
     )
+    for warning in result.get("warnings") or ():
+        _err().print(f"warning: {warning}")
 
 
 def show_reconciled(report: Mapping[str, Any], *, as_json: bool) -> None:

@@ -22,7 +22,7 @@ from ..config import Config, default_db_path, load_config
 from ..errors import InputError
 from ..services.decisions import Viewer
 from ..storage import SqlDecisionStore, open_store
-from ..storage.database import DEFAULT_UPGRADE_COMMAND
+from ..storage.database import DEFAULT_UPGRADE_COMMAND, display_url
 
 AS_USER_ENV = "MLSUB_AS_USER"
 
@@ -43,7 +43,11 @@ def context(flags: Mapping[str, object] | None = None) -> StoreContext:
     user = _user(env)
     upgrade = DEFAULT_UPGRADE_COMMAND
     if flags and flags.get("db_url"):
-        upgrade += f" --db-url {shlex.quote(str(flags['db_url']))}"
+        given = str(flags["db_url"])
+        shown = display_url(given)
+        upgrade += f" --db-url {shlex.quote(shown)}"
+        if shown != given:
+            upgrade += " (with your password for ***)"
     return StoreContext(config, url, Viewer(user, config.is_admin(user)), _host(), upgrade)
 
 

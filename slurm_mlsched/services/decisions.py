@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, NotFoundError
+from ..errors import InputError, InvalidTransitionError, NotFoundError
 from ..files.cluster_file import load_cluster
 from ..files.job_options import merge_options, read_script_header
 from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, Form, NodeCount
@@ -146,10 +146,17 @@ def release(
 ) -> dict[str, Any]:
     """Give a planned reservation back (state ``released``)."""
     visible(store, viewer, decision_id)
-    summary = store.transition(
-        decision_id, DecisionState.RELEASED, now, f"released by {viewer.user}"
-    )
-    return summary_dict(summary)
+    try:
+        moved = store.transition(
+            decision_id, DecisionState.RELEASED, now, f"released by {viewer.user}"
+        )
+    except InvalidTransitionError as err:
+        err.hint = (
+            f"only planned decisions can be released (a submitted job is cancelled with "
+            f"scancel, and reconcile records it); see: mlsub show {decision_id}"
+        )
+        raise
+    return summary_dict(moved.summary)
 
 
 # --- explain -----------------------------------------------------------------------------------

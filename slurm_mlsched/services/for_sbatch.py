@@ -10,13 +10,16 @@ the decision are the script's business (it runs its own ``srun``); the message s
 The decision is recorded as ``submitting`` (its script: the user's script text) under the
 cluster's planning lock, exactly as ``mlsub submit`` does before its own sbatch; ``mlsub
 reconcile`` then finds the job by the tag (``submitted`` …) or, if the user's sbatch never
-ran, marks it ``submit-failed`` once it is stale.
+ran, marks it ``submit-failed`` once it is stale. No submitting process is recorded: the
+sbatch that submits it is the user's, which goes on after this process has exited, so
+reconcile goes by the decision's age (``--stale-after``, an hour by default) and repairs
+the decision should the job still turn up later.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -72,7 +75,7 @@ def plan_for_sbatch(
     state = read_live_state(wiring, opts)
     with wiring.store.planning(wiring.cluster_name) as tx:
         _, plan = plan_live(wiring, tx, state, opts, opts.name or script.stem)
-        record = record_submitting(wiring, tx, plan)
+        record = record_submitting(replace(wiring, process=None), tx, plan)
         tx.attach_script(record.decision_id, text)
     d, snap = plan.decision, plan.snapshot
     nodes = tuple(dict.fromkeys(r.node for r in d.placement))

@@ -1,43 +1,67 @@
 """``mlsub reconcile``: bring every open decision up to date with what Slurm did.
 
 Open decisions are those ``submitting``, ``submitted`` or ``running`` (``planned`` ones were
-never meant to reach Slurm by themselves). For each, the job is looked up
+never meant to reach Slurm by themselves), and, for repair, ``submit-failed`` ones without a
+Slurm job id from the last :data:`REPAIR_WINDOW_S`. For each, the job is looked up
 
 * by its Slurm job id when the decision has one, else
-* by the decision tag in the job's comment (``sbatch/tag.py``): a ``submitting`` decision
-  whose process died before it could store the id,
+* by the decision tag in the job's comment (``sbatch/tag.py``, the exact tag as a whole
+  token: ``find_tags``): a ``submitting`` decision whose process died before it could store
+  the id, or a ``submit-failed`` one whose job turned up after all,
 
 first in ``squeue`` (what the controller still lists), then in accounting (``sacct``,
 when slurmdbd is configured). What was found moves the decision along its states with
 Slurm's own times: ``submitted`` (submit time), ``running`` (start time, nodes),
-``completed``/``failed``/``cancelled`` (end time, exit code). A ``submitting`` decision
-with no job anywhere, older than ``stale_after_s`` (longer than any sbatch call), never
-reached Slurm: it becomes ``submit-failed``. A submitted job found nowhere is reported and
-left as it is (its reservation still ends at its predicted end + grace).
+``completed``/``failed``/``cancelled`` (end time, exit code).
 
-:func:`plan_updates` is pure (decisions + statuses + now -> steps); :func:`reconcile` is the
-wiring.
+A ``submitting`` decision with no job anywhere is marked ``submit-failed`` only when its
+submission is over: its submitting process (recorded with it, ``services/process_id.py``)
+is gone from this host. For a submission over SSH it must also be older than
+``REMOTE_SETTLE_S`` (or ``stale_after_s`` if shorter): its sbatch on the login host may
+outlive a dropped connection. A process still alive is a submission in progress, however
+long its sbatch takes. From another host the process cannot be checked: there (and for
+decisions recorded without it), the decision's age is the only evidence, and it must
+exceed ``stale_after_s`` (default an hour, far beyond any bounded sbatch or SSH wait).
+Should the job appear later all the same, the repair above moves it on. A submitted job
+found nowhere is reported and left as it is (its reservation still ends at its predicted
+end + grace).
+
+Every step is a compare-and-set (``store.transition(..., expected=...)``): a decision that
+another process moved meanwhile (its own ``submit`` recording the job id, a neighbour's
+reconcile) is left as that process made it, and the update says so; a step to a state the
+decision already reached is a no-op. So concurrent ``submit`` and ``reconcile`` calls never
+fail each other.
+
+:func:`plan_updates` is pure (decisions + statuses + liveness + now -> steps);
+:func:`reconcile` is the wiring.
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..sbatch.tag import find_tags
 from ..slurm.jobs import JobStatus, JobStatusReader
 from ..storage import DecisionState, DecisionStore, DecisionSummary, HistoryFilter
 from ..storage.states import TERMINAL, can_move
 from .clock import Clock
 from .decisions import Viewer
+from .process_id import REMOTE_SETTLE_S, ProcessId, alive
 from .submit import tag_of
 
 S = DecisionState
 #: States ``reconcile`` looks at.
 OPEN_FOR_SLURM = (S.SUBMITTING, S.SUBMITTED, S.RUNNING)
-#: A ``submitting`` decision younger than this may still be inside its sbatch call.
-DEFAULT_STALE_AFTER_S = 120.0
+#: Where the submitting process cannot be checked (another host, or a decision recorded
+#: without it), a ``submitting`` decision younger than this may still be inside its sbatch.
+DEFAULT_STALE_AFTER_S = 3600.0
+#: ``submit-failed`` decisions this recent (and without a job id) are looked up by their tag,
+#: so that one whose job appeared after all is repaired.
+REPAIR_WINDOW_S = 86400.0
 
 
 @dataclass(frozen=True)
@@ -60,9 +84,14 @@ class Update:
     slurm_job_id: str | None
     found_in: str  # "squeue", "sacct" or ""
     note: str = ""
+    now: DecisionState | None = None
+    """The state after the steps were applied (``None`` before): differs from
+    :attr:`after` when another process moved the decision first."""
 
     @property
     def after(self) -> DecisionState:
+        if self.now is not None:
+            return self.now
         return self.steps[-1].state if self.steps else self.before
 
     def as_dict(self) -> dict[str, Any]:
@@ -87,40 +116,41 @@ def plan_updates(
     *,
     now: datetime,
     stale_after_s: float = DEFAULT_STALE_AFTER_S,
+    liveness: Mapping[int, bool | None] | None = None,
 ) -> list[Update]:
     """The transitions that bring ``decisions`` in line with ``statuses`` (pure).
 
     ``tags`` maps a decision id to its tag text; ``statuses`` maps Slurm job ids to what
-    Slurm says (squeue entries override sacct entries for the same job)."""
+    Slurm says (squeue entries override sacct entries for the same job). ``liveness`` maps
+    a ``submitting`` decision's id to whether its submitting process is alive (``None`` or
+    missing: cannot tell from here)."""
     by_tag: dict[str, JobStatus] = {}
     for found in statuses.values():
         for text in (found.comment, found.admin_comment):
-            for tag in tags.values():
-                if tag in text:
-                    by_tag.setdefault(tag, found)
+            for tag in find_tags(text):
+                by_tag.setdefault(str(tag), found)
+    alive_of = liveness or {}
     out = []
     for d in decisions:
         status: JobStatus | None = statuses.get(d.slurm_job_id) if d.slurm_job_id else None
-        if status is None and d.state == S.SUBMITTING:
+        if status is None and d.state in (S.SUBMITTING, S.SUBMIT_FAILED):
             status = by_tag.get(tags.get(d.decision_id, ""))
-        out.append(_update(d, status, now, stale_after_s))
+        out.append(_update(d, status, now, stale_after_s, alive_of.get(d.decision_id)))
     return out
 
 
 def _update(
-    d: DecisionSummary, status: JobStatus | None, now: datetime, stale_after_s: float
+    d: DecisionSummary,
+    status: JobStatus | None,
+    now: datetime,
+    stale_after_s: float,
+    process_alive: bool | None,
 ) -> Update:
     if status is None:
+        if d.state == S.SUBMIT_FAILED:
+            return Update(d.decision_id, d.state, (), None, "", "")
         if d.state == S.SUBMITTING:
-            if (now - d.created_at).total_seconds() < stale_after_s:
-                return Update(d.decision_id, d.state, (), None, "", "still submitting (too recent)")
-            step = Step(
-                S.SUBMIT_FAILED,
-                now,
-                "reconcile: no Slurm job carries this decision's tag; the submission was "
-                "interrupted before sbatch reached Slurm",
-            )
-            return Update(d.decision_id, d.state, (step,), None, "")
+            return _no_job_yet(d, now, stale_after_s, process_alive)
         return Update(
             d.decision_id,
             d.state,
@@ -132,9 +162,10 @@ def _update(
     steps: list[Step] = []
     state = d.state
     job = status.job_id
-    if state == S.SUBMITTING:
+    if state in (S.SUBMITTING, S.SUBMIT_FAILED):
         at = status.submit or d.created_at
-        steps.append(Step(S.SUBMITTED, at, f"reconcile: found job {job} by its tag", job))
+        how = "by its tag" if state == S.SUBMITTING else "by its tag after all (repaired)"
+        steps.append(Step(S.SUBMITTED, at, f"reconcile: found job {job} {how}", job))
         state = S.SUBMITTED
     phase = status.phase
     nodes = ",".join(status.nodes)
@@ -149,6 +180,43 @@ def _update(
     return Update(d.decision_id, d.state, tuple(steps), job, status.source)
 
 
+def _no_job_yet(
+    d: DecisionSummary, now: datetime, stale_after_s: float, process_alive: bool | None
+) -> Update:
+    """A ``submitting`` decision whose job is nowhere: in progress, or over and failed."""
+    who = ProcessId.parse(d.submitter)
+    if process_alive:
+        note = f"still submitting ({who} on {d.host} is running)"
+        return Update(d.decision_id, d.state, (), None, "", note)
+    if process_alive is None and (now - d.created_at).total_seconds() < stale_after_s:
+        by = f"{who} on {d.host}" if who else f"a process on {d.host} (not recorded)"
+        note = (
+            f"still submitting, as far as can be told from here (by {by}; stale after "
+            f"{stale_after_s:g} s)"
+        )
+        return Update(d.decision_id, d.state, (), None, "", note)
+    age = (now - d.created_at).total_seconds()
+    settle = min(REMOTE_SETTLE_S, stale_after_s)
+    if process_alive is False and who is not None and who.remote and age < settle:
+        note = (
+            f"still submitting, maybe: {who} on {d.host} is gone, but its sbatch over SSH "
+            f"may still reach Slurm (settles after {settle:g} s)"
+        )
+        return Update(d.decision_id, d.state, (), None, "", note)
+    why = (
+        f"its submitting process ({who} on {d.host}) is gone"
+        if process_alive is False
+        else f"it is older than {stale_after_s:g} s"
+    )
+    step = Step(
+        S.SUBMIT_FAILED,
+        now,
+        f"reconcile: no Slurm job carries this decision's tag and {why}: the submission "
+        "stopped before sbatch reached Slurm",
+    )
+    return Update(d.decision_id, d.state, (step,), None, "")
+
+
 def reconcile(
     *,
     store: DecisionStore,
@@ -159,35 +227,49 @@ def reconcile(
     stale_after_s: float = DEFAULT_STALE_AFTER_S,
     decision_ids: Iterable[int] = (),
     accounting: bool = True,
+    host: str | None = None,
+    process_alive: Callable[[ProcessId, bool], bool | None] = lambda p, same: alive(
+        p, same_host=same
+    ),
 ) -> tuple[list[Update], tuple[str, ...]]:
     """Look up every open decision ``viewer`` may manage and record what Slurm did.
 
     ``accounting=False`` asks only ``squeue`` (cheap: ``submit`` does this before it
-    plans, so jobs that ended early give their reservations back). Returns the updates
-    (applied) and notes (e.g. accounting not available)."""
+    plans, so jobs that ended early give their reservations back). ``host`` is this
+    machine's name (default: the host name), to tell which submitting processes can be
+    checked. Returns the updates (applied; see :attr:`Update.now`) and notes (e.g.
+    accounting not available)."""
     wanted = set(decision_ids)
-    open_ = [
+    now = clock.now()
+    user = None if viewer.is_admin else viewer.user
+    candidates = [
         s
         for state in OPEN_FOR_SLURM
+        for s in store.history(HistoryFilter(user=user, state=state, cluster=cluster_name))
+    ] + [
+        s
         for s in store.history(
             HistoryFilter(
-                user=None if viewer.is_admin else viewer.user,
-                state=state,
+                user=user,
+                state=S.SUBMIT_FAILED,
                 cluster=cluster_name,
+                since=now - timedelta(seconds=REPAIR_WINDOW_S),
             )
         )
-        if not wanted or s.decision_id in wanted
+        if s.slurm_job_id is None
     ]
+    open_ = [s for s in candidates if not wanted or s.decision_id in wanted]
     if not open_:
         return [], ()
     tags = {s.decision_id: str(tag_of(cluster_name, s)) for s in open_}
     statuses: dict[str, JobStatus] = {}
     queue = reader.queue()
+    queued_tags = {str(t) for j in queue.values() for t in find_tags(j.comment)}
     missing = [
         s
         for s in open_
         if not (s.slurm_job_id and s.slurm_job_id in queue)
-        and not any(tags[s.decision_id] in j.comment for j in queue.values())
+        and tags[s.decision_id] not in queued_tags
     ]
     notes: tuple[str, ...] = ()
     if missing and accounting:
@@ -196,14 +278,37 @@ def reconcile(
         statuses.update(report.jobs)
         notes = report.notes
     statuses.update(queue)  # the controller's view is the newer one
-    now = clock.now()
-    updates = plan_updates(open_, tags, statuses, now=now, stale_after_s=stale_after_s)
-    for u in updates:
-        for step in u.steps:
-            store.transition(
-                u.decision_id, step.state, step.at, step.detail, slurm_job_id=step.slurm_job_id
-            )
-    return updates, notes
+    here = host or socket.gethostname()
+    liveness: dict[int, bool | None] = {}
+    for s in open_:
+        who = ProcessId.parse(s.submitter) if s.state == S.SUBMITTING else None
+        if who is not None:
+            liveness[s.decision_id] = process_alive(who, s.host == here)
+    updates = plan_updates(
+        open_, tags, statuses, now=clock.now(), stale_after_s=stale_after_s, liveness=liveness
+    )
+    return [_apply(store, u) for u in updates], notes
+
+
+def _apply(store: DecisionStore, u: Update) -> Update:
+    """Record ``u``'s steps, each a compare-and-set on the state before it."""
+    expected = u.before
+    state = u.before
+    for step in u.steps:
+        moved = store.transition(
+            u.decision_id,
+            step.state,
+            step.at,
+            step.detail,
+            slurm_job_id=step.slurm_job_id,
+            expected=expected,
+        )
+        state = moved.summary.state
+        if moved.reason == "changed":
+            note = f"moved to {state} by another process meanwhile; left as it is"
+            return replace(u, now=state, note="; ".join(x for x in (u.note, note) if x))
+        expected = state
+    return replace(u, now=state)
 
 
 def wait_for(

@@ -17,7 +17,10 @@ cluster file.
    uploaded into the decision's staging directory first. On success the decision becomes
    ``submitted`` with the Slurm job id; on a failure whose outcome is known (Slurm refused
    the script, an upload failed) ``submit-failed`` with the message (and the error is
-   raised again).
+   raised again). Once sbatch has answered with a job id nothing turns into a failure:
+   a store that cannot be written then is a warning on the outcome (the job is queued;
+   reconcile records it by its tag), and a neighbour that recorded the job first (its
+   reconcile found the tag) makes this a no-op (storage/states.py ``reached``).
 
 If mlsub dies between 2 and 3, or during 3, or the outcome of 3 is unknown (sbatch timed
 out, the SSH connection dropped while sbatch ran), the decision stays ``submitting``;
@@ -43,7 +46,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import InputError, RemoteError, SlurmError
+from ..errors import InputError, InvalidTransitionError, RemoteError, SlurmError, StoreError
 from ..files.job_options import JobOptions
 from ..sbatch.render import RenderedScript, ScriptSpec, begin_time, port_base, render_sbatch
 from ..sbatch.tag import DecisionTag, decision_tag
@@ -156,6 +159,9 @@ class LiveWiring:
     so that jobs that already ended stop reserving."""
     reconcile_command: str = "mlsub reconcile"
     """The command a hint tells the user to run when a submission's outcome is unknown."""
+    process: str | None = None
+    """This process's identity (``services/process_id.py``), stored with a ``submitting``
+    decision so that reconcile can tell whether the submission is still in progress."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +172,8 @@ class SubmitOutcome:
     record: DecisionRecord | None  # None for a dry run
     tag: DecisionTag | None
     slurm_job_id: str | None
+    warnings: tuple[str, ...] = ()
+    """Things that went wrong after Slurm queued the job (the job is queued all the same)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON of ``mlsub submit --json`` / ``mlsub plan SCRIPT --json``: the plan's
@@ -180,6 +188,7 @@ class SubmitOutcome:
                 "state": None if self.record is None else str(self.record.state),
                 "tag": None if self.tag is None else str(self.tag),
                 "slurm_job_id": self.slurm_job_id,
+                "warnings": list(self.warnings),
                 "begin": _iso(begin_time(self.plan.decision, self.plan.snapshot)),
                 "tasks": [
                     {
@@ -227,24 +236,65 @@ def submit_job(
                 f"by its tag ({tag}) or marks the decision submit-failed"
             )
             raise
-        wiring.store.transition(
-            record.decision_id, DecisionState.SUBMIT_FAILED, wiring.clock.now(), err.message
-        )
-        said = "Slurm's message" if isinstance(err, SlurmError) else "this message"
-        err.hint = (
-            f"decision {record.decision_id} is recorded as submit-failed with {said} "
-            f"(mlsub show {record.decision_id}); {err.hint}"
-        ).rstrip("; ")
+        _record_failure(wiring, record.decision_id, err)
         raise
-    wiring.store.transition(
-        record.decision_id,
-        DecisionState.SUBMITTED,
-        wiring.clock.now(),
-        f"sbatch: job {slurm_job_id}",
-        slurm_job_id=slurm_job_id,
-    )
-    stored = wiring.store.get(record.decision_id)
-    return SubmitOutcome(plan, cluster, script, stored, tag, slurm_job_id)
+    return _queued(wiring, plan, cluster, script, record, tag, slurm_job_id)
+
+
+def _record_failure(wiring: LiveWiring, decision_id: int, err: SlurmError | RemoteError) -> None:
+    """sbatch (or the upload before it) failed for certain: record ``submit-failed``."""
+    said = "Slurm's message" if isinstance(err, SlurmError) else "this message"
+    try:
+        wiring.store.transition(
+            decision_id,
+            DecisionState.SUBMIT_FAILED,
+            wiring.clock.now(),
+            err.message,
+            expected=DecisionState.SUBMITTING,
+        )
+    except (StoreError, InvalidTransitionError) as store_err:
+        err.hint = (
+            f"decision {decision_id} could not be marked submit-failed ({store_err.message}); "
+            f"`{wiring.reconcile_command}` will; {err.hint}"
+        ).rstrip("; ")
+        return
+    err.hint = (
+        f"decision {decision_id} is recorded as submit-failed with {said} "
+        f"(mlsub show {decision_id}); {err.hint}"
+    ).rstrip("; ")
+
+
+def _queued(
+    wiring: LiveWiring,
+    plan: PlanResult,
+    cluster: ClusterState,
+    script: RenderedScript,
+    record: DecisionRecord,
+    tag: DecisionTag,
+    slurm_job_id: str,
+) -> SubmitOutcome:
+    """Slurm queued the job: record it. From here nothing may turn into a failure: the job
+    exists, so a store that cannot be written now is a warning (reconcile finds the job by
+    its tag later), never an error that would make the user submit it again. A neighbour's
+    reconcile may have recorded the job first (found by its tag): that is a no-op here."""
+    warnings: list[str] = []
+    stored: DecisionRecord = record
+    try:
+        wiring.store.transition(
+            record.decision_id,
+            DecisionState.SUBMITTED,
+            wiring.clock.now(),
+            f"sbatch: job {slurm_job_id}",
+            slurm_job_id=slurm_job_id,
+        )
+        stored = wiring.store.get(record.decision_id)
+    except (StoreError, InvalidTransitionError) as err:
+        warnings.append(
+            f"Slurm queued job {slurm_job_id}, but decision {record.decision_id} could not be "
+            f"updated ({err.message}); it stays '{stored.state}' until "
+            f"`{wiring.reconcile_command}` records the job from its tag ({tag})"
+        )
+    return SubmitOutcome(plan, cluster, script, stored, tag, slurm_job_id, tuple(warnings))
 
 
 def read_live_state(wiring: LiveWiring, opts: JobOptions) -> NodeState:
@@ -285,6 +335,7 @@ def record_submitting(wiring: LiveWiring, tx: PlanningSession, plan: PlanResult)
             created_at=plan.planned_at,
             packages=wiring.packages,
             state=DecisionState.SUBMITTING,
+            submitter=wiring.process,
         )
     )
 

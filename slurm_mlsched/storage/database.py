@@ -5,7 +5,15 @@
   transactions start with ``BEGIN IMMEDIATE`` so that one writer at a time holds the
   database from its first read (the per-cluster serialization of ``planning()``).
 * PostgreSQL (``postgresql+psycopg://``): plain transactions; ``planning()`` locks a row
-  per cluster, and schema creation holds an advisory lock.
+  per cluster, and schema creation holds an advisory lock. Every wait is bounded: the
+  connection (TCP and the server's first answer) by :data:`PG_CONNECT_TIMEOUT_S`, each
+  lock by ``lock_timeout`` and each statement by ``statement_timeout``, both the busy
+  timeout (``db_busy_timeout_s``, as for SQLite), set once per connection in its startup
+  options. A server that accepts connections and never answers is an error within
+  :data:`PG_CONNECT_TIMEOUT_S`, raised once (the schema check does not connect again).
+* Every driver error becomes one :class:`StoreError` whose hint names its cause (locked,
+  read-only, corrupt, full, unreachable; out of date is :class:`SchemaOutOfDateError`):
+  :func:`store_hint`.
 * The migrations live in the top-level ``migrations/`` of a source checkout and in
   ``slurm_mlsched/_data/migrations`` of an installed wheel; :func:`migrations_dir` finds
   either. A database without tables is created at head; one at an older revision is
@@ -15,6 +23,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,12 +41,14 @@ if TYPE_CHECKING:  # Alembic is imported only when a schema must be created or u
 #: The newest revision in migrations/ (a test checks it against Alembic's head). Every
 #: command compares the database's revision with it in one query, without importing
 #: Alembic (which takes most of a second).
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # slurm_mlsched/
 #: pg_advisory_xact_lock key held while a fresh PostgreSQL database is created.
 _SCHEMA_LOCK_KEY = 0x6D6C_7375_6200
 DEFAULT_UPGRADE_COMMAND = "mlsub db upgrade"
+#: Seconds PostgreSQL may take to accept a connection and answer its start-up.
+PG_CONNECT_TIMEOUT_S = 5
 
 
 def migrations_dir() -> Path:
@@ -51,22 +62,37 @@ def migrations_dir() -> Path:
     )
 
 
+#: ``scheme://user:PASSWORD@`` (or ``user:PASSWORD@``) in any text, however malformed the
+#: rest of the URL is.
+_USERINFO = re.compile(r"(?P<head>(?:[A-Za-z][A-Za-z0-9+.-]*://)?[^:/@\s]*):(?P<pw>\S*)@")
+_PASSWORD_PARAM = re.compile(r"(?i)(?P<head>[?&;]password=)[^&;\s]*")
+
+
 def display_url(url: str) -> str:
-    """The URL with any password hidden, for messages."""
+    """The URL with any password hidden (``***``), for every message, hint, log line and
+    ``--json`` field. A URL SQLAlchemy cannot parse is masked by pattern (a password in the
+    user-info part or in a ``password=`` query parameter), never shown as it was given."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
+        shown = make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError, TypeError):
+        shown = url
+    return mask_passwords(shown)
+
+
+def mask_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***``."""
+    text = _USERINFO.sub(lambda m: f"{m.group('head')}:***@", text)
+    return _PASSWORD_PARAM.sub(lambda m: f"{m.group('head')}***", text)
 
 
 def parse_url(url: str) -> URL:
     try:
         return make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError, TypeError):
         raise StoreError(
-            f"not a database URL: {url!r}",
+            f"not a database URL: {display_url(url)!r}",
             hint="use sqlite:////path/to/decisions.db or postgresql+psycopg://user@host/db",
-            context={"url": url},
+            context={"url": display_url(url)},
         ) from None
 
 
@@ -96,11 +122,16 @@ def make_engine(url: str, *, busy_timeout_s: float = 30.0) -> Engine:
     """An engine for ``url`` set up as the module docstring says."""
     parsed = parse_url(url)
     if not is_sqlite(parsed):
+        wait_ms = max(1, int(busy_timeout_s * 1000))
+        connect_args = {
+            "connect_timeout": PG_CONNECT_TIMEOUT_S,
+            "options": f"-c lock_timeout={wait_ms} -c statement_timeout={wait_ms}",
+        }
         try:
-            return create_engine(parsed, pool_pre_ping=True)
+            return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
         except (ArgumentError, ImportError) as exc:
             raise StoreError(
-                f"cannot use database {display_url(url)}: {exc}",
+                f"cannot use database {display_url(url)}: {mask_passwords(str(exc))}",
                 hint="PostgreSQL needs the URL form postgresql+psycopg://… and psycopg",
             ) from None
     path = sqlite_path(parsed)
@@ -140,13 +171,73 @@ def db_errors(url: str) -> Iterator[None]:
         yield
     except SQLAlchemyError as exc:
         orig = getattr(exc, "orig", None)
-        detail = str(orig if orig is not None else exc).strip().splitlines()[0]
+        text_ = mask_passwords(str(orig if orig is not None else exc).strip())
+        detail = (text_.splitlines() or [type(exc).__name__])[0]
+        cause, hint = store_hint(text_)
         raise StoreError(
             f"decision store {display_url(url)}: {detail}",
-            hint="check that the database is reachable and not locked for long by another "
-            "process (db_busy_timeout_s)",
-            context={"url": display_url(url)},
+            hint=hint,
+            context={"url": display_url(url), "cause": cause},
         ) from None
+
+
+#: (cause, words in the driver's message, hint), first match wins.
+_CAUSES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    (
+        "locked",
+        ("database is locked", "lock timeout", "canceling statement due to lock timeout"),
+        "another mlsub holds the store's lock for longer than db_busy_timeout_s "
+        "(MLSUB_DB_BUSY_TIMEOUT_S); retry, or find the process that holds it",
+    ),
+    (
+        "read-only",
+        ("readonly database", "read-only", "attempt to write a readonly"),
+        "the store cannot be written here: check the file's and its directory's "
+        "permissions (SQLite writes -wal and -shm files beside it)",
+    ),
+    (
+        "corrupt",
+        ("malformed", "file is not a database", "not a database", "disk i/o error"),
+        "the database file is damaged or not an SQLite database: restore it from a copy, "
+        "or point db_url / MLSUB_DB_URL at a new file",
+    ),
+    (
+        "full",
+        ("database or disk is full", "disk full", "no space left"),
+        "the file system holding the store is full: free space and retry",
+    ),
+    (
+        "timeout",
+        ("statement timeout", "canceling statement due to statement timeout"),
+        "the database did not answer within db_busy_timeout_s (MLSUB_DB_BUSY_TIMEOUT_S)",
+    ),
+    (
+        "unreachable",
+        (
+            "connection refused",
+            "could not connect",
+            "timeout expired",
+            "connection timed out",
+            "could not translate host name",
+            "server closed the connection",
+            "unable to open database file",
+            "no route to host",
+            "password authentication failed",
+            "connection failed",
+        ),
+        "the database cannot be reached: check db_url / MLSUB_DB_URL (host, port, name, "
+        "credentials) and that the server is running",
+    ),
+)
+
+
+def store_hint(message: str) -> tuple[str, str]:
+    """The cause of a driver error and what to do about it (see :data:`_CAUSES`)."""
+    low = message.lower()
+    for cause, words, hint in _CAUSES:
+        if any(w in low for w in words):
+            return cause, hint
+    return "other", "see the message; check db_url / MLSUB_DB_URL and the database's health"
 
 
 # --- Alembic --------------------------------------------------------------------------------
@@ -238,8 +329,10 @@ def ensure_schema(engine: Engine, url: str, upgrade_command: str = DEFAULT_UPGRA
 def _at_head(engine: Engine, url: str) -> bool:
     """One query: is the database already at :data:`HEAD_REVISION`? (False when it has no
     version table yet, or any error: the full check then says what is wrong.)"""
+    with db_errors(url):  # a server that cannot be reached is an error now, not twice
+        conn = engine.connect()
     try:
-        with engine.connect() as conn:
+        with conn:
             row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
     except SQLAlchemyError:
         return False

@@ -26,10 +26,15 @@ Contract
    decision that is past its predicted end but inside the grace holds the resources of its
    last slot until end + grace (see :func:`.records.held`). Terminal decisions
    (completed, failed, cancelled, submit-failed, released) reserve nothing.
-5. **Transitions.** ``transition`` appends to the history and changes the state only along
-   :data:`.states.ALLOWED`; anything else raises
-   :class:`~slurm_mlsched.errors.InvalidTransitionError` and changes nothing. History is
-   never rewritten.
+5. **Transitions.** ``transition`` is one compare-and-set in one transaction (the row is
+   locked while it is read and written). It appends to the history and changes the state
+   only along :data:`.states.ALLOWED`. Asking for a state the decision already reached or
+   passed (:func:`.states.reached`) changes nothing and is not an error
+   (``Moved.applied`` false, reason ``"reached"``); with ``expected``, a decision no
+   longer in that state is left alone (reason ``"changed"``: someone moved it first).
+   Anything else raises :class:`~slurm_mlsched.errors.InvalidTransitionError` and changes
+   nothing. A no-op still records a Slurm job id the decision did not have yet. History
+   is never rewritten.
 6. **Listing.** ``history(filter)`` returns summaries in creation order (oldest first),
    matching every given field of the filter; ``limit`` keeps the newest ones.
 7. **Errors.** An unknown id raises :class:`~slurm_mlsched.errors.NotFoundError`; a
@@ -48,6 +53,7 @@ from .records import (
     DecisionRecord,
     DecisionSummary,
     HistoryFilter,
+    Moved,
     NewDecision,
     NewReplayRun,
     ReplayRun,
@@ -92,7 +98,8 @@ class DecisionStore(Protocol):
         detail: str = "",
         *,
         slurm_job_id: str | None = None,
-    ) -> DecisionSummary: ...
+        expected: DecisionState | None = None,
+    ) -> Moved: ...
 
     def add_replay_run(self, run: NewReplayRun) -> ReplayRun: ...
 

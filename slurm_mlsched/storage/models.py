@@ -82,6 +82,7 @@ class DecisionRow(Base):
     state: Mapped[str] = mapped_column(String(20))
     state_changed_at: Mapped[datetime] = mapped_column(UTCDateTime())
     state_detail: Mapped[str] = mapped_column(Text)
+    submitter: Mapped[str | None] = mapped_column(String(100))  # revision 0003
 
     reservations: Mapped[list[ReservationRow]] = relationship(
         back_populates="decision", order_by="ReservationRow.id"

@@ -36,6 +36,10 @@ class NewDecision:
     script: str | None = None
     state: DecisionState = DecisionState.PLANNED
     """The first state: ``planned`` (``plan --reserve``) or ``submitting`` (``submit``)."""
+    submitter: str | None = None
+    """Who is submitting it (``submit``): the process on ``host`` that runs sbatch, as
+    ``services/process_id.py`` writes it, so that ``reconcile`` can tell a submission still
+    in progress from one whose process is gone."""
 
     @property
     def start(self) -> datetime:
@@ -67,6 +71,21 @@ class DecisionSummary:
     end_slot: int
     placement: tuple[NodeCount, ...]
     slurm_job_id: str | None
+    submitter: str | None = None
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What one :meth:`~.interface.DecisionStore.transition` did.
+
+    ``applied`` is false when nothing changed: the decision had already reached or passed
+    the state asked for (``reason`` = ``"reached"``), or it was no longer in the state the
+    caller expected (``reason`` = ``"changed"``: another process moved it first).
+    ``summary`` is the decision as it is after the call."""
+
+    summary: DecisionSummary
+    applied: bool
+    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from .records import (
     DecisionRecord,
     DecisionSummary,
     HistoryFilter,
+    Moved,
     NewDecision,
     NewReplayRun,
     ReplayRun,
@@ -43,7 +44,7 @@ from .records import (
     held,
     to_slots,
 )
-from .states import OPEN, DecisionState, can_move
+from .states import OPEN, DecisionState, can_move, reached
 
 
 class SqlDecisionStore:
@@ -118,16 +119,24 @@ class SqlDecisionStore:
         detail: str = "",
         *,
         slurm_job_id: str | None = None,
-    ) -> DecisionSummary:
+        expected: DecisionState | None = None,
+    ) -> Moved:
         with db_errors(self._url), Session(self._engine) as session, session.begin():
             row = session.get(DecisionRow, decision_id, with_for_update=True)
             if row is None:
                 raise NotFoundError(f"no decision {decision_id}", context={"id": decision_id})
             current = DecisionState(row.state)
+            if expected is not None and current != expected and not reached(current, state):
+                return Moved(_summary(row), False, "changed")
+            if reached(current, state):
+                if slurm_job_id is not None and row.slurm_job_id is None:
+                    row.slurm_job_id = slurm_job_id
+                    session.flush()
+                return Moved(_summary(row), False, "reached")
             if not can_move(current, state):
                 raise InvalidTransitionError(
                     f"decision {decision_id} is {current}; it cannot become {state}",
-                    hint=f"only planned decisions can be released; see: mlsub show {decision_id}",
+                    hint=f"see its history: mlsub show {decision_id}",
                     context={"decision_id": decision_id, "state": str(current)},
                 )
             row.state, row.state_changed_at, row.state_detail = state.value, at, detail
@@ -135,7 +144,7 @@ class SqlDecisionStore:
                 row.slurm_job_id = slurm_job_id
             session.add(TransitionRow(decision_id=row.id, state=state.value, at=at, detail=detail))
             session.flush()
-            return _summary(row)
+            return Moved(_summary(row), True)
 
     def add_replay_run(self, run: NewReplayRun) -> ReplayRun:
         with db_errors(self._url), Session(self._engine) as session, session.begin():
@@ -275,6 +284,7 @@ def _new_row(new: NewDecision, cluster: str) -> DecisionRow:
         state=new.state.value,
         state_changed_at=new.created_at,
         state_detail="",
+        submitter=new.submitter,
     )
     row.reservations = [
         ReservationRow(
@@ -317,6 +327,7 @@ def _summary(row: DecisionRow) -> DecisionSummary:
         end_slot=row.end_slot,
         placement=placement,
         slurm_job_id=row.slurm_job_id,
+        submitter=row.submitter,
     )
 
 

@@ -10,6 +10,8 @@
        └──► cancelled
 
     submitting ──► submitted | running | completed | failed | cancelled | submit-failed
+    submit-failed ──► submitted | running | completed | failed | cancelled
+                      (repair: ``mlsub reconcile`` found a job with its exact tag)
 
 ``mlsub plan --reserve`` records a decision as ``planned``; ``mlsub submit`` records it as
 ``submitting`` (committed before ``sbatch`` runs) and moves it to ``submitted`` with the
@@ -17,7 +19,15 @@ Slurm job id, or to ``submit-failed`` with Slurm's message. A decision left in
 ``submitting`` means mlsub stopped while submitting (killed, or the connection dropped):
 ``mlsub reconcile`` looks for the job by the tag in its comment and moves it on.
 
-A decision in a terminal state reserves nothing.
+A decision in a terminal state reserves nothing. ``submit-failed`` is terminal (it reserves
+nothing) but not final: when ``reconcile`` marked it so because its submitting process was
+gone, and a Slurm job carrying its exact tag turns up after all, reconcile moves it on.
+
+Transitions are idempotent along the path: asking for a state the decision already reached
+or passed (:func:`reached`; ``submitted`` when it is ``running``, ``running`` when it has
+``completed``) is a no-op, not an error. Two processes that saw the same Slurm facts
+(a ``submit`` recording its own job id and a neighbour's reconcile that found it by its tag)
+then both succeed, in either order.
 """
 
 from __future__ import annotations
@@ -53,8 +63,33 @@ ALLOWED: dict[DecisionState, frozenset[DecisionState]] = {
     S.SUBMITTED: frozenset({S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
     S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.CANCELLED}),
     **{t: frozenset() for t in TERMINAL},
+    S.SUBMIT_FAILED: frozenset({S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
+}
+
+#: How far along the path to the end a state is (``submit-failed`` and ``released`` are off
+#: the path: nothing reaches them by going further).
+_PROGRESS: dict[DecisionState, int] = {
+    S.PLANNED: 0,
+    S.SUBMITTING: 1,
+    S.SUBMITTED: 2,
+    S.RUNNING: 3,
+    S.COMPLETED: 4,
+    S.FAILED: 4,
+    S.CANCELLED: 4,
 }
 
 
 def can_move(src: DecisionState, dst: DecisionState) -> bool:
     return dst in ALLOWED[src]
+
+
+def reached(current: DecisionState, target: DecisionState) -> bool:
+    """Whether a decision in ``current`` is already at ``target`` or past it on the path
+    ``submitted → running → completed | failed | cancelled`` (so moving it there is a no-op).
+
+    An ended decision has reached every end state (Slurm reports one end; a second report
+    of a different end does not reopen it)."""
+    if current == target:
+        return True
+    a, b = _PROGRESS.get(current), _PROGRESS.get(target)
+    return a is not None and b is not None and b >= 2 and a >= b

@@ -76,8 +76,12 @@ def test_reserve_then_history_show_release(env: dict[str, str]) -> None:
     assert shown["snapshot_sha256"] == first["snapshot_sha256"]
     assert [t["state"] for t in shown["transitions"]] == ["planned"]
     assert ok_json(env, "release", "1")["state"] == "released"
-    again = run(env, "release", "1")
-    assert again.exit_code == 3 and "invalid-transition" in again.stderr
+    again = ok_json(env, "release", "1")  # already released: a no-op, not an error
+    assert again["state"] == "released"
+    assert [t["state"] for t in ok_json(env, "show", "1")["transitions"]] == [
+        "planned",
+        "released",
+    ]
     assert [r["decision_id"] for r in ok_json(env, "history", "--state", "planned")] == [2]
     third = reserve(env)  # decision 1's capacity is free again: only decision 2 is held
     assert first["cluster"]["reservations"] == 0
@@ -168,7 +172,7 @@ def test_db_current_upgrade_and_out_of_date_message(env: dict[str, str], tmp_pat
         command.upgrade(alembic_config(conn), "0001")
     engine.dispose()
     current = ok_json(env, "db", "current", "--db-url", url)
-    assert (current["current"], current["head"], current["up_to_date"]) == ("0001", "0002", False)
+    assert (current["current"], current["head"], current["up_to_date"]) == ("0001", "0003", False)
     for args in (["history"], ["show", "1"], ["plan", SCRIPT, "--cluster", CLUSTER, "--reserve"]):
         result = run(env, *args, "--db-url", url)
         assert result.exit_code == 7, (args, result.stderr)
@@ -177,8 +181,8 @@ def test_db_current_upgrade_and_out_of_date_message(env: dict[str, str], tmp_pat
     result = run(env, "history", MLSUB_DB_URL=url)
     assert result.exit_code == 7 and "upgrade it with: mlsub db upgrade\n" in result.stderr
     upgraded = ok_json(env, "db", "upgrade", "--db-url", url)
-    assert (upgraded["before"], upgraded["after"]) == ("0001", "0002")
-    assert run(env, "db", "upgrade", "--db-url", url).stdout.endswith("already at 0002\n")
+    assert (upgraded["before"], upgraded["after"]) == ("0001", "0003")
+    assert run(env, "db", "upgrade", "--db-url", url).stdout.endswith("already at 0003\n")
     assert ok_json(env, "history", "--db-url", url) == []
 
 

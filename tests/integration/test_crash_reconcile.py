@@ -10,6 +10,7 @@ The "before" wrapper never calls Slurm; the "during" wrapper calls the real sbat
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -32,6 +33,12 @@ exec sleep 600
 DURING = """#!/bin/sh
 {sbatch} "$@" > {marker}.tmp && mv {marker}.tmp {marker}
 exec sleep 600
+"""
+#: An sbatch that takes as long as the test wants: it waits for ``{marker}.go``, then runs.
+SLOW = """#!/bin/sh
+echo started > {marker}
+while [ ! -e {marker}.go ]; do sleep 0.1; done
+exec {sbatch} "$@"
 """
 
 
@@ -71,12 +78,12 @@ def test_killed_between_commit_and_sbatch_becomes_submit_failed(
     (row,) = mlsub.json("history")
     assert row["state"] == "submitting" and row["slurm_job_id"] is None
     assert mlsub.json("show", str(row["decision_id"]))["script"]  # committed with its script
-    young = mlsub.json("reconcile")  # too recent to tell from an sbatch still running
-    assert young["decisions"][0]["after"] == "submitting"
-    report = mlsub.json("reconcile", "--stale-after", "0")
+    # the submitting process is gone from this host: over at once, whatever its age
+    report = mlsub.json("reconcile")
     (fixed,) = report["decisions"]
     assert (fixed["before"], fixed["after"]) == ("submitting", "submit-failed")
     assert fixed["slurm_job_id"] is None
+    assert "is gone" in fixed["steps"][0]["detail"]
     assert mlsub.json("history")[0]["state"] == "submit-failed"  # its reservation is free
 
 
@@ -105,3 +112,42 @@ def test_killed_during_sbatch_is_found_by_its_tag(cluster: LabCluster, tmp_path:
     states = [t["state"] for t in shown["transitions"]]
     assert states == ["submitting", "submitted", "running", "completed"]
     assert len(list(tasks.glob("*.json"))) == 3  # the job really ran: 1 PS + 2 workers
+
+
+def test_a_slow_sbatch_is_never_failed_by_a_neighbours_reconcile(
+    cluster: LabCluster, tmp_path: Path
+) -> None:
+    """Issue 15: ``reconcile --stale-after 5`` while a submit's sbatch took 14 s marked it
+    submit-failed. Now the submitting process is alive, so it stays ``submitting`` (even
+    with ``--stale-after 0``), and the submit then exits 0 with its job recorded."""
+    marker = tmp_path / "marker"
+    slow = Mlsub(tmp_path, extra_env=wrapper(tmp_path / "bin", SLOW, marker))
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    script = probe_script(
+        tmp_path / "probe.py", f"{SMALL_TASKS} --workers 1 --batches-per-epoch 10"
+    )
+    proc = slow.spawn(str(script), "--interpreter", sys.executable, "--json", "--", str(tasks))
+    try:
+        poll("the sbatch wrapper to start", lambda: marker.exists() or proc.poll() is not None, 60)
+        assert proc.poll() is None, proc.communicate()
+        mlsub = Mlsub(tmp_path)
+        for _ in range(3):
+            (row,) = mlsub.json("reconcile", "--stale-after", "0")["decisions"]
+            assert row["after"] == "submitting", row
+            assert "still submitting" in row["note"] and "is running" in row["note"]
+        Path(f"{marker}.go").write_text("go\n")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    submitted = json.loads(out)
+    cluster.jobs.append(int(submitted["slurm_job_id"]))
+    assert submitted["state"] in ("submitted", "running", "completed")
+    cluster.wait_finished(int(submitted["slurm_job_id"]))
+    mlsub.json("reconcile")
+    shown = mlsub.json("show", str(submitted["decision_id"]))
+    assert shown["state"] == "completed"
+    assert [t["state"] for t in shown["transitions"]][:2] == ["submitting", "submitted"]

@@ -49,7 +49,9 @@ def test_node_state_source_reads_the_four_nodes(cluster: LabCluster) -> None:
             assert node.address == "127.0.0.1"
 
 
-def test_running_job_reduces_free_capacity_until_its_end(cluster: LabCluster) -> None:
+def test_running_job_reduces_free_capacity_until_its_end(
+    cluster: LabCluster, tmp_path: Path
+) -> None:
     job = cluster.sbatch(
         "-J", "mlsched-it-sleep", "-w", "node2", "-n", "2", "--mem=4G", "--gres=gpu:2",
         "-t", "10", "-o", "/dev/null", "--wrap", "sleep 300",
@@ -80,7 +82,11 @@ def test_running_job_reduces_free_capacity_until_its_end(cluster: LabCluster) ->
         end_slot = math.ceil((ours.end_time - view.snapshot.epoch).total_seconds() / 60 - 1e-9)
         assert (res.machine, res.start_slot, res.end_slot) == ("node2", 0, end_slot), mode
         assert res.usage == Resources(2, 2, 4096)
-    shown = CliRunner().invoke(app, ["cluster", "--json"], env={"MLSUB_FIXED_NOW": ""})
+    shown = CliRunner().invoke(
+        app,
+        ["cluster", "--json"],
+        env={"MLSUB_FIXED_NOW": "", "MLSUB_DB_URL": f"sqlite:///{tmp_path / 'd.db'}"},
+    )
     assert shown.exit_code == 0, shown.stderr
     data = json.loads(shown.stdout)
     assert str(job) in next(n["jobs"] for n in data["nodes"] if n["name"] == "node2")
@@ -222,7 +228,11 @@ def test_unreachable_slurm_fails_fast_with_exit_code_6(lab_ready: None, tmp_path
     assert info.value.exit_code == 6 and "is DOWN" in info.value.message
 
     started = time.monotonic()
-    result = CliRunner().invoke(app, ["cluster"], env={"SLURM_CONF": str(conf)})
+    result = CliRunner().invoke(
+        app,
+        ["cluster"],
+        env={"SLURM_CONF": str(conf), "MLSUB_DB_URL": f"sqlite:///{tmp_path / 'd.db'}"},
+    )
     assert time.monotonic() - started < 3
     assert result.exit_code == 6 and result.stdout == ""
     assert "error[slurm-unreachable]" in result.stderr
@@ -232,7 +242,11 @@ def test_unreachable_slurm_fails_fast_with_exit_code_6(lab_ready: None, tmp_path
         started = time.monotonic()
         done = subprocess.run(
             [str(mlsub), "cluster", "--json"],
-            env={"PATH": "/usr/bin:/bin", "SLURM_CONF": str(conf)},
+            env={
+                "PATH": "/usr/bin:/bin",
+                "SLURM_CONF": str(conf),
+                "MLSUB_DB_URL": f"sqlite:///{tmp_path / 'd.db'}",
+            },
             capture_output=True,
             text=True,
             timeout=60,

@@ -222,6 +222,75 @@ def test_transitions_append_and_follow_the_rules(store: SqlDecisionStore) -> Non
     assert store.get(interrupted).summary.slurm_job_id == "77"
 
 
+def test_a_state_already_reached_is_a_no_op_and_fills_a_missing_job_id(
+    store: SqlDecisionStore,
+) -> None:
+    rid = record(store, replace(new_decision(), state=S.SUBMITTING))
+    later = NOW + timedelta(minutes=1)
+    assert store.transition(rid, S.RUNNING, later, "found by tag").applied
+    moved = store.transition(rid, S.SUBMITTED, later, "sbatch: job 5", slurm_job_id="5")
+    assert (moved.applied, moved.reason, moved.summary.state) == (False, "reached", S.RUNNING)
+    assert moved.summary.slurm_job_id == "5"  # the id the no-op brought is kept
+    assert not store.transition(rid, S.RUNNING, later).applied
+    assert store.transition(rid, S.COMPLETED, later).applied
+    for again in (S.SUBMITTED, S.RUNNING, S.COMPLETED, S.CANCELLED):
+        assert store.transition(rid, again, later).reason == "reached"
+    rec = store.get(rid)
+    assert [t.state for t in rec.transitions] == [S.SUBMITTING, S.RUNNING, S.COMPLETED]
+    with pytest.raises(InvalidTransitionError):
+        store.transition(rid, S.RELEASED, later)  # off the path: still refused
+
+
+def test_expected_makes_a_transition_a_compare_and_set(store: SqlDecisionStore) -> None:
+    rid = record(store, replace(new_decision(), state=S.SUBMITTING))
+    later = NOW + timedelta(minutes=1)
+    store.transition(rid, S.SUBMITTED, later, slurm_job_id="7")  # the owner got there first
+    stale = store.transition(rid, S.SUBMIT_FAILED, later, "stale", expected=S.SUBMITTING)
+    assert (stale.applied, stale.reason, stale.summary.state) == (False, "changed", S.SUBMITTED)
+    assert [t.state for t in store.get(rid).transitions] == [S.SUBMITTING, S.SUBMITTED]
+    assert store.transition(rid, S.RUNNING, later, expected=S.SUBMITTED).applied
+
+
+def test_submit_failed_is_repaired_when_its_job_turns_up(store: SqlDecisionStore) -> None:
+    rid = record(store, replace(new_decision(), state=S.SUBMITTING))
+    later = NOW + timedelta(minutes=1)
+    store.transition(rid, S.SUBMIT_FAILED, later, "process gone")
+    assert reservations(store) == ()
+    store.transition(rid, S.SUBMITTED, later, "found by tag", slurm_job_id="8")
+    assert store.get(rid).state == S.SUBMITTED and reservations(store) != ()
+
+
+def _walk(args: tuple[str, int]) -> list[tuple[bool, str]]:
+    url, rid = args
+    store = open_store(url, grace_s=GRACE)
+    try:
+        at = NOW + timedelta(minutes=1)
+        return [
+            (m.applied, m.reason)
+            for m in (
+                store.transition(rid, state, at, f"{state}", slurm_job_id="9")
+                for state in (S.SUBMITTED, S.RUNNING, S.COMPLETED)
+            )
+        ]
+    finally:
+        store.close()
+
+
+def test_concurrent_processes_walking_one_decision_never_fail_each_other(
+    store: SqlDecisionStore, db_url: str
+) -> None:
+    """Eight processes record the same Slurm facts at once (a submit and its neighbours'
+    reconciles): every call succeeds and each state is recorded exactly once."""
+    rid = record(store, replace(new_decision(), state=S.SUBMITTING))
+    with multiprocessing.get_context("fork").Pool(8) as pool:
+        results = pool.map(_walk, [(db_url, rid)] * 8)
+    applied = [sum(ok for ok, _ in r) for r in zip(*results, strict=True)]
+    assert applied == [1, 1, 1]  # per state, one process moved it; the rest were no-ops
+    rec = store.get(rid)
+    assert [t.state for t in rec.transitions] == [S.SUBMITTING, S.SUBMITTED, S.RUNNING, S.COMPLETED]
+    assert rec.summary.slurm_job_id == "9"
+
+
 # --- 6: listing ----------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from slurm_mlsched.errors import (
     RemoteConnectionLost,
     RemoteError,
     SlurmError,
+    StoreError,
 )
 from slurm_mlsched.files.job_options import JobOptions, merge_options
 from slurm_mlsched.sbatch.tag import DecisionTag, find_tags
@@ -237,13 +238,100 @@ def test_reconcile_finds_an_interrupted_submission_by_its_tag(store: SqlDecision
     assert u.steps[0].slurm_job_id == "7" and u.found_in == "squeue"
 
 
-def test_reconcile_fails_a_submission_that_never_reached_slurm(store: SqlDecisionStore) -> None:
+def test_reconcile_fails_a_submission_only_once_its_process_is_gone(
+    store: SqlDecisionStore,
+) -> None:
     did, tag = interrupted(store)
     other = {"8": status("8", "RUNNING", "mlsched:decision=1:ffffffffffff")}  # not ours
-    (young,) = plan_updates(summaries(store), {did: tag}, other, now=NOW + timedelta(seconds=30))
-    assert young.steps == () and "too recent" in young.note
-    (old,) = plan_updates(summaries(store), {did: tag}, other, now=NOW + timedelta(hours=1))
-    assert [s.state for s in old.steps] == [S.SUBMIT_FAILED]
+    rows = summaries(store)
+    young, old = NOW + timedelta(seconds=30), NOW + timedelta(hours=2)
+
+    def steps(now: datetime, alive: bool | None) -> list[DecisionState]:
+        (u,) = plan_updates(rows, {did: tag}, other, now=now, liveness={did: alive})
+        return [s.state for s in u.steps]
+
+    # the process is alive on this host: in progress, however old (never by the clock)
+    assert steps(young, True) == steps(old, True) == []
+    # the process is gone: over, however young
+    assert steps(young, False) == steps(old, False) == [S.SUBMIT_FAILED]
+    # cannot tell (another host, or not recorded): the age bound decides
+    assert steps(young, None) == [] and steps(old, None) == [S.SUBMIT_FAILED]
+    (u,) = plan_updates(rows, {did: tag}, other, now=young, liveness={did: None})
+    assert "as far as can be told from here" in u.note and "stale after 3600 s" in u.note
+
+
+def test_a_submit_failed_decision_whose_job_turns_up_is_repaired_by_its_exact_tag(
+    store: SqlDecisionStore,
+) -> None:
+    did, tag = interrupted(store)
+    store.transition(did, S.SUBMIT_FAILED, NOW, "reconcile: process gone")
+    rows = summaries(store)
+    start = NOW + timedelta(seconds=40)
+    longer = {"9": status("9", "RUNNING", f"{tag}0", start=start)}  # a longer token: no tag
+    prefixed = {"9": status("9", "RUNNING", f"x{tag[1:]}", start=start)}
+    for near in (longer, prefixed):
+        (u,) = plan_updates(rows, {did: tag}, near, now=start)
+        assert u.steps == ()
+    found = {"9": status("9", "RUNNING", f"note {tag} more", start=start)}
+    (u,) = plan_updates(rows, {did: tag}, found, now=start)
+    assert [s.state for s in u.steps] == [S.SUBMITTED, S.RUNNING]
+    assert "repaired" in u.steps[0].detail
+    for step in u.steps:
+        store.transition(did, step.state, step.at, step.detail, slurm_job_id=step.slurm_job_id)
+    assert store.get(did).summary.slurm_job_id == "9"
+
+
+def test_a_neighbour_recording_the_job_first_does_not_fail_the_submit(
+    store: SqlDecisionStore,
+) -> None:
+    """The race measured in issue 15: while this submit's sbatch runs, another process's
+    reconcile finds the job by its tag and moves the decision to running; the submit then
+    records its job id: a no-op, exit 0, never 'cannot become submitted'."""
+
+    class NeighbourFirst(FakeSubmitter):
+        def submit(self, script: str, job: JobScript, tag: DecisionTag) -> str:
+            job_id = super().submit(script, job, tag)
+            (row,) = store.history()
+            seen = {job_id: status(job_id, "RUNNING", str(tag), start=NOW)}
+            (u,) = plan_updates([row], {row.decision_id: str(tag)}, seen, now=NOW)
+            for step in u.steps:
+                store.transition(
+                    row.decision_id, step.state, step.at, step.detail,
+                    slurm_job_id=step.slurm_job_id, expected=row.state,
+                )  # fmt: skip
+                row = store.history()[0]
+            return job_id
+
+    out = submit_job(wiring(store, FakeSource(), NeighbourFirst()), opts(), JOB)
+    assert out.record is not None and out.slurm_job_id == "101" and out.warnings == ()
+    rec = store.get(out.record.decision_id)
+    assert rec.state == S.RUNNING and rec.summary.slurm_job_id == "101"
+    assert [t.state for t in rec.transitions] == [S.SUBMITTING, S.SUBMITTED, S.RUNNING]
+
+
+def test_a_store_failure_after_sbatch_is_a_warning_not_a_failed_submit(
+    store: SqlDecisionStore,
+) -> None:
+    class Unwritable:
+        """The real store, whose writes fail once sbatch has run (a full disk, say)."""
+
+        def __init__(self, inner: SqlDecisionStore) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.inner, name)
+
+        def transition(self, *args: object, **kw: object) -> object:
+            raise StoreError("decision store sqlite:///d.db: database or disk is full")
+
+    w = replace(wiring(store, FakeSource(), FakeSubmitter()), store=Unwritable(store))  # type: ignore[arg-type]
+    out = submit_job(w, opts(), JOB)
+    assert out.slurm_job_id == "101" and out.record is not None
+    (warning,) = out.warnings
+    assert "Slurm queued job 101" in warning and "disk is full" in warning
+    assert "stays 'submitting'" in warning and "mlsub reconcile" in warning
+    assert out.as_dict()["warnings"] == [warning]
+    assert store.get(out.record.decision_id).state == S.SUBMITTING  # reconcile's to record
 
 
 def test_reconcile_moves_submitted_jobs_along_and_leaves_pending_ones(

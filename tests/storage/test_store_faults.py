@@ -1,0 +1,110 @@
+"""Store faults: every wait bounded, every failure a StoreError (exit 7) whose hint names
+its cause (issue 15 item 3)."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from slurm_mlsched.errors import StoreError
+from slurm_mlsched.storage import open_store
+from slurm_mlsched.storage.database import PG_CONNECT_TIMEOUT_S, store_hint
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A TCP server that accepts connections and never says a word."""
+    psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed")
+    del psycopg
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield int(listener.getsockname()[1])
+    stop.set()
+    thread.join(5)
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def test_a_silent_postgresql_server_fails_once_within_the_connect_timeout(
+    silent_server: int,
+) -> None:
+    url = f"postgresql+psycopg://mlsub:S3cretPW@127.0.0.1:{silent_server}/mlsub"
+    began = time.monotonic()
+    with pytest.raises(StoreError) as err:
+        open_store(url, grace_s=0)
+    took = time.monotonic() - began
+    assert took < PG_CONNECT_TIMEOUT_S + 2, f"waited {took:.1f} s (connected twice?)"
+    assert err.value.exit_code == 7
+    assert err.value.context["cause"] == "unreachable", err.value
+    assert "S3cretPW" not in str(err.value) + err.value.hint
+
+
+def test_a_held_sqlite_lock_fails_after_one_busy_timeout_with_the_locked_hint(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    open_store(url, grace_s=0).close()
+    holder = sqlite3.connect(tmp_path / "d.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    began = time.monotonic()
+    try:
+        with pytest.raises(StoreError) as err:
+            store = open_store(url, grace_s=0, busy_timeout_s=1.0)
+            try:
+                with store.planning("c1"):
+                    pass
+            finally:
+                store.close()
+        took = time.monotonic() - began
+    finally:
+        holder.rollback()
+        holder.close()
+    assert 0.9 < took < 2.5, f"waited {took:.1f} s for a 1 s busy timeout"
+    assert err.value.context["cause"] == "locked"
+    assert "MLSUB_DB_BUSY_TIMEOUT_S" in err.value.hint
+
+
+@pytest.mark.parametrize(
+    ("message", "cause"),
+    [
+        ("database is locked", "locked"),
+        ("canceling statement due to lock timeout", "locked"),
+        ("attempt to write a readonly database", "read-only"),
+        ("database disk image is malformed", "corrupt"),
+        ("file is not a database", "corrupt"),
+        ("database or disk is full", "full"),
+        ("canceling statement due to statement timeout", "timeout"),
+        ("connection timeout expired", "unreachable"),
+        ('connection failed: FATAL:  database "x" does not exist', "unreachable"),
+        ("unable to open database file", "unreachable"),
+        ("something else entirely", "other"),
+    ],
+)
+def test_each_store_failure_has_its_own_hint(message: str, cause: str) -> None:
+    got, hint = store_hint(message)
+    assert got == cause and hint
+    others = {store_hint(m)[1] for m, c in [("database is locked", "locked")] if c != cause}
+    assert hint not in others
