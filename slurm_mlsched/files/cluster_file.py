@@ -102,11 +102,17 @@ def load_cluster(path: str | Path, *, now: datetime | None = None) -> ClusterSna
     """Read and parse the cluster file at ``path`` (YAML)."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise InputError(
             f"cannot read cluster file {source}: {exc.strerror or exc}",
             hint="check the path given to --cluster",
+            context={"file": source},
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"cannot read cluster file {source}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+            hint="save the cluster file as UTF-8 (YAML)",
             context={"file": source},
         ) from None
     return parse_cluster(parse_yaml(text, source), source, now=now)
@@ -198,7 +204,7 @@ def _machines(fields: Mapping[str, object], source: str) -> list[Machine]:
         group = _mapping(raw, where, GROUP_FIELDS)
         prefix = _name(group, "prefix", where)
         where = _Entry(source, f"groups[{i}] (prefix {prefix!r})")
-        count = _count(group, "count", where, minimum=1, required=True)
+        count = _count(group, "count", where, minimum=1, required=True, maximum=MAX_GROUP_NODES)
         capacity = _capacity(group, where)
         for k in range(1, count + 1):
             entry = f"{where.entry} member {k}"
@@ -297,8 +303,21 @@ def _name(fields: Mapping[str, object], key: str, where: _Entry) -> str:
     return text
 
 
+#: Largest value of a count: nodes in one group, GPUs or CPUs of one node (beyond any
+#: machine; a larger number is a typo, and would make the placement program huge).
+MAX_GROUP_NODES = 100_000
+MAX_NODE_COUNT = 100_000
+MAX_MEM_GIB = float(1 << 20)  # 1 PiB per node
+
+
 def _count(
-    fields: Mapping[str, object], key: str, where: _Entry, *, minimum: int = 0, required: bool
+    fields: Mapping[str, object],
+    key: str,
+    where: _Entry,
+    *,
+    minimum: int = 0,
+    required: bool,
+    maximum: int = MAX_NODE_COUNT,
 ) -> int:
     if key not in fields:
         if required:
@@ -309,8 +328,10 @@ def _count(
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise where.error(key, value, "must be a whole number", hint=f"write e.g. '{key}: 4'")
-    if value < minimum:
-        raise where.error(key, value, f"must be >= {minimum}", hint=f"write e.g. '{key}: 4'")
+    if not minimum <= value <= maximum:
+        raise where.error(
+            key, value, f"must be from {minimum} to {maximum:,}", hint=f"write e.g. '{key}: 4'"
+        )
     return value
 
 
@@ -324,17 +345,27 @@ def _mem_mib(fields: Mapping[str, object], where: _Entry, *, required: bool) -> 
     hint = "give a number of GiB (64) or a size with a unit ('64G', '512000M')"
     if isinstance(value, bool):
         raise where.error(key, value, "must be a memory size", hint=hint)
+    too_big = f"must be at most {MAX_MEM_GIB:,.0f} GiB (1 PiB)"
     if isinstance(value, int | float):
-        if value < 0 or not math.isfinite(value):
+        try:
+            gib = float(value)
+        except OverflowError:
+            gib = math.inf
+        if gib < 0 or not math.isfinite(gib):
             raise where.error(key, value, "must be a finite number >= 0", hint=hint)
-        return gib_to_mib(float(value))
+        if gib > MAX_MEM_GIB:
+            raise where.error(key, value, too_big, hint=hint)
+        return gib_to_mib(gib)
     if isinstance(value, str):
         if not value.strip() or value.strip()[-1].isdigit():
             raise where.error(key, value, "needs a unit when written as a string", hint=hint)
         try:
-            return parse_mem_mib(value)
-        except ValueError:
+            mib = parse_mem_mib(value)
+        except (ValueError, OverflowError):
             raise where.error(key, value, "is not a memory size", hint=hint) from None
+        if mib > gib_to_mib(MAX_MEM_GIB):
+            raise where.error(key, value, too_big, hint=hint)
+        return mib
     raise where.error(key, value, "must be a memory size", hint=hint)
 
 

@@ -98,9 +98,9 @@ def _bad(option: str, value: object, problem: str, hint: str = "") -> InputError
     )
 
 
-def _integer(minimum: int) -> Callable[[str, object], int]:
+def _integer(minimum: int, maximum: int) -> Callable[[str, object], int]:
     def convert(option: str, value: object) -> int:
-        hint = f"write {option} N with a whole number N >= {minimum}"
+        hint = f"write {option} N with a whole number N from {minimum} to {maximum:,}"
         number: object = value
         if isinstance(value, str):
             try:
@@ -109,43 +109,70 @@ def _integer(minimum: int) -> Callable[[str, object], int]:
                 raise _bad(option, value, "must be a whole number", hint) from None
         if isinstance(number, bool) or not isinstance(number, int):
             raise _bad(option, value, "must be a whole number", hint)
-        if number < minimum:
-            raise _bad(option, value, f"must be >= {minimum}", hint)
+        if not minimum <= number <= maximum:
+            raise _bad(option, value, f"must be from {minimum} to {maximum:,}", hint)
         return number
 
     return convert
 
 
-def _positive_float(option: str, value: object) -> float:
-    hint = f"write {option} X with a number X > 0"
-    number: object = value
-    if isinstance(value, str):
+def _positive_float(maximum: float, unit: str) -> Callable[[str, object], float]:
+    def convert(option: str, value: object) -> float:
+        hint = f"write {option} X with a number 0 < X <= {maximum:g} ({unit})"
+        number: object = value
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                raise _bad(option, value, "must be a number", hint) from None
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            raise _bad(option, value, "must be a number", hint)
         try:
-            number = float(value.strip())
-        except ValueError:
-            raise _bad(option, value, "must be a number", hint) from None
-    if isinstance(number, bool) or not isinstance(number, int | float):
-        raise _bad(option, value, "must be a number", hint)
-    if not (number > 0 and math.isfinite(number)):
-        raise _bad(option, value, "must be a finite number > 0", hint)
-    return float(number)
+            ok = 0 < number <= maximum and math.isfinite(number)
+        except OverflowError:
+            ok = False
+        if not ok:
+            raise _bad(option, value, f"must be a finite number > 0 and <= {maximum:g}", hint)
+        return float(number)
+
+    return convert
 
 
 def _memory(option: str, value: object) -> float:
-    hint = "give a Slurm-style size: '8G' (GiB), '512M' (MiB), or a bare number of MiB"
+    hint = (
+        "give a Slurm-style size above 0 and at most 1P: '8G' (GiB), '512M' (MiB), or a "
+        "bare number of MiB (Slurm reads --mem=0 as all of a node's memory, so 0 is refused)"
+    )
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise _bad(option, value, "must be a memory size", hint)
     try:
-        return parse_mem_mib(value)
-    except ValueError:
+        mib = parse_mem_mib(value)
+    except (ValueError, OverflowError):
         raise _bad(option, value, "is not a memory size", hint) from None
+    if not 0 < mib <= MAX_MEM_MIB:
+        raise _bad(option, value, "must be above 0 and at most 1P", hint)
+    return mib
+
+
+def _command(option: str, value: object) -> str:
+    """A command prefix such as ``python3 -u``: split as a shell would, once, here."""
+    text = _text(option, value)
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise _bad(
+            option, value, f"is not a command line ({exc})", "balance its quotes, e.g. 'python3 -u'"
+        ) from None
+    if not words:
+        raise _bad(option, value, "must name a program", f"write {option} 'python3 -u'")
+    return text
 
 
 def _ps(option: str, value: object) -> PsCount:
     if isinstance(value, str) and value.strip().lower() == "auto":
         return "auto"
     try:
-        count = _integer(1)(option, value)
+        count = _integer(1, MAX_TASKS)(option, value)
     except InputError:
         raise _bad(
             option, value, "must be 'auto' or a whole number >= 1", "e.g. --ps auto, --ps 2"
@@ -182,7 +209,10 @@ def _time_limit(option: str, value: object) -> int:
     seconds = ((int(days or 0) * 24 + h) * 60 + m) * 60 + sec
     if seconds <= 0:
         raise _bad(option, value, "must be at least one second", hint)
-    return math.ceil(seconds / 60)
+    minutes = math.ceil(seconds / 60)
+    if minutes > MAX_TIME_LIMIT_MIN:
+        raise _bad(option, value, "must be at most a year (366-00:00:00)", hint)
+    return minutes
 
 
 def _form(option: str, value: object) -> Form:
@@ -193,30 +223,41 @@ def _form(option: str, value: object) -> Form:
         raise _bad(option, value, "is not a placement form", f"choose one of: {valid}") from None
 
 
+#: Upper bounds of the job options (a job beyond them is a typo, not a request; they keep
+#: every number the placement program sees finite and its size reasonable).
+MAX_TASKS = 10_000  # workers, parameter servers
+MAX_PER_TASK = 4_096  # GPUs or CPUs of one task
+MAX_MEM_MIB = float(1 << 30)  # 1 PiB
+MAX_BATCHES = 10**9  # epochs, batches per epoch
+MAX_STEP_TIME_S = 86_400.0
+MAX_MODEL_MB = 10**7
+MAX_BANDWIDTH = 10**9  # MB/s
+MAX_TIME_LIMIT_MIN = 366 * 24 * 60  # a year
+
 #: field name -> (command-line option, converter). The header accepts exactly these.
 OPTIONS: dict[str, tuple[str, Converter]] = {
-    "workers": ("--workers", _integer(1)),
+    "workers": ("--workers", _integer(1, MAX_TASKS)),
     "ps": ("--ps", _ps),
-    "gpus_per_worker": ("--gpus-per-worker", _integer(0)),
-    "cpus_per_worker": ("--cpus-per-worker", _integer(1)),
+    "gpus_per_worker": ("--gpus-per-worker", _integer(0, MAX_PER_TASK)),
+    "cpus_per_worker": ("--cpus-per-worker", _integer(1, MAX_PER_TASK)),
     "mem_per_worker": ("--mem-per-worker", _memory),
-    "cpus_per_ps": ("--cpus-per-ps", _integer(1)),
+    "cpus_per_ps": ("--cpus-per-ps", _integer(1, MAX_PER_TASK)),
     "mem_per_ps": ("--mem-per-ps", _memory),
-    "epochs": ("--epochs", _integer(1)),
-    "batches_per_epoch": ("--batches-per-epoch", _integer(1)),
+    "epochs": ("--epochs", _integer(1, MAX_BATCHES)),
+    "batches_per_epoch": ("--batches-per-epoch", _integer(1, MAX_BATCHES)),
     "model": ("--model", _text),
-    "step_time": ("--step-time", _positive_float),
-    "model_size": ("--model-size", _positive_float),
-    "bw_ex": ("--bw-ex", _positive_float),
-    "bw_in": ("--bw-in", _positive_float),
+    "step_time": ("--step-time", _positive_float(MAX_STEP_TIME_S, "seconds per step")),
+    "model_size": ("--model-size", _positive_float(MAX_MODEL_MB, "MB")),
+    "bw_ex": ("--bw-ex", _positive_float(MAX_BANDWIDTH, "MB/s")),
+    "bw_in": ("--bw-in", _positive_float(MAX_BANDWIDTH, "MB/s")),
     "policy": ("--policy", _text),
-    "seed": ("--seed", _integer(0)),
+    "seed": ("--seed", _integer(0, 2**63 - 1)),
     "name": ("--name", _text),
     "partition": ("--partition", _text),
     "form": ("--form", _form),
     "time_limit": ("--time", _time_limit),
     "output": ("--output", _text),
-    "interpreter": ("--interpreter", _text),
+    "interpreter": ("--interpreter", _command),
 }
 _BY_FLAG = {flag: name for name, (flag, _) in OPTIONS.items()}
 assert set(OPTIONS) == {f.name for f in fields(JobOptions)}, "OPTIONS out of sync"

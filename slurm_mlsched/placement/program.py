@@ -784,6 +784,15 @@ def default_horizon(jobs: Sequence[JobRequest], snapshot: ClusterSnapshot) -> in
     return max(*ends, *finishes) + 1
 
 
+def horizon_floor(jobs: Sequence[JobRequest], snapshot: ClusterSnapshot) -> int:
+    """A cheap lower bound on :func:`default_horizon` (no schedule built): every job's
+    arrival + shortest possible term, + 1. Callers that only need to know whether a
+    program would be too large ask this first, so that a trace spanning decades never
+    builds the greedy schedule's per-slot room."""
+    t0 = snapshot.now_slot
+    return max(j.arrival_slot + _shortest_term(j, t0, snapshot.slot_seconds) for j in jobs) + 1
+
+
 def _shortest_term(job: JobRequest, t0: int, slot_seconds: float) -> int:
     """A lower bound on the job's completion term: N workers co-located from its start."""
     rate = job.max_workers * job.profile.nu_in(slot_seconds)

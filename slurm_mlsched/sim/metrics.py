@@ -45,7 +45,7 @@ import numpy.typing as npt
 
 from ..errors import MlschedError
 from ..model import ClusterSnapshot, JobRequest, Mode
-from ..placement.program import default_horizon, lp_bound
+from ..placement.program import default_horizon, horizon_floor, lp_bound
 from .bounds import scalable_bound
 from .jobs import SimJob
 from .result import SimResult
@@ -323,6 +323,12 @@ def metrics_of_rows(
     )
 
 
+#: Most points a time series keeps. A longer one (a trace spanning decades, a 10-year job)
+#: is averaged over bins of ``k`` slots and its ``slot_seconds`` is ``k`` times Δ, so its
+#: memory and time follow the number of jobs, never a single row's span.
+MAX_SERIES_POINTS = 100_000
+
+
 def series_of(
     runs: Sequence[tuple[int, int, float]],
     arrival: npt.NDArray[np.int64],
@@ -333,36 +339,57 @@ def series_of(
 ) -> Series:
     """GPU utilization, queue length and running jobs per slot over [0, last end]:
     ``runs`` are (first slot, stop slot, GPUs held); the jobs' arrival, start and end
-    slots give the queue and the running count. Shared with the on-Slurm merge."""
+    slots give the queue and the running count. Shared with the on-Slurm merge.
+
+    Each series is a step function built from its change points only (never one array
+    cell per slot); with more than :data:`MAX_SERIES_POINTS` slots, each point is the
+    mean over ``k`` slots (queue and running rounded to whole jobs)."""
     if not len(end):
         return Series(delta, (), (), ())
     horizon = int(end.max()) + 1
-    gpus = np.zeros(horizon + 1)
+    k = max(1, -(-horizon // MAX_SERIES_POINTS))
+    edges = np.arange(0, horizon + k, k, dtype=np.int64)
+    edges[-1] = min(int(edges[-1]), horizon)
+    widths = np.diff(edges).astype(np.float64)
     lo = np.array([r[0] for r in runs], dtype=np.int64)
     hi = np.array([r[1] for r in runs], dtype=np.int64)
     held = np.array([r[2] for r in runs], dtype=np.float64)
-    np.add.at(gpus, lo, held)
-    np.add.at(gpus, hi, -held)
-    used = np.cumsum(gpus)[:horizon]
-    util = used / total_gpus if total_gpus > 0 else np.zeros(horizon)
-    queue = _count(arrival, start, horizon)
-    running = _count(start, end + 1, horizon)
+    used = _bin_means(lo, hi, held, edges) / widths
+    util = used / total_gpus if total_gpus > 0 else np.zeros(len(widths))
+    queue = _bin_means(arrival, start, np.ones(len(arrival)), edges) / widths
+    running = _bin_means(start, end + 1, np.ones(len(start)), edges) / widths
     return Series(
-        delta,
+        delta * k,
         tuple(float(round(x, 9)) for x in util),
-        tuple(int(x) for x in queue),
-        tuple(int(x) for x in running),
+        tuple(round(float(x)) for x in queue),
+        tuple(round(float(x)) for x in running),
     )
 
 
-def _count(
-    begin: npt.NDArray[np.int64], stop: npt.NDArray[np.int64], horizon: int
-) -> npt.NDArray[np.int64]:
-    """How many intervals [begin, stop) cover each slot of [0, horizon)."""
-    diff = np.zeros(horizon + 1, dtype=np.int64)
-    np.add.at(diff, np.clip(begin, 0, horizon), 1)
-    np.add.at(diff, np.clip(stop, 0, horizon), -1)
-    out: npt.NDArray[np.int64] = np.cumsum(diff)[:horizon]
+def _bin_means(
+    begin: npt.NDArray[np.int64],
+    stop: npt.NDArray[np.int64],
+    weight: npt.NDArray[np.float64],
+    edges: npt.NDArray[np.int64],
+) -> npt.NDArray[np.float64]:
+    """For each bin [edges[b], edges[b+1]): the integral over it of the step function
+    "sum of ``weight`` over the intervals [begin, stop) that cover the slot" (intervals
+    clipped to [0, last edge]). Works on the change points only."""
+    if not len(begin):
+        return np.zeros(len(edges) - 1)
+    top = int(edges[-1])
+    pos = np.concatenate([np.clip(begin, 0, top), np.clip(stop, 0, top)])
+    change = np.concatenate([weight, -weight])
+    order = np.argsort(pos, kind="stable")
+    pos, change = pos[order], change[order]
+    points, first = np.unique(pos, return_index=True)
+    level = np.cumsum(np.add.reduceat(change, first))  # the value on [points[j], points[j+1])
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(points))])  # ∫ up to points[j]
+    j = np.searchsorted(points, edges, side="right") - 1  # the last change at or before an edge
+    inside = j >= 0
+    jj = np.maximum(j, 0)
+    cumulative = np.where(inside, area[jj] + level[jj] * (edges - points[jj]), 0.0)
+    out: npt.NDArray[np.float64] = np.diff(cumulative)
     return out
 
 
@@ -421,11 +448,16 @@ def _lp_bound(
             f"LP bound not computed: {len(requests)} jobs > {max_jobs} (the LP grows as "
             "jobs × machines × slots)",
         )
+    per_slot = 4 * len(empty.machines) + 2
     try:
+        floor = horizon_floor(requests, empty)  # horizon >= floor: a size check for free
+        least = sum(max(0, floor - r.arrival_slot) for r in requests) * per_slot
+        if least > max_variables:
+            return LowerBound(
+                None, f"LP bound not computed: over {least} variables > {max_variables}"
+            )
         horizon = default_horizon(requests, empty)
-        size = sum(max(0, horizon - r.arrival_slot) for r in requests) * (
-            4 * len(empty.machines) + 2
-        )
+        size = sum(max(0, horizon - r.arrival_slot) for r in requests) * per_slot
         if size > max_variables:
             return LowerBound(
                 None, f"LP bound not computed: about {size} variables > {max_variables}"

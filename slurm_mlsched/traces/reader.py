@@ -1,7 +1,9 @@
 """Open a trace file and read it with the right reader: the only module here that does I/O.
 
 ``.gz`` files (by their magic bytes, whatever their name) are unzipped on the fly; the
-text must be UTF-8. ``format="auto"`` looks at the first 64 KiB.
+text must be UTF-8 (a byte-order mark is dropped). ``format="auto"`` looks at the first
+64 KiB. Every reader's records then pass :func:`bounded` (the plausible ranges of
+:mod:`.bounds`, and distinct job ids), the same for every format.
 """
 
 from __future__ import annotations
@@ -10,14 +12,16 @@ import gzip
 import io
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, TextIO, cast
 
 from ..errors import InputError
+from . import bounds
 from .columns import ColumnMap, column_map
 from .formats import FORMATS, detect_format, formats_help
-from .record import Trace
-from .rows import ReadOptions
+from .record import SkippedLine, Trace
+from .rows import SKIP_BAD_HINT, ReadOptions, quote
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _HEAD_BYTES = 64 * 1024
@@ -46,11 +50,41 @@ def read_trace(
     opts = ReadOptions(path=str(path), skip_bad=skip_bad, tz=tz, columns=cmap)
     with open_text(file) as stream:
         try:
-            return FORMATS[name].reader(stream, opts)
+            return bounded(FORMATS[name].reader(stream, opts), opts)
         except UnicodeDecodeError as exc:
             raise _unreadable(file, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         except (OSError, EOFError) as exc:  # a truncated or corrupt .gz shows up mid-read
             raise _unreadable(file, str(exc)) from None
+
+
+def bounded(trace: Trace, opts: ReadOptions) -> Trace:
+    """``trace`` without the records that cannot be real jobs (:mod:`.bounds`): each is a
+    malformed line, an error naming its line, field and value, or (``skip_bad``) a
+    skipped line listed with the others."""
+    bad = list(bounds.problems(trace.records, trace.time_base))
+    if not bad:
+        return trace
+    if not opts.skip_bad:
+        rec, err = bad[0]
+        raise InputError(
+            f"{opts.path}, line {rec.line}: field {err.field!r} {err.problem} "
+            f"(value {quote(err.value)})",
+            hint=SKIP_BAD_HINT,
+            context={
+                "file": opts.path,
+                "format": trace.format,
+                "line": rec.line,
+                "field": err.field,
+                "value": str(err.value),
+            },
+        )
+    dropped = {id(rec) for rec, _ in bad}
+    skipped = [SkippedLine(rec.line, e.field, str(e.value), e.problem) for rec, e in bad]
+    return replace(
+        trace,
+        records=tuple(r for r in trace.records if id(r) not in dropped),
+        skipped_lines=tuple(sorted((*trace.skipped_lines, *skipped), key=lambda s: s.line)),
+    )
 
 
 def _format_name(file: Path, format: str, cmap: ColumnMap | None) -> str:
@@ -116,9 +150,9 @@ def _open_binary(file: Path) -> Iterator[BinaryIO]:
 
 @contextmanager
 def open_text(file: Path) -> Iterator[TextIO]:
-    """The file as UTF-8 text lines (``.gz`` unzipped)."""
+    """The file as UTF-8 text lines (``.gz`` unzipped; a leading byte-order mark dropped)."""
     with _open_binary(file) as raw:
-        yield io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        yield io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
 
 
 def _unreadable(file: Path, problem: str) -> InputError:

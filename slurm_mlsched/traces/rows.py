@@ -105,25 +105,40 @@ def csv_rows(
 ) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
     """The header and an iterator of (line number, row as a dict) of a CSV text.
 
-    Blank lines are passed over; a row whose field count differs from the header's is a
-    malformed line (reported through ``errors``).
+    Each physical line is one row: no trace format has quoted fields that span lines, so a
+    stray ``"`` spoils only its own line (reported as malformed with its own number)
+    instead of swallowing the lines after it. Blank lines are passed over; a row whose
+    field count differs from the header's, or that breaks CSV quoting, or whose field is
+    longer than :data:`MAX_FIELD` characters, is a malformed line (reported through
+    ``errors``).
     """
-    reader = csv.reader(iter(lines), delimiter=delimiter)
+    numbered = enumerate(iter(lines), start=1)
     header: list[str] = []
-    for raw in reader:
+    for number, text in numbered:
+        try:
+            raw = _split(text, delimiter)
+        except csv.Error as exc:
+            raise errors.whole_file(
+                f"the header line is not CSV: {exc}", "check the file", number
+            ) from None
         if raw and any(cell.strip() for cell in raw):
-            header = [cell.strip() for cell in raw]
+            header = [cell.strip().lstrip("\ufeff") for cell in raw]
             break
     if not header:
         raise errors.whole_file("the file is empty (no header line)", "check the file")
 
     def rows() -> Iterator[tuple[int, dict[str, str]]]:
-        for raw in reader:
+        for number, text in numbered:
+            try:
+                raw = _split(text, delimiter)
+            except csv.Error as exc:
+                errors.bad(number, BadField("(row)", text.rstrip("\r\n"), f"not CSV: {exc}"))
+                continue
             if not raw or (len(raw) == 1 and not raw[0].strip()):
                 continue  # a blank line
             if len(raw) != len(header):
                 errors.bad(
-                    reader.line_num,
+                    number,
                     BadField(
                         "(row)",
                         delimiter.join(raw),
@@ -131,9 +146,24 @@ def csv_rows(
                     ),
                 )
                 continue
-            yield reader.line_num, dict(zip(header, raw, strict=True))
+            yield number, dict(zip(header, raw, strict=True))
 
     return header, rows()
+
+
+#: Longest field a trace line may hold (characters).
+MAX_FIELD = 131_072
+
+
+def _split(text: str, delimiter: str) -> list[str]:
+    """One physical line as CSV fields; :class:`csv.Error` if it breaks CSV quoting or
+    holds a field longer than :data:`MAX_FIELD`."""
+    line = text.rstrip("\r\n")
+    if len(line) > MAX_FIELD and max(len(f) for f in line.split(delimiter)) > MAX_FIELD:
+        raise csv.Error(f"a field is longer than {MAX_FIELD:,} characters")
+    if '"' in line:
+        return next(csv.reader([line], delimiter=delimiter, strict=True), [])
+    return line.split(delimiter) if line else []
 
 
 def require_columns(header: list[str], needed: Iterable[str], errors: LineErrors) -> None:

@@ -32,6 +32,7 @@ SWF has no GPUs (``gpus`` = 0) and no node counts (processors are not nodes).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from .record import JobState, TimeBase, Trace, TraceRecord
@@ -132,6 +133,10 @@ def _unix_start(header: dict[str, str], errors: LineErrors) -> float | None:
         ) from None
 
 
+#: Largest magnitude an SWF field may have (seconds, counts, KB: 1e15 is far beyond any).
+_MAX_FIELD_VALUE = 1e15
+
+
 def _swf_record(line: int, text: str, origin: float | None) -> TraceRecord:
     parts = text.split()
     if len(parts) != len(SWF_FIELDS):
@@ -142,6 +147,8 @@ def _swf_record(line: int, text: str, origin: float | None) -> TraceRecord:
             values[name] = float(part)
         except ValueError:
             raise BadField(name, part, "not a number") from None
+        if not math.isfinite(values[name]) or abs(values[name]) > _MAX_FIELD_VALUE:
+            raise BadField(name, part, f"not a finite number of at most {_MAX_FIELD_VALUE:g}")
 
     def known(name: str) -> float | None:
         value = values[name]

@@ -55,9 +55,9 @@ x9|d|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:01|2024-01-01T00:00:03|00:00
 5|f|PENDING|2024-01-01T00:00:00|None|Unknown|00:00:00|Partition_Limit|cpu=1,mem=1G,node=1
 """
 GENERIC = """id,queued,gpus
-a,100,2
-b,200,lots
-c,300,
+a,1700000100,2
+b,1700000200,lots
+c,1700000300,
 """
 
 

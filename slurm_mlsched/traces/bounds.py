@@ -1,0 +1,118 @@
+"""The plausible range of every value a trace record holds, checked once for every format
+(pure).
+
+Readers parse what a field says; this module says whether a parsed record can be a real
+job. A value outside its range is a malformed line like any other (reported with its line,
+field and value, or skipped and listed with ``--skip-bad``), so that no single row can make
+a replay allocate memory or time for a span no real job covers:
+
+=================  =====================================================================
+field              range
+=================  =====================================================================
+submit/start/end   wall-clock traces: :data:`EARLIEST` .. :data:`LATEST` (1990–2100);
+                   offset traces: 0 .. :data:`MAX_OFFSET_S` (100 years)
+duration, limit    0 .. :data:`MAX_DURATION_S` (10 years)
+GPUs, CPUs, nodes  0 .. :data:`MAX_COUNT`, workers 1 .. :data:`MAX_COUNT`
+memory             0 .. :data:`MAX_MEM_MIB` (1 EiB)
+=================  =====================================================================
+
+Every number must also be finite (no ``inf``, no ``NaN``). Job ids must be distinct: a
+repeated id is the later line's fault (:func:`problems` reports it there).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from .record import TimeBase, TraceRecord
+
+EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+MAX_OFFSET_S = 100 * 365.25 * 86400.0
+MAX_DURATION_S = 10 * 365.25 * 86400.0
+MAX_COUNT = 1_000_000
+MAX_MEM_MIB = float(1 << 40)
+
+
+class OutOfRange(Exception):
+    """One field of a record outside its plausible range."""
+
+    def __init__(self, field: str, value: object, problem: str) -> None:
+        super().__init__(problem)
+        self.field = field
+        self.value = value
+        self.problem = problem
+
+
+def check(rec: TraceRecord, time_base: TimeBase) -> None:
+    """Raise :class:`OutOfRange` for the first field of ``rec`` outside its range."""
+    lo, hi = _time_window(time_base)
+    for name in ("submit", "start", "end"):
+        value = getattr(rec, name)
+        if value is None:
+            continue
+        if not _finite(value) or not lo <= value <= hi:
+            raise OutOfRange(name, _when(value, time_base), _time_problem(time_base))
+    for name in ("duration_s", "time_limit_s"):
+        value = getattr(rec, name)
+        if value is not None and (not _finite(value) or not 0 <= value <= MAX_DURATION_S):
+            raise OutOfRange(
+                name, value, f"must be 0 to {MAX_DURATION_S / 86400 / 365.25:g} years in seconds"
+            )
+    for name in ("gpus", "cpus", "nodes"):
+        value = getattr(rec, name)
+        if value is not None and not 0 <= value <= MAX_COUNT:
+            raise OutOfRange(name, value, f"must be a count from 0 to {MAX_COUNT:,}")
+    if rec.workers is not None and not 1 <= rec.workers <= MAX_COUNT:
+        raise OutOfRange("workers", rec.workers, f"must be a count from 1 to {MAX_COUNT:,}")
+    if rec.mem_mb is not None and (not _finite(rec.mem_mb) or not 0 <= rec.mem_mb <= MAX_MEM_MIB):
+        raise OutOfRange("mem_mb", rec.mem_mb, "must be 0 to 1 EiB (in MiB)")
+
+
+def problems(
+    records: tuple[TraceRecord, ...], time_base: TimeBase
+) -> Iterator[tuple[TraceRecord, OutOfRange]]:
+    """Every record that cannot be a real job, with why (ranges, then repeated ids)."""
+    first_line: dict[str, int] = {}
+    for rec in records:
+        try:
+            check(rec, time_base)
+        except OutOfRange as err:
+            yield rec, err
+            continue
+        seen = first_line.setdefault(rec.job_id, rec.line)
+        if seen != rec.line:
+            yield rec, OutOfRange("job_id", rec.job_id, f"repeats the job id of line {seen}")
+
+
+def _time_window(time_base: TimeBase) -> tuple[float, float]:
+    if time_base == TimeBase.EPOCH:
+        return EARLIEST.timestamp(), LATEST.timestamp()
+    return 0.0, MAX_OFFSET_S
+
+
+def _time_problem(time_base: TimeBase) -> str:
+    if time_base == TimeBase.EPOCH:
+        return (
+            f"is outside the plausible window {EARLIEST:%Y-%m-%d} .. {LATEST:%Y-%m-%d} "
+            "(a typo, or a placeholder date?)"
+        )
+    return f"must be 0 to {MAX_OFFSET_S / 86400 / 365.25:g} years after the trace's start"
+
+
+def _when(value: float, time_base: TimeBase) -> object:
+    if time_base != TimeBase.EPOCH or not _finite(value):
+        return value
+    try:
+        return datetime.fromtimestamp(value, UTC).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return value
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
