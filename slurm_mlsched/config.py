@@ -20,7 +20,11 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
     partition = "gpu"                  # the command line); names as in JobOptions
     mem_per_worker = "16G"
 
-Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS`` (comma-separated), ``MLSUB_CLUSTER_NAME``,
+``admins`` is the site's alone: only ``/etc/mlsched/config.toml`` sets it, and only when
+that file is owned by root and writable by nobody else; a user's file that sets it is an
+error, and ``MLSUB_ADMINS`` is honoured for root only (docs/admin-guide.md, trust model).
+
+Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS`` (root only), ``MLSUB_CLUSTER_NAME``,
 ``MLSUB_RESERVATION_GRACE_S``, ``MLSUB_DB_BUSY_TIMEOUT_S``, ``MLSUB_SLOT_SECONDS``,
 ``MLSUB_REMOTE``, ``MLSUB_REMOTE_DIR``. ``MLSUB_CONFIG`` names the user config file
 instead of the XDG one.
@@ -32,6 +36,7 @@ paths); it reads the two files and nothing else.
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -92,6 +97,9 @@ class Config:
 KEYS = tuple(f.name for f in fields(Config) if f.name != "sources")
 #: Keys only the files set (a table has no environment form).
 FILE_ONLY = frozenset({"job"})
+#: Keys only the site file sets: who is an admin is the site's to say, never a user's
+#: (``MLSUB_ADMINS`` is honoured for root only, for tests and support).
+SITE_ONLY = frozenset({"admins"})
 
 
 def default_db_path(env: Mapping[str, str]) -> Path:
@@ -113,16 +121,29 @@ def load_config(
     *,
     system_path: Path = SYSTEM_CONFIG,
     user_path: Path | None = None,
+    euid: int | None = None,
 ) -> Config:
     """Merge the layers in precedence order; ``flags`` maps field names to values
-    (``None`` = not given). Raises :class:`InputError` naming the layer and key."""
+    (``None`` = not given). Raises :class:`InputError` naming the layer and key.
+
+    ``admins`` (:data:`SITE_ONLY`) comes from the site file alone, and only when that file
+    is owned by root (or by the running user ``euid``) and writable by nobody else; in the
+    user's file it is refused, and ``MLSUB_ADMINS`` is refused unless ``euid`` is 0."""
+    uid = os.geteuid() if euid is None else euid
     config = Config()
     sources: list[str] = []
-    for path in (system_path, user_path or user_config_path(env)):
+    for path, site in ((system_path, True), (user_path or user_config_path(env), False)):
         layer = _read_file(path)
         if layer:
+            _check_site_keys(layer, path, site=site, euid=uid)
             config = _apply(config, layer, str(path))
             sources.append(str(path))
+    if env.get(ENV_PREFIX + "ADMINS") and uid != 0:
+        raise InputError(
+            "MLSUB_ADMINS is honoured for root only: who is an admin is the site's setting",
+            hint=f"unset MLSUB_ADMINS; an admin lists admins in {SYSTEM_CONFIG} (root-owned)",
+            context={"variable": "MLSUB_ADMINS"},
+        )
     from_env = {
         key: env[ENV_PREFIX + key.upper()]
         for key in KEYS
@@ -136,6 +157,27 @@ def load_config(
         config = _apply(config, given, "command line")
         sources.append("command line")
     return replace(config, sources=tuple(sources))
+
+
+def _check_site_keys(layer: Mapping[str, object], path: Path, *, site: bool, euid: int) -> None:
+    """Site-only keys only in a site file nobody else can write (see :func:`load_config`)."""
+    keys = sorted(SITE_ONLY & set(layer))
+    if not keys:
+        return
+    if not site:
+        raise InputError(
+            f"{path}: {', '.join(keys)} may only be set in the site file {SYSTEM_CONFIG}",
+            hint="remove it from your config; ask an admin to list you there",
+            context={"file": str(path), "key": keys[0]},
+        )
+    info = path.stat()
+    if info.st_uid not in (0, euid) or info.st_mode & 0o022:
+        raise InputError(
+            f"{path} sets {', '.join(keys)} but is not trusted: it must be owned by root and "
+            "writable by nobody else",
+            hint=f"chown root:root {path} && chmod 644 {path}",
+            context={"file": str(path), "key": keys[0]},
+        )
 
 
 def _read_file(path: Path) -> dict[str, object]:

@@ -37,11 +37,30 @@ def test_precedence(tmp_path: Path) -> None:
     assert cfg.sources == (str(system), str(user), "environment", "command line")
 
 
-def test_admins_from_environment(tmp_path: Path) -> None:
-    cfg = load_config(
-        {"MLSUB_ADMINS": "a, b"}, system_path=tmp_path / "x", user_path=tmp_path / "y"
-    )
+def test_admins_from_environment_for_root_only(tmp_path: Path) -> None:
+    paths = {"system_path": tmp_path / "x", "user_path": tmp_path / "y"}
+    cfg = load_config({"MLSUB_ADMINS": "a, b"}, euid=0, **paths)
     assert cfg.admins == ("a", "b")
+    with pytest.raises(InputError, match="MLSUB_ADMINS is honoured for root only"):
+        load_config({"MLSUB_ADMINS": "mallory"}, euid=1000, **paths)
+
+
+def test_a_users_own_config_cannot_make_them_admin(tmp_path: Path) -> None:
+    user = tmp_path / "user.toml"
+    user.write_text('admins = ["mallory"]\n')
+    with pytest.raises(InputError, match="may only be set in the site file") as err:
+        load_config({}, system_path=tmp_path / "none", user_path=user, euid=1000)
+    assert err.value.context["key"] == "admins"
+
+
+def test_admins_in_a_site_file_others_can_write_are_not_trusted(tmp_path: Path) -> None:
+    site = tmp_path / "site.toml"
+    site.write_text('admins = ["ops"]\n')
+    site.chmod(0o666)
+    with pytest.raises(InputError, match="not trusted"):
+        load_config({}, system_path=site, user_path=tmp_path / "none")
+    site.chmod(0o644)
+    assert load_config({}, system_path=site, user_path=tmp_path / "none").admins == ("ops",)
 
 
 @pytest.mark.parametrize(
@@ -56,8 +75,12 @@ def test_admins_from_environment(tmp_path: Path) -> None:
 def test_bad_files_name_the_file_and_key(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "config.toml"
     path.write_text(text)
+    path.chmod(0o644)
+    site = text.startswith("admins")  # a site-only key: checked in the site file
+    paths = {"system_path": path, "user_path": tmp_path / "none"} if site else {
+        "system_path": tmp_path / "none", "user_path": path}  # fmt: skip
     with pytest.raises(InputError, match=needle) as err:
-        load_config({}, system_path=tmp_path / "none", user_path=path)
+        load_config({}, **paths)
     assert str(path) in str(err.value)
 
 
