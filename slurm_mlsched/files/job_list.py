@@ -242,8 +242,22 @@ def read_job_list(path: str | Path) -> JobList:
 
 
 def is_job_list(path: str | Path) -> bool:
-    """Whether ``path`` names a job list (by its extension)."""
-    return str(path).lower().endswith((".json", ".yaml", ".yml"))
+    """Whether ``path`` names a job list: a ``.json``/``.yaml`` file that is not a Slurm
+    ``sacct --json`` dump (recognized by its content: a ``meta`` object with the Slurm
+    version and a ``jobs`` array near the top, whatever the file's name)."""
+    if not str(path).lower().endswith((".json", ".yaml", ".yml")):
+        return False
+    return not looks_like_sacct_json(path)
+
+
+def looks_like_sacct_json(path: str | Path) -> bool:
+    """Whether the file starts like ``sacct --json`` output (its first 64 KiB)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64 * 1024).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    except OSError:
+        return False
+    return head.startswith("{") and '"jobs"' in head and ('"meta"' in head or '"Slurm"' in head)
 
 
 assert set(OPTION_FIELDS) <= set(OPTIONS), "OPTION_FIELDS out of sync with job options"

@@ -399,9 +399,10 @@ def cluster_view(
     slot_seconds: float,
 ) -> ClusterState:
     """``mlsub cluster``: what the placement would see now (Slurm + the store's open
-    decisions), read under the cluster's lock so that it is one consistent view."""
+    decisions), read in one snapshot of the store (without the planning lock: a read
+    neither waits for a planner nor makes one wait)."""
     state = source.read(clock.now())
-    with store.planning(cluster_name) as tx:
+    with store.viewing(cluster_name) as tx:
         return stored_and_running(tx, state, clock.now(), slot_seconds, cluster_name)
 
 

@@ -3,7 +3,11 @@
 * SQLite: the file (and its directory, when mlsub creates it) is made owner-only (0600 /
   0700) before SQLite opens it; every connection sets ``busy_timeout`` and WAL mode, and
   transactions start with ``BEGIN IMMEDIATE`` so that one writer at a time holds the
-  database from its first read (the per-cluster serialization of ``planning()``).
+  database from its first read (the per-cluster serialization of ``planning()``); reads
+  (history, show, export, …) begin a plain transaction and take no write lock. A file this
+  process cannot write (a read-only mount) is opened read-only (``mode=ro``, or
+  ``immutable=1`` when not even its directory is writable): reading works, writing is a
+  ``read-only`` store error.
 * PostgreSQL (``postgresql+psycopg://``): plain transactions; ``planning()`` locks a row
   per cluster, and schema creation holds an advisory lock. Every wait is bounded: the
   connection (TCP and the server's first answer) by :data:`PG_CONNECT_TIMEOUT_S`, each
@@ -47,6 +51,9 @@ _PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # slurm_mlsched/
 #: pg_advisory_xact_lock key held while a fresh PostgreSQL database is created.
 _SCHEMA_LOCK_KEY = 0x6D6C_7375_6200
 DEFAULT_UPGRADE_COMMAND = "mlsub db upgrade"
+#: Execution option of the store's reading engine view: SQLite then begins a plain
+#: (deferred) transaction, which takes no write lock.
+READ_ONLY_OPTION = "mlsub_read_only"
 #: Seconds PostgreSQL may take to accept a connection and answer its start-up.
 PG_CONNECT_TIMEOUT_S = 5
 
@@ -135,6 +142,8 @@ def make_engine(url: str, *, busy_timeout_s: float = 30.0) -> Engine:
                 hint="PostgreSQL needs the URL form postgresql+psycopg://… and psycopg",
             ) from None
     path = sqlite_path(parsed)
+    if path is not None and _read_only(path):
+        return _read_only_engine(path, busy_timeout_s)
     if path is not None:
         try:
             prepare_sqlite_file(path)
@@ -149,19 +158,55 @@ def make_engine(url: str, *, busy_timeout_s: float = 30.0) -> Engine:
     return engine
 
 
+def _read_only(path: Path) -> bool:
+    """An existing database file this process cannot write (a read-only mount, another
+    user's file shared read-only): it is opened read-only, so that reading still works."""
+    return path.exists() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
+
+def _read_only_engine(path: Path, busy_timeout_s: float) -> Engine:
+    """SQLite opened with ``mode=ro`` (``immutable=1`` when not even the directory can be
+    written, where WAL's -shm file cannot be made: nobody can change the file there);
+    every read works, every write is a ``read-only`` store error."""
+    import sqlite3
+    from urllib.parse import quote
+
+    flag = "mode=ro" if os.access(path.parent, os.W_OK) else "immutable=1"
+    uri = f"file:{quote(str(path.resolve()))}?{flag}"
+
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, check_same_thread=False)
+        conn.isolation_level = None
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        return conn
+
+    engine = create_engine("sqlite://", creator=connect)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+    return engine
+
+
 def _sqlite_events(engine: Engine, busy_timeout_s: float) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        cur.execute("PRAGMA journal_mode = WAL")
+        # setting WAL takes a lock even when it is already set: ask first (a read)
+        if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            cur.execute("PRAGMA journal_mode = WAL")
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # reads (the store's read-only engine view) take no write lock: they neither wait
+        # behind a planner nor make one wait
+        read_only = conn.get_execution_options().get(READ_ONLY_OPTION)
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 @contextmanager
@@ -330,7 +375,7 @@ def _at_head(engine: Engine, url: str) -> bool:
     """One query: is the database already at :data:`HEAD_REVISION`? (False when it has no
     version table yet, or any error: the full check then says what is wrong.)"""
     with db_errors(url):  # a server that cannot be reached is an error now, not twice
-        conn = engine.connect()
+        conn = engine.execution_options(**{READ_ONLY_OPTION: True}).connect()  # no lock
     try:
         with conn:
             row = conn.execute(text("SELECT version_num FROM alembic_version")).first()

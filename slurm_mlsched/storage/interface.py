@@ -82,6 +82,10 @@ class DecisionStore(Protocol):
 
     def planning(self, cluster: str) -> AbstractContextManager[PlanningSession]: ...
 
+    def viewing(self, cluster: str) -> AbstractContextManager[PlanningSession]:
+        """The reads of a planning block, in one snapshot, without taking its lock."""
+        ...
+
     def reservations(
         self, cluster: str, now: datetime, *, epoch: datetime, slot_seconds: float
     ) -> tuple[Reservation, ...]: ...

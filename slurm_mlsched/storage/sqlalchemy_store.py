@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, selectinload
 from ..errors import InvalidTransitionError, NotFoundError, StoreError
 from ..model import NodeCount, Reservation, Resources, Role
 from . import codec
-from .database import db_errors
+from .database import READ_ONLY_OPTION, db_errors
 from .models import (
     ClusterLockRow,
     DecisionRow,
@@ -52,6 +52,7 @@ class SqlDecisionStore:
 
     def __init__(self, engine: Engine, url: str, *, grace_s: float) -> None:
         self._engine = engine
+        self._reader = engine.execution_options(**{READ_ONLY_OPTION: True})
         self._url = url
         self.grace_s = grace_s
 
@@ -61,6 +62,14 @@ class SqlDecisionStore:
     def planning(self, cluster: str) -> Iterator[SqlPlanningSession]:
         with db_errors(self._url), Session(self._engine) as session, session.begin():
             self._lock(session, cluster)
+            yield SqlPlanningSession(session, cluster, self.grace_s)
+
+    @contextmanager
+    def viewing(self, cluster: str) -> Iterator[SqlPlanningSession]:
+        """A planning block's reads without its lock (``mlsub cluster``): one consistent
+        snapshot of the store that neither waits for a planner nor makes one wait, and that
+        works on a read-only store. Recording in it is a programming error."""
+        with db_errors(self._url), Session(self._reader) as session, session.begin():
             yield SqlPlanningSession(session, cluster, self.grace_s)
 
     def _lock(self, session: Session, cluster: str) -> None:
@@ -74,13 +83,13 @@ class SqlDecisionStore:
     def reservations(
         self, cluster: str, now: datetime, *, epoch: datetime, slot_seconds: float
     ) -> tuple[Reservation, ...]:
-        with db_errors(self._url), Session(self._engine) as session:
+        with db_errors(self._url), Session(self._reader) as session:
             return _reservations(session, cluster, now, self.grace_s, epoch, slot_seconds)
 
     # --- reading ----------------------------------------------------------------------------
 
     def get(self, decision_id: int) -> DecisionRecord:
-        with db_errors(self._url), Session(self._engine) as session:
+        with db_errors(self._url), Session(self._reader) as session:
             row = session.get(
                 DecisionRow, decision_id, options=[selectinload(DecisionRow.transitions)]
             )
@@ -105,7 +114,7 @@ class SqlDecisionStore:
         query = query.order_by(DecisionRow.id.desc())
         if where.limit is not None:
             query = query.limit(where.limit)
-        with db_errors(self._url), Session(self._engine) as session:
+        with db_errors(self._url), Session(self._reader) as session:
             rows = session.scalars(query).all()
             return tuple(_summary(row) for row in reversed(rows))
 
@@ -164,7 +173,7 @@ class SqlDecisionStore:
 
     def replay_runs(self) -> tuple[ReplayRun, ...]:
         query = select(ReplayRunRow).options(selectinload(ReplayRunRow.results))
-        with db_errors(self._url), Session(self._engine) as session:
+        with db_errors(self._url), Session(self._reader) as session:
             return tuple(_replay(r) for r in session.scalars(query.order_by(ReplayRunRow.id)))
 
     def close(self) -> None:

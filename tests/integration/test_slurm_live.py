@@ -253,3 +253,32 @@ def test_unreachable_slurm_fails_fast_with_exit_code_6(lab_ready: None, tmp_path
         )
         assert done.returncode == 6 and done.stdout == "", done.stderr
         assert time.monotonic() - started < 10  # not the 9-18 s hang of sinfo
+
+
+def test_a_stopped_slurmctld_is_a_clear_error_within_three_seconds(
+    lab_ready: None, tmp_path: Path
+) -> None:
+    """slurmctld that accepts connections and never answers (SIGSTOP): exit 6 within 3 s
+    (measured before: 9.1-9.4 s), and it answers again after SIGCONT."""
+    import os
+    import signal
+
+    pids = [int(p) for p in subprocess.run(
+        ["pgrep", "-x", "slurmctld"], capture_output=True, text=True, check=False
+    ).stdout.split()]  # fmt: skip
+    assert pids, "slurmctld is not running"
+    env = {"MLSUB_DB_URL": f"sqlite:///{tmp_path / 'd.db'}", "MLSUB_FIXED_NOW": ""}
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        result = CliRunner().invoke(app, ["cluster", "--json"], env=env)
+        took = time.monotonic() - started
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    assert result.exit_code == 6, result.stderr
+    assert "error[slurm-unreachable]" in result.stderr
+    assert took < 3, f"took {took:.1f} s"
+    poll("slurmctld to answer again", lambda: CliRunner().invoke(
+        app, ["cluster", "--json"], env=env).exit_code == 0, 30)  # fmt: skip

@@ -218,3 +218,13 @@ def test_field_size_repeated_ids_swf_nan_and_a_bom(tmp_path: Path) -> None:
     assert len(read_trace(bom)) == 1
     code, said = replay(bom)
     assert code == 0, said
+
+
+def test_a_sacct_json_dump_named_json_is_read_as_a_trace(tmp_path: Path) -> None:
+    """Measured before: a real `sacct --json` dump named *.json was taken as a job list and
+    `--format sacct-json` was refused for it."""
+    dump = write(tmp_path, "dump.json", (FIXTURES / "22.05" / "sacct.json").read_text())
+    for extra in ([], ["--format", "sacct-json"]):
+        code, said = replay(dump, *extra)
+        assert code == 0, said
+        assert "trace format sacct-json" in said
