@@ -47,7 +47,7 @@ cluster-down:
 # Each writes its own section of docs/benchmarks.md (bench/sections.py).
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md
-	$(MAKE) bench-live bench-agreement bench-policies bench-queue bench-scale
+	$(MAKE) bench-live bench-agreement bench-policies bench-queue bench-scale bench-reliability
 
 # Live planning latency: needs the local Slurm cluster (started here if it is not up).
 bench-live: venv
@@ -65,6 +65,11 @@ bench-queue: venv
 # The whole Philly trace (82,247 jobs) under each policy: wall time and peak RSS (~20 min).
 bench-scale: venv
 	$(PY) -m bench.philly_scale --out docs/benchmarks.md
+
+# Concurrency, fuzzed input and bounded waits against the real cluster, SQLite, PostgreSQL.
+bench-reliability: venv
+	bash scripts/slurm-lab/start-cluster.sh >/dev/null
+	$(PY) -m bench.reliability --out docs/benchmarks.md
 
 # A real Slurm log replayed and compared with what Slurm did (needs the local cluster).
 bench-agreement: venv

@@ -184,6 +184,12 @@ class RemoteConfigError(RemoteError):
     code: str = "ssh-config-unsupported"
 
 
+class RemoteStagingError(RemoteError):
+    """The remote staging directory is not private to the user (owner, mode, or a link)."""
+
+    code: str = "remote-staging-unsafe"
+
+
 @dataclass
 class HostKeyError(RemoteError):
     """The server's host key could not be verified against known_hosts: the connection is

@@ -8,7 +8,8 @@
 
 from __future__ import annotations
 
-import shutil
+import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -56,6 +57,14 @@ def install_files(dest: Path, *, force: bool = False) -> tuple[Path, ...]:
             context={"dest": str(dest)},
         )
     targets = tuple(dest / name for name in PLUGIN_FILES)
+    links = [str(t) for t in targets if t.is_symlink()]
+    if links:
+        raise InputError(
+            f"{', '.join(links)} is a symbolic link; mlsub never writes through one",
+            hint="remove the link (it may point anywhere, e.g. into another user's files), "
+            "then install again",
+            context={"dest": str(dest)},
+        )
     existing = [str(t) for t in targets if t.exists()]
     if existing and not force:
         raise InputError(
@@ -65,6 +74,22 @@ def install_files(dest: Path, *, force: bool = False) -> tuple[Path, ...]:
         )
     source = plugin_dir()
     for target in targets:
-        shutil.copyfile(source / target.name, target)
-        target.chmod(0o644)
+        _write_atomically(target, (source / target.name).read_bytes(), mode=0o644)
     return targets
+
+
+def _write_atomically(target: Path, data: bytes, *, mode: int) -> None:
+    """``data`` into ``target`` with ``mode``: written to a new file beside it (created
+    exclusively, never following a link) and renamed over it, so a reader sees the old
+    file or the new one, and a link planted at ``target`` is replaced, not followed."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

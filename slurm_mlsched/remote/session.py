@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import posixpath
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from ..errors import InputError
+from ..errors import InputError, RemoteStagingError
 from .ssh import DEFAULT_CONNECT_TIMEOUT_S, SshRunner, connect
 from .target import SshTarget
 
@@ -69,6 +70,8 @@ class RemoteSession:
         for name in files:
             _checked_name(name, "file name")
         directory = self.runner.mkdir_p(self.staging_dir(decision_id), STAGING_DIR_MODE)
+        self._check_private(self.runner.absolute(self.staging_root))
+        self._check_private(directory)
         paths = {
             name: self.upload(
                 source,
@@ -78,6 +81,29 @@ class RemoteSession:
             for name, source in files.items()
         }
         return StagedFiles(directory, paths)
+
+    def _check_private(self, directory: str) -> None:
+        """Refuse a staging directory another user could write into (as OpenSSH refuses
+        such a ``~/.ssh``): it must be a real directory, owned by the remote user (the
+        owner of the remote home), and writable by nobody else; otherwise the job's
+        script could be swapped between upload and sbatch."""
+        uid, mode = self.runner.owner_and_mode(directory)
+        home_uid, _ = self.runner.owner_and_mode(self.runner.home())
+        problem = ""
+        if not stat.S_ISDIR(mode):
+            problem = "is not a directory (a symbolic link?)"
+        elif uid != home_uid:
+            problem = f"is owned by uid {uid}, not by you (uid {home_uid})"
+        elif mode & 0o022:
+            problem = f"is writable by others (mode {stat.S_IMODE(mode):04o})"
+        if problem:
+            raise RemoteStagingError(
+                f"the staging directory {directory} on {self.target.display} {problem}; "
+                "nothing was uploaded",
+                hint=f"fix it on the login node (chmod 700 {directory}), or choose another "
+                "remote_dir / MLSUB_REMOTE_DIR",
+                context={"directory": directory, "remote": self.target.display},
+            )
 
     def close(self) -> None:
         self.runner.close()

@@ -289,6 +289,13 @@ class SshRunner:
             self._sftp_call("create", sub, partial(_mkdir_if_missing, path=sub, mode=mode))
         return path
 
+    def owner_and_mode(self, remote_path: str) -> tuple[int, int]:
+        """The owner's uid and the permission bits of a remote path (not following a
+        final symbolic link: a link reports itself)."""
+        path = self.absolute(remote_path)
+        attrs = self._sftp_call("inspect", path, lambda sftp: sftp.lstat(path))
+        return int(attrs.st_uid or 0), int(attrs.st_mode or 0)
+
     def upload(self, source: Path | bytes, remote_path: str, mode: int = 0o644) -> str:
         """Write a local file (or bytes) to ``remote_path`` with ``mode``; return its
         absolute path. The file appears complete or not at all (temporary name, rename);

@@ -270,3 +270,20 @@ def test_install_files_copies_the_shipped_plugins(lua: str, tmp_path: Path) -> N
     assert code == 3 and "--force" in err
     assert run("plugins", "install-files", "--dest", str(tmp_path), "--force")[0] == 0
     assert run("plugins", "install-files", "--dest", str(tmp_path / "nope"))[0] == 3
+
+
+def test_install_files_never_writes_through_a_symlink(tmp_path: Path) -> None:
+    """Issue 17: a symlink planted at the target made install-files write (and chmod 0644)
+    another file. Now it is refused, with or without --force, and the file it points to is
+    left as it was."""
+    dest, victim = tmp_path / "etc-slurm", tmp_path / "victim"
+    dest.mkdir()
+    victim.write_text("secret\n")
+    victim.chmod(0o600)
+    (dest / "cli_filter.lua").symlink_to(victim)
+    for extra in ([], ["--force"]):
+        code, _, err = run("plugins", "install-files", "--dest", str(dest), *extra)
+        assert code == 3 and "symbolic link" in err, err
+    assert victim.read_text() == "secret\n" and victim.stat().st_mode & 0o777 == 0o600
+    assert not (dest / "job_submit.lua").exists()  # nothing half-installed
+    assert not list(dest.glob(".*"))  # no temporary file left

@@ -172,3 +172,27 @@ def test_command_killed_by_a_signal_is_a_result_not_a_lost_connection(ssh: SshRu
     assert out.returncode == -1 and out.stdout == "before\n"
     assert "without an exit status" in out.stderr
     assert ssh.run(["echo", "still here"], timeout=10).stdout == "still here\n"
+
+
+@pytest.mark.parametrize("problem", ["group-writable", "a symlink"])
+def test_a_staging_directory_others_could_write_is_refused(
+    sshd: Sshd, tmp_path: Path, problem: str
+) -> None:
+    """Issue 17: a remote staging directory was accepted without checking its owner and
+    mode. Now, as OpenSSH does for ~/.ssh, one writable by others (or a link to elsewhere)
+    is refused before anything is uploaded."""
+    from slurm_mlsched.errors import RemoteStagingError
+
+    root = tmp_path / "staging"
+    if problem == "group-writable":
+        root.mkdir()
+        root.chmod(0o775)
+    else:
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir(mode=0o700)
+        root.symlink_to(elsewhere)
+    session = RemoteSession(sshd.connect(), staging_root=str(root))
+    with session, pytest.raises(RemoteStagingError) as info:
+        session.stage(7, {"job.sbatch": b"#!/bin/bash\n"})
+    assert info.value.exit_code == 8 and "nothing was uploaded" in info.value.message
+    assert not list(tmp_path.rglob("job.sbatch"))

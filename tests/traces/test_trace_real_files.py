@@ -22,7 +22,16 @@ from slurm_mlsched.traces import (
     read_trace,
 )
 from slurm_mlsched.traces.reader import read_head
-from tests.traces.trace_files import MUSTANG_LARGE, MUSTANG_MIXED, PHILLY, POLLUX, SIA, SWF, need
+from tests.traces.trace_files import (
+    MUSTANG_LARGE,
+    MUSTANG_MIXED,
+    PHILLY,
+    POLLUX,
+    SIA,
+    SWF,
+    TRACES,
+    need,
+)
 
 # --- Philly ------------------------------------------------------------------------------
 
@@ -101,6 +110,8 @@ def test_workloads_have_160_jobs(path: Path) -> None:
 
 
 def test_pollux_and_sia_rows() -> None:
+    need(TRACES / "philly-pollux" / "pollux-workloads")  # skip first on a clone without them
+    need(TRACES / "helios-saturn-sia")
     assert len(POLLUX) == 8 and len(SIA) == 10
     pollux = read_trace(need(POLLUX[0])).records[0]  # cifar10-0,107,cifar10,6,2048
     assert (pollux.job_id, pollux.submit, pollux.model, pollux.workers) == (
