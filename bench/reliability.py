@@ -171,12 +171,19 @@ def concurrency() -> dict[str, Any]:
 
 
 def fuzz(cases: int = 1000, seed: int = 15) -> dict[str, Any]:
+    """In-process (``CliRunner``: the same command code, without 1,000 interpreter
+    start-ups)."""
+    from typer.testing import CliRunner
+
+    from slurm_mlsched.cli.app import app
+
+    runner = CliRunner()
     rng = random.Random(seed)
     sacct_json = (FIXTURES / "22.05" / "sacct.json").read_text()
     codes: Counter[int] = Counter()
     internal = 0
     with tempfile.TemporaryDirectory(prefix="mlsub-fuzz-") as tmp:
-        env = env_for(Path(tmp), f"sqlite:///{tmp}/d.db")
+        env = {"MLSUB_DB_URL": f"sqlite:///{tmp}/d.db", "COLUMNS": "120", "MLSUB_DEBUG": ""}
         for k in range(cases):
             name = rng.choice([*SEEDS, "sacct.json"])
             text = mutate_json(rng, sacct_json) if name == "sacct.json" else mutate(rng, name)
@@ -185,9 +192,9 @@ def fuzz(cases: int = 1000, seed: int = 15) -> dict[str, Any]:
             extra = ["--columns", GENERIC_COLUMNS] if name == "generic.csv" else []
             if rng.random() < 0.5:
                 extra.append("--skip-bad")
-            done = mlsub(env, "replay", str(path), "-p", "fifo-ff", "--nodes", "4x8",
-                         "--lp-max-jobs", "0", *extra, timeout=120)  # fmt: skip
-            codes[done.returncode] += 1
+            args = ["replay", str(path), "-p", "fifo-ff", "--nodes", "4x8", "--lp-max-jobs", "0"]
+            done = runner.invoke(app, [*args, *extra], env=env)
+            codes[done.exit_code] += 1
             internal += "error[internal]" in done.stdout + done.stderr
     return {"cases": cases, "exit_codes": dict(codes), "internal_errors": internal}
 
@@ -202,6 +209,8 @@ def waits() -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mlsub-waits-") as tmp:
         work = Path(tmp)
+        base = env_for(work, f"sqlite:///{work / 'v.db'}")
+        out["startup"] = [timed(base, "--version") for _ in range(3)]
         # a PostgreSQL server that accepts and never answers
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
@@ -293,7 +302,8 @@ def render(result: dict[str, Any]) -> str:
         f"test_trace_fuzz.py's generator, seed 15): exit codes {_counts(f['exit_codes'])}; "
         f"`error[internal]`: **{f['internal_errors']}**.",
         "",
-        "**Waits** (whole `mlsub` processes, start-up included):",
+        "**Waits** (whole `mlsub` processes, start-up included; the bounds themselves: "
+        "PostgreSQL connect 3 s, SQLite busy timeout as set, `scontrol ping` 2 s):",
         "",
         "| situation | took | exit |",
         "|---|---|---|",
@@ -304,7 +314,8 @@ def render(result: dict[str, Any]) -> str:
         f"| SQLite lock held, busy timeout 3 s: a write (`plan --reserve`) | "
         f"{w['write_under_lock_s']:.1f} s | {w['write_under_lock_exit']} |",
     ]
-    for label, key in (("slurmctld stopped (SIGSTOP), `cluster`", "slurmctld_stopped"),
+    for label, key in (("mlsub's start-up alone (`--version`)", "startup"),
+                       ("slurmctld stopped (SIGSTOP), `cluster`", "slurmctld_stopped"),
                        ("slurmctld down (closed port), `cluster`", "slurmctld_down")):  # fmt: skip
         times = ", ".join(f"{t:.1f}" for t, _ in w[key])
         exits = ",".join(str(c) for _, c in w[key])

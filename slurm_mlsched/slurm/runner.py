@@ -30,8 +30,8 @@ DEFAULT_TIMEOUT_S = 30.0
 #: Seconds ``scontrol ping`` may take: it answers in milliseconds when the controller is up
 #: or when its port is closed; it hangs when the controller accepts connections and never
 #: answers (stopped, overloaded) or slurm.conf is unreadable. Every command that talks to the
-#: controller pings first, so an unresponsive slurmctld is a clear error (exit 6) within
-#: this bound plus mlsub's start-up (about 3 s in all; measured in tests/integration).
+#: controller pings first, so an unresponsive slurmctld is a clear error (exit 6) after
+#: this bound (plus mlsub's start-up for a whole command; make bench-reliability).
 PING_TIMEOUT_S = 2.0
 #: Lines of stderr quoted in an error message (the last ones: Slurm ends with the cause).
 STDERR_LINES = 12
