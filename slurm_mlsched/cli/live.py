@@ -12,6 +12,8 @@ table.
 
 from __future__ import annotations
 
+import os
+import pwd
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -89,6 +91,7 @@ def _live(request: LiveRequest, clock: Clock, *, refresh_first: bool) -> Iterato
                 packages=package_versions(),
                 reconcile_command=access.reconcile_command,
                 process=str(this_process(remote=access.session is not None)),
+                slurm_user=_slurm_user(access),
             )
             yield _Live(wiring, opts, path.resolve(), refresh)
         finally:
@@ -119,6 +122,15 @@ def run_submit(
             return state
 
         return outcome, wait_for(decision_id, poll=poll, sleep=time.sleep)
+
+
+def _slurm_user(access: SlurmAccess) -> str:
+    """Whom Slurm will say the job belongs to: the SSH user of a remote submission, else
+    the effective Unix user here (not ``MLSUB_AS_USER``: root acting as someone else
+    still submits as root)."""
+    if access.session is not None:
+        return access.session.target.user
+    return pwd.getpwuid(os.geteuid()).pw_name
 
 
 def _refresher(

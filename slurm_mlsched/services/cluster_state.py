@@ -169,14 +169,27 @@ def partitions_of(state: NodeState) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for n in state.nodes for p in n.partitions))
 
 
-def own_jobs(jobs: Iterable[JobRecord], tags: Mapping[str, int]) -> dict[str, int]:
+def own_jobs(
+    jobs: Iterable[JobRecord],
+    tags: Mapping[str, int],
+    owners: Mapping[int, str] | None = None,
+) -> dict[str, int]:
     """Slurm job id -> decision id, for the jobs whose comment holds one of ``tags``
-    (tag text -> decision id; a tag counts only with its exact token)."""
+    (tag text -> decision id; a tag counts only with its exact token) and, with
+    ``owners`` (decision id -> Slurm user), that belong to the decision's user: a job
+    whose owner Slurm names as someone else is not the decision's, whatever tag it copied
+    (it is then counted as any other running job). A source that does not name owners
+    (empty ``user``) is trusted on the tag alone."""
     out: dict[str, int] = {}
     for job in jobs:
         for tag in find_tags(job.comment):
-            if str(tag) in tags:
-                out[job.job_id.split("+")[0]] = tags[str(tag)]
+            decision = tags.get(str(tag))
+            if decision is None:
+                continue
+            expected = (owners or {}).get(decision)
+            if expected and job.user and job.user != expected:
+                continue
+            out[job.job_id.split("+")[0]] = decision
     return out
 
 

@@ -6,8 +6,10 @@ Slurm job id from the last :data:`REPAIR_WINDOW_S`. For each, the job is looked 
 
 * by its Slurm job id when the decision has one, else
 * by the decision tag in the job's comment (``sbatch/tag.py``, the exact tag as a whole
-  token: ``find_tags``): a ``submitting`` decision whose process died before it could store
-  the id, or a ``submit-failed`` one whose job turned up after all,
+  token: ``find_tags``) of a job Slurm says belongs to the decision's Slurm user
+  (``DecisionSummary.job_owner``; tags are public in squeue, so a copied tag adopts
+  nothing): a ``submitting`` decision whose process died before it could store the id, or
+  a ``submit-failed`` one whose job turned up after all,
 
 first in ``squeue`` (what the controller still lists), then in accounting (``sacct``,
 when slurmdbd is configured). What was found moves the decision along its states with
@@ -124,17 +126,25 @@ def plan_updates(
     Slurm says (squeue entries override sacct entries for the same job). ``liveness`` maps
     a ``submitting`` decision's id to whether its submitting process is alive (``None`` or
     missing: cannot tell from here)."""
-    by_tag: dict[str, JobStatus] = {}
+    by_tag: dict[str, list[JobStatus]] = {}
     for found in statuses.values():
         for text in (found.comment, found.admin_comment):
             for tag in find_tags(text):
-                by_tag.setdefault(str(tag), found)
+                by_tag.setdefault(str(tag), []).append(found)
     alive_of = liveness or {}
     out = []
     for d in decisions:
         status: JobStatus | None = statuses.get(d.slurm_job_id) if d.slurm_job_id else None
         if status is None and d.state in (S.SUBMITTING, S.SUBMIT_FAILED):
-            status = by_tag.get(tags.get(d.decision_id, ""))
+            # only a job Slurm says is the decision's user's: a copied tag adopts nothing
+            status = next(
+                (
+                    j
+                    for j in by_tag.get(tags.get(d.decision_id, ""), ())
+                    if not j.user or j.user == d.job_owner
+                ),
+                None,
+            )
         out.append(_update(d, status, now, stale_after_s, alive_of.get(d.decision_id)))
     return out
 

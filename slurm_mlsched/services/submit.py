@@ -162,6 +162,9 @@ class LiveWiring:
     process: str | None = None
     """This process's identity (``services/process_id.py``), stored with a ``submitting``
     decision so that reconcile can tell whether the submission is still in progress."""
+    slurm_user: str | None = None
+    """The Slurm user the job will run as (the effective Unix user here, the SSH user of a
+    remote submission); stored with the decision for the owner check on tags."""
 
 
 @dataclass(frozen=True)
@@ -336,6 +339,7 @@ def record_submitting(wiring: LiveWiring, tx: PlanningSession, plan: PlanResult)
             packages=wiring.packages,
             state=DecisionState.SUBMITTING,
             submitter=wiring.process,
+            slurm_user=wiring.slurm_user,
         )
     )
 
@@ -378,8 +382,9 @@ def stored_and_running(
     epoch = grid.snapshot.epoch
     stored = tx.reservations(now, epoch=epoch, slot_seconds=slot_seconds)
     ids = {int(r.job_id.removeprefix("mlsub-")) for r in stored if r.job_id.startswith("mlsub-")}
-    tags = {str(tag_of(cluster_name, s)): s.decision_id for s in tx.summaries(ids)}
-    covered = own_jobs(state.jobs, tags)
+    summaries = tx.summaries(ids)
+    tags = {str(tag_of(cluster_name, s)): s.decision_id for s in summaries}
+    covered = own_jobs(state.jobs, tags, {s.decision_id: s.job_owner for s in summaries})
     return build_cluster_state(
         state,
         now=now,

@@ -52,6 +52,7 @@ class ComponentStatus:
     comment: str
     admin_comment: str = ""
     exit_code: str = ""
+    user: str = ""  # the job's owner; empty when the source does not say
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class JobStatus:
     admin_comment: str
     exit_code: str
     source: str  # "squeue" or "sacct"
+    user: str = ""  # the job's owner (Slurm user name); empty when the source does not say
 
     @property
     def phase(self) -> str:
@@ -117,6 +119,7 @@ def fold_components(rows: Iterable[ComponentStatus], source: str) -> dict[str, J
             admin_comment=next((p.admin_comment for p in parts if p.admin_comment), ""),
             exit_code=parts[chosen].exit_code,
             source=source,
+            user=lead.user,
         )
     return out
 
@@ -165,6 +168,7 @@ def _squeue_row(job: Mapping[str, Any]) -> ComponentStatus:
         comment=str(job.get("comment") or ""),
         admin_comment=str(job.get("admin_comment") or ""),
         exit_code=_exit_code(job.get("exit_code")),
+        user=str(job.get("user_name") or ""),
     )
 
 
@@ -195,6 +199,7 @@ def _sacct_row(job: Mapping[str, Any]) -> ComponentStatus:
         comment=str(comments.get("job") or ""),
         admin_comment=str(comments.get("administrator") or ""),
         exit_code=_exit_code(job.get("exit_code")),
+        user=str(job.get("user") or ""),
     )
 
 

@@ -244,6 +244,7 @@ def _pyslurm_job(job: Any) -> JobRecord:
         end_time=None if unlimited or not end else datetime.fromtimestamp(end, tz=UTC),
         comment=str(getattr(job, "comment", "") or ""),
         nodes=tuple(a.node for a in allocations),
+        user=str(getattr(job, "user_name", "") or ""),
     )
 
 

@@ -557,6 +557,8 @@ class JobRecord:
     comment: str = ""
     exact: bool = True
     nodes: tuple[str, ...] = field(default=())
+    user: str = ""
+    """The job's owner (Slurm's user name); empty when the source does not say."""
 
     @property
     def holds_resources(self) -> bool:
@@ -594,6 +596,7 @@ def _job_json(job: Mapping[str, Any]) -> JobRecord:
         end_time=None if unlimited else _epoch(job.get("end_time")),
         comment=str(job.get("comment") or ""),
         nodes=expand_hostlist(str(job.get("nodes") or "")),
+        user=str(job.get("user_name") or ""),
     )
 
 

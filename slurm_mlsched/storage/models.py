@@ -83,6 +83,7 @@ class DecisionRow(Base):
     state_changed_at: Mapped[datetime] = mapped_column(UTCDateTime())
     state_detail: Mapped[str] = mapped_column(Text)
     submitter: Mapped[str | None] = mapped_column(String(100))  # revision 0003
+    slurm_user: Mapped[str | None] = mapped_column(String(200))  # revision 0003
 
     reservations: Mapped[list[ReservationRow]] = relationship(
         back_populates="decision", order_by="ReservationRow.id"

@@ -40,6 +40,10 @@ class NewDecision:
     """Who is submitting it (``submit``): the process on ``host`` that runs sbatch, as
     ``services/process_id.py`` writes it, so that ``reconcile`` can tell a submission still
     in progress from one whose process is gone."""
+    slurm_user: str | None = None
+    """The Slurm user its job will run as (the local user, or the SSH user of a remote
+    submission): a job carrying its tag counts as its job only when Slurm says it belongs
+    to this user."""
 
     @property
     def start(self) -> datetime:
@@ -72,6 +76,12 @@ class DecisionSummary:
     placement: tuple[NodeCount, ...]
     slurm_job_id: str | None
     submitter: str | None = None
+    slurm_user: str | None = None
+
+    @property
+    def job_owner(self) -> str:
+        """Whom the decision's Slurm job must belong to."""
+        return self.slurm_user or self.user
 
 
 @dataclass(frozen=True)

@@ -294,6 +294,7 @@ def _new_row(new: NewDecision, cluster: str) -> DecisionRow:
         state_changed_at=new.created_at,
         state_detail="",
         submitter=new.submitter,
+        slurm_user=new.slurm_user,
     )
     row.reservations = [
         ReservationRow(
@@ -337,6 +338,7 @@ def _summary(row: DecisionRow) -> DecisionSummary:
         placement=placement,
         slurm_job_id=row.slurm_job_id,
         submitter=row.submitter,
+        slurm_user=row.slurm_user,
     )
 
 

@@ -106,9 +106,9 @@ def test_first_revision_database_upgrades_with_every_row_intact(db_url: str) -> 
     engine.dispose()
     for table, rows in before.items():
         after = _dump(db_url, table)
-        if table == "decisions":  # revision 0003 appends `submitter`, empty for old rows
-            assert all(r[-1] is None for r in after)
-            after = [r[:-1] for r in after]
+        if table == "decisions":  # revision 0003 appends submitter, slurm_user: empty here
+            assert all(r[-2:] == (None, None) for r in after)
+            after = [r[:-2] for r in after]
         assert after == rows, table
     store = open_store(db_url, grace_s=600)
     for k, (new, (state, detail)) in enumerate(zip(news, states, strict=True), start=1):

@@ -430,3 +430,37 @@ def test_a_remote_failure_before_sbatch_marks_the_decision_submit_failed(
     assert row.state == S.SUBMIT_FAILED  # sbatch never ran: no job can exist
     assert store.get(row.decision_id).transitions[-1].detail == error.message
     assert f"decision {row.decision_id} is recorded as submit-failed" in caught.value.hint
+
+
+def test_a_copied_tag_on_another_users_job_adopts_nothing(store: SqlDecisionStore) -> None:
+    """Issue 17: tags are public in squeue; a job that copies a decision's tag but belongs
+    to someone else is neither found by reconcile nor counted by the planner as the
+    decision's job."""
+    did, tag = interrupted(store)
+    rows = summaries(store)
+    (row,) = rows
+    assert row.job_owner == "alice"  # no Slurm user recorded in this wiring: the user
+    forged = {"66": status("66", "RUNNING", f"x {tag}", start=NOW, user="mallory")}
+    (u,) = plan_updates(rows, {did: tag}, forged, now=NOW, liveness={did: True})
+    assert u.steps == ()  # not adopted (and its process is alive: still submitting)
+    own = {"77": status("77", "RUNNING", tag, start=NOW, user="alice")}
+    (u,) = plan_updates(rows, {did: tag}, {**forged, **own}, now=NOW)
+    assert u.slurm_job_id == "77" and [s.state for s in u.steps] == [S.SUBMITTED, S.RUNNING]
+
+    from slurm_mlsched.services.cluster_state import own_jobs
+
+    jobs = [
+        JobRecord("66", "x", "RUNNING", comment=tag, user="mallory"),
+        JobRecord("77", "x", "RUNNING", comment=tag, user="alice"),
+        JobRecord("88", "x", "RUNNING", comment=tag),  # a source without owners
+    ]
+    assert own_jobs(jobs, {tag: did}, {did: "alice"}) == {"77": did, "88": did}
+    assert own_jobs(jobs, {tag: did}) == {"66": did, "77": did, "88": did}
+
+
+def test_the_slurm_user_is_stored_and_is_the_job_owner(store: SqlDecisionStore) -> None:
+    w = replace(wiring(store, FakeSource(), FakeSubmitter()), slurm_user="asmith")
+    out = submit_job(w, opts(), JOB)
+    assert out.record is not None
+    summary = store.get(out.record.decision_id).summary
+    assert (summary.user, summary.slurm_user, summary.job_owner) == ("alice", "asmith", "asmith")
