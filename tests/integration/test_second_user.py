@@ -1,0 +1,78 @@
+"""A second Unix user on the same machine and cluster (issue 17): a Slurm job of theirs
+that copies one of the first user's decision tags (tags are public in squeue) is not
+adopted by the first user's reconcile.
+
+The second user is a real account (created with ``useradd`` if missing); their job is
+submitted as them with ``runuser … sbatch``, so Slurm itself names its owner. (Their
+running mlsub itself is not tested here: the venv's interpreter may live where only root
+can read it. The rules that keep them from becoming admin or reading another's store are
+tested at unit level: tests/unit/test_config.py, tests/storage/test_migrations.py.)
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from slurm_mlsched.services.submit import tag_of
+from slurm_mlsched.storage import open_store
+from tests.conftest import require_or_skip
+from tests.integration.conftest import LabCluster
+from tests.integration.mlsub_cli import SMALL_TASKS, Mlsub, probe_script
+from tests.integration.test_crash_reconcile import BEFORE, crash_while_submitting, wrapper
+
+pytestmark = pytest.mark.integration
+
+SECOND = "mlsub-it2"
+
+
+@pytest.fixture(scope="module")
+def second_user() -> str:
+    if os.geteuid() != 0:
+        require_or_skip("not root: a second Unix user cannot be created")
+    try:
+        pwd.getpwnam(SECOND)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--create-home", "--shell", "/bin/sh", SECOND],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+    return SECOND
+
+
+def test_a_job_that_copies_a_tag_is_not_adopted(
+    cluster: LabCluster, tmp_path: Path, second_user: str
+) -> None:
+    marker = tmp_path / "marker"
+    crashed = Mlsub(tmp_path, extra_env=wrapper(tmp_path / "bin", BEFORE, marker))
+    script = probe_script(
+        tmp_path / "probe.py", f"{SMALL_TASKS} --workers 1 --batches-per-epoch 10"
+    )
+    crash_while_submitting(crashed, script, marker, tmp_path)
+    store = open_store(f"sqlite:///{tmp_path / 'decisions.db'}", grace_s=0)
+    try:
+        (row,) = store.history()
+    finally:
+        store.close()
+    assert row.state == "submitting" and row.job_owner == "root"
+    tag = str(tag_of(crashed.cluster_name, row))
+
+    forged = subprocess.run(
+        ["runuser", "-u", second_user, "--", "sbatch", "--parsable", f"--comment={tag}",
+         "-o", "/dev/null", "-t", "5", "--chdir=/tmp", "--wrap", "sleep 120"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    job = int(forged.stdout.strip().split(";")[0])
+    cluster.jobs.append(job)
+    comment = cluster.slurm.run(["squeue", "-h", "-j", str(job), "-o", "%k %u"]).split()
+    assert comment == [tag, second_user]  # the tag is really on their job
+
+    (update,) = Mlsub(tmp_path).json("reconcile")["decisions"]
+    assert update["slurm_job_id"] is None, update  # not adopted
+    assert update["after"] == "submit-failed"  # its own process is gone: it never ran
