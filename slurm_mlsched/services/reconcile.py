@@ -297,7 +297,9 @@ def reconcile(
     updates = plan_updates(
         open_, tags, statuses, now=clock.now(), stale_after_s=stale_after_s, liveness=liveness
     )
-    return [_apply(store, u) for u in updates], notes
+    # a submit-failed decision looked up for repair is reported only when it was repaired
+    shown = [u for u in updates if u.steps or u.before != S.SUBMIT_FAILED]
+    return [_apply(store, u) for u in shown], notes
 
 
 def _apply(store: DecisionStore, u: Update) -> Update:

@@ -464,3 +464,36 @@ def test_the_slurm_user_is_stored_and_is_the_job_owner(store: SqlDecisionStore) 
     assert out.record is not None
     summary = store.get(out.record.decision_id).summary
     assert (summary.user, summary.slurm_user, summary.job_owner) == ("alice", "asmith", "asmith")
+
+
+def test_reconcile_reports_a_submit_failed_decision_only_when_it_repairs_it(
+    store: SqlDecisionStore,
+) -> None:
+    from slurm_mlsched.services.reconcile import reconcile
+    from slurm_mlsched.slurm.jobs import StatusReport
+
+    did, tag = interrupted(store)
+    store.transition(did, S.SUBMIT_FAILED, NOW, "reconcile: process gone")
+
+    @dataclass
+    class Reader:
+        jobs: dict[str, JobStatus]
+
+        def queue(self) -> dict[str, JobStatus]:
+            return self.jobs
+
+        def accounting(self, *, since: datetime, job_ids: object = ()) -> StatusReport:
+            return StatusReport({})
+
+    def run(jobs: dict[str, JobStatus]) -> list[object]:
+        updates, _ = reconcile(
+            store=store, reader=Reader(jobs), clock=FixedClock(NOW + timedelta(minutes=1)),  # type: ignore[arg-type]
+            cluster_name="lab", viewer=Viewer("alice"),
+        )  # fmt: skip
+        return [u.as_dict() for u in updates]
+
+    assert run({}) == []  # looked up, nothing found: not reported
+    found = {"5": status("5", "RUNNING", tag, start=NOW, user="alice")}
+    (u,) = run(found)
+    assert (u["before"], u["after"], u["slurm_job_id"]) == ("submit-failed", "running", "5")  # type: ignore[index]
+    assert store.get(did).state == S.RUNNING
