@@ -145,7 +145,12 @@ TimeLimit = Annotated[
 ]
 Output = Annotated[
     str | None,
-    typer.Option(help="sbatch --output pattern (default mlsub-ID-%j.out).", rich_help_panel=JOB),
+    typer.Option(
+        "--output",
+        "--output-pattern",
+        help="sbatch --output pattern (default mlsub-ID-%j.out); the header's key is --output too.",
+        rich_help_panel=JOB,
+    ),
 ]
 Interpreter = Annotated[
     str | None,

@@ -37,15 +37,24 @@ T = TypeVar("T")
 
 
 def poll(what: str, check: Callable[[], T | None], timeout: float = 30, every: float = 0.2) -> T:
-    """Call ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
+    """Call ``check`` until it returns something truthy; fail after ``timeout`` seconds.
+
+    A :class:`SlurmError` raised by ``check`` (a transient ``squeue … socket`` error under
+    load) counts as "not yet", as the product's own polls treat it; the last one is
+    reported if the time runs out."""
     deadline = time.monotonic() + timeout
     last: T | None = None
+    error: SlurmError | None = None
     while True:
-        last = check()
+        try:
+            last, error = check(), None
+        except SlurmError as exc:
+            last, error = None, exc
         if last:
             return last
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what} ({last!r})")
+            said = f"last Slurm error: {error.message}" if error else repr(last)
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what} ({said})")
         time.sleep(every)
 
 
