@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from .record import TimeBase, TraceRecord
+from .rows import BadField
 
 EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
 LATEST = datetime(2100, 1, 1, tzinfo=UTC)
@@ -36,55 +37,45 @@ MAX_COUNT = 1_000_000
 MAX_MEM_MIB = float(1 << 40)
 
 
-class OutOfRange(Exception):
-    """One field of a record outside its plausible range."""
-
-    def __init__(self, field: str, value: object, problem: str) -> None:
-        super().__init__(problem)
-        self.field = field
-        self.value = value
-        self.problem = problem
-
-
 def check(rec: TraceRecord, time_base: TimeBase) -> None:
-    """Raise :class:`OutOfRange` for the first field of ``rec`` outside its range."""
+    """Raise :class:`BadField` for the first field of ``rec`` outside its range."""
     lo, hi = _time_window(time_base)
     for name in ("submit", "start", "end"):
         value = getattr(rec, name)
         if value is None:
             continue
         if not _finite(value) or not lo <= value <= hi:
-            raise OutOfRange(name, _when(value, time_base), _time_problem(time_base))
+            raise BadField(name, _when(value, time_base), _time_problem(time_base))
     for name in ("duration_s", "time_limit_s"):
         value = getattr(rec, name)
         if value is not None and (not _finite(value) or not 0 <= value <= MAX_DURATION_S):
-            raise OutOfRange(
+            raise BadField(
                 name, value, f"must be 0 to {MAX_DURATION_S / 86400 / 365.25:g} years in seconds"
             )
     for name in ("gpus", "cpus", "nodes"):
         value = getattr(rec, name)
         if value is not None and not 0 <= value <= MAX_COUNT:
-            raise OutOfRange(name, value, f"must be a count from 0 to {MAX_COUNT:,}")
+            raise BadField(name, value, f"must be a count from 0 to {MAX_COUNT:,}")
     if rec.workers is not None and not 1 <= rec.workers <= MAX_COUNT:
-        raise OutOfRange("workers", rec.workers, f"must be a count from 1 to {MAX_COUNT:,}")
+        raise BadField("workers", rec.workers, f"must be a count from 1 to {MAX_COUNT:,}")
     if rec.mem_mb is not None and (not _finite(rec.mem_mb) or not 0 <= rec.mem_mb <= MAX_MEM_MIB):
-        raise OutOfRange("mem_mb", rec.mem_mb, "must be 0 to 1 EiB (in MiB)")
+        raise BadField("mem_mb", rec.mem_mb, "must be 0 to 1 EiB (in MiB)")
 
 
 def problems(
     records: tuple[TraceRecord, ...], time_base: TimeBase
-) -> Iterator[tuple[TraceRecord, OutOfRange]]:
+) -> Iterator[tuple[TraceRecord, BadField]]:
     """Every record that cannot be a real job, with why (ranges, then repeated ids)."""
     first_line: dict[str, int] = {}
     for rec in records:
         try:
             check(rec, time_base)
-        except OutOfRange as err:
+        except BadField as err:
             yield rec, err
             continue
         seen = first_line.setdefault(rec.job_id, rec.line)
         if seen != rec.line:
-            yield rec, OutOfRange("job_id", rec.job_id, f"repeats the job id of line {seen}")
+            yield rec, BadField("job_id", rec.job_id, f"repeats the job id of line {seen}")
 
 
 def _time_window(time_base: TimeBase) -> tuple[float, float]:

@@ -20,8 +20,8 @@ from ..errors import InputError
 from . import bounds
 from .columns import ColumnMap, column_map
 from .formats import FORMATS, detect_format, formats_help
-from .record import SkippedLine, Trace
-from .rows import SKIP_BAD_HINT, ReadOptions, quote
+from .record import Trace
+from .rows import LineErrors, ReadOptions
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _HEAD_BYTES = 64 * 1024
@@ -59,31 +59,20 @@ def read_trace(
 
 def bounded(trace: Trace, opts: ReadOptions) -> Trace:
     """``trace`` without the records that cannot be real jobs (:mod:`.bounds`): each is a
-    malformed line, an error naming its line, field and value, or (``skip_bad``) a
-    skipped line listed with the others."""
+    malformed line like any other, through the same funnel (:class:`~.rows.LineErrors`):
+    an error naming its line, field and value, or (``skip_bad``) a skipped line listed with
+    the others."""
     bad = list(bounds.problems(trace.records, trace.time_base))
     if not bad:
         return trace
-    if not opts.skip_bad:
-        rec, err = bad[0]
-        raise InputError(
-            f"{opts.path}, line {rec.line}: field {err.field!r} {err.problem} "
-            f"(value {quote(err.value)})",
-            hint=SKIP_BAD_HINT,
-            context={
-                "file": opts.path,
-                "format": trace.format,
-                "line": rec.line,
-                "field": err.field,
-                "value": str(err.value),
-            },
-        )
+    errors = LineErrors(opts, trace.format, "job entry" if trace.format == "sacct-json" else "line")
+    for rec, err in bad:
+        errors.bad(rec.line, err)  # raises unless skip_bad
     dropped = {id(rec) for rec, _ in bad}
-    skipped = [SkippedLine(rec.line, e.field, str(e.value), e.problem) for rec, e in bad]
     return replace(
         trace,
         records=tuple(r for r in trace.records if id(r) not in dropped),
-        skipped_lines=tuple(sorted((*trace.skipped_lines, *skipped), key=lambda s: s.line)),
+        skipped_lines=tuple(sorted((*trace.skipped_lines, *errors.skipped), key=lambda s: s.line)),
     )
 
 
