@@ -23,22 +23,20 @@ import json
 import os
 import random
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from slurm_mlsched.services.submit import tag_of
 from slurm_mlsched.storage import open_store
 from tests.integration.mlsub_cli import probe_script
+from tests.reliability_checks import node_capacity, overbookings, silent_server
 from tests.storage.postgres import postgres_server
 from tests.traces.test_trace_fuzz import FIXTURES, GENERIC_COLUMNS, SEEDS, mutate, mutate_json
 
@@ -129,29 +127,8 @@ def one_run(work: Path, url: str) -> dict[str, Any]:
 
 
 def double_bookings(url: str, env: dict[str, str]) -> int:
-    cluster = json.loads(mlsub(env, "cluster", "--json").stdout)
-    capacity = {
-        n["name"]: (n["total"]["gpus"], n["total"]["cpus"], n["total"]["mem_mib"])
-        for n in cluster["nodes"]
-    }
-    events: dict[str, list[tuple[datetime, int, tuple[float, ...]]]] = defaultdict(list)
-    store = open_store(url, grace_s=0)
-    try:
-        for row in store.history():
-            rec = store.get(row.decision_id)
-            for r in rec.decision.reservations(rec.request):
-                use = r.usage.as_tuple()
-                events[r.machine].append((rec.snapshot.slot_start(r.start_slot), 1, use))
-                events[r.machine].append((rec.snapshot.slot_start(r.end_slot), -1, use))
-    finally:
-        store.close()
-    over = 0
-    for node, evs in events.items():
-        used = [0.0, 0.0, 0.0]
-        for _, sign, amount in sorted(evs, key=lambda e: (e[0], e[1])):
-            used = [u + sign * x for u, x in zip(used, amount, strict=True)]
-            over += any(u > c + 1e-6 for u, c in zip(used, capacity[node], strict=True))
-    return over
+    capacity = node_capacity(json.loads(mlsub(env, "cluster", "--json").stdout))
+    return len(overbookings(url, capacity))
 
 
 def concurrency() -> dict[str, Any]:
@@ -212,26 +189,9 @@ def waits() -> dict[str, Any]:
         base = env_for(work, f"sqlite:///{work / 'v.db'}")
         out["startup"] = [timed(base, "--version") for _ in range(3)]
         # a PostgreSQL server that accepts and never answers
-        listener = socket.socket()
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(16)
-        held: list[socket.socket] = []
-        stop = threading.Event()
-
-        def accept() -> None:
-            listener.settimeout(0.2)
-            while not stop.is_set():
-                try:
-                    held.append(listener.accept()[0])
-                except TimeoutError:
-                    continue
-
-        threading.Thread(target=accept, daemon=True).start()
-        port = listener.getsockname()[1]
-        env = env_for(work, f"postgresql+psycopg://mlsub:pw@127.0.0.1:{port}/mlsub")
-        out["postgresql_silent_s"], out["postgresql_silent_exit"] = timed(env, "history")
-        stop.set()
-        listener.close()
+        with silent_server() as port:
+            env = env_for(work, f"postgresql+psycopg://mlsub:pw@127.0.0.1:{port}/mlsub")
+            out["postgresql_silent_s"], out["postgresql_silent_exit"] = timed(env, "history")
         # a held SQLite lock, busy timeout 3 s; a read meanwhile
         url = f"sqlite:///{work / 'd.db'}"
         env = env_for(work, url, MLSUB_DB_BUSY_TIMEOUT_S="3")

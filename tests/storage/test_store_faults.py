@@ -3,9 +3,7 @@ its cause (issue 15 item 3)."""
 
 from __future__ import annotations
 
-import socket
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,44 +13,22 @@ import pytest
 from slurm_mlsched.errors import StoreError
 from slurm_mlsched.storage import DecisionState, open_store
 from slurm_mlsched.storage.database import PG_CONNECT_TIMEOUT_S, store_hint
+from tests.reliability_checks import silent_server
 from tests.storage.helpers import NOW
 
 
 @pytest.fixture
-def silent_server() -> Iterator[int]:
+def silent_port() -> Iterator[int]:
     """A TCP server that accepts connections and never says a word."""
-    psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed")
-    del psycopg
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield int(listener.getsockname()[1])
-    stop.set()
-    thread.join(5)
-    for conn in held:
-        conn.close()
-    listener.close()
+    pytest.importorskip("psycopg", reason="psycopg is not installed")
+    with silent_server() as port:
+        yield port
 
 
 def test_a_silent_postgresql_server_fails_once_within_the_connect_timeout(
-    silent_server: int,
+    silent_port: int,
 ) -> None:
-    url = f"postgresql+psycopg://mlsub:S3cretPW@127.0.0.1:{silent_server}/mlsub"
+    url = f"postgresql+psycopg://mlsub:S3cretPW@127.0.0.1:{silent_port}/mlsub"
     began = time.monotonic()
     with pytest.raises(StoreError) as err:
         open_store(url, grace_s=0)
