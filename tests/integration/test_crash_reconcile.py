@@ -64,15 +64,22 @@ def crash_while_submitting(mlsub: Mlsub, script: Path, marker: Path, tasks: Path
     assert proc.returncode == -signal.SIGKILL
 
 
-def test_killed_between_commit_and_sbatch_becomes_submit_failed(
-    cluster: LabCluster, tmp_path: Path
-) -> None:
+def killed_before_sbatch(tmp_path: Path) -> Mlsub:
+    """A one-worker submission killed after its decision was committed, before sbatch ran
+    (its decision stays 'submitting'); returns the mlsub that was killed."""
     marker = tmp_path / "marker"
     crashed = Mlsub(tmp_path, extra_env=wrapper(tmp_path / "bin", BEFORE, marker))
     script = probe_script(
         tmp_path / "probe.py", f"{SMALL_TASKS} --workers 1 --batches-per-epoch 10"
     )
     crash_while_submitting(crashed, script, marker, tmp_path)
+    return crashed
+
+
+def test_killed_between_commit_and_sbatch_becomes_submit_failed(
+    cluster: LabCluster, tmp_path: Path
+) -> None:
+    killed_before_sbatch(tmp_path)
 
     mlsub = Mlsub(tmp_path)  # the next command, with the real sbatch
     (row,) = mlsub.json("history")

@@ -22,8 +22,8 @@ from slurm_mlsched.services.submit import tag_of
 from slurm_mlsched.storage import open_store
 from tests.conftest import require_or_skip
 from tests.integration.conftest import LabCluster
-from tests.integration.mlsub_cli import SMALL_TASKS, Mlsub, probe_script
-from tests.integration.test_crash_reconcile import BEFORE, crash_while_submitting, wrapper
+from tests.integration.mlsub_cli import Mlsub
+from tests.integration.test_crash_reconcile import killed_before_sbatch
 
 pytestmark = pytest.mark.integration
 
@@ -49,12 +49,7 @@ def second_user() -> str:
 def test_a_job_that_copies_a_tag_is_not_adopted(
     cluster: LabCluster, tmp_path: Path, second_user: str
 ) -> None:
-    marker = tmp_path / "marker"
-    crashed = Mlsub(tmp_path, extra_env=wrapper(tmp_path / "bin", BEFORE, marker))
-    script = probe_script(
-        tmp_path / "probe.py", f"{SMALL_TASKS} --workers 1 --batches-per-epoch 10"
-    )
-    crash_while_submitting(crashed, script, marker, tmp_path)
+    crashed = killed_before_sbatch(tmp_path)
     store = open_store(f"sqlite:///{tmp_path / 'decisions.db'}", grace_s=0)
     try:
         (row,) = store.history()
