@@ -69,8 +69,16 @@ def env_for(work: Path, url: str, **extra: str) -> dict[str, str]:
 def mlsub(
     env: dict[str, str], *args: str, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
+    """One mlsub process, run in the bench's work directory (where ``env_for`` put its
+    config): the jobs' ``mlsub-*.out`` files land where sbatch runs, not in the checkout."""
     return subprocess.run(
-        [MLSUB, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+        [MLSUB, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=Path(env["MLSUB_CONFIG"]).parent,
     )
 
 
