@@ -430,7 +430,9 @@ def show_replay(report: Mapping[str, Any], *, as_json: bool) -> None:
             f"Replay of {report['trace']} on {cluster['label']} ({cluster['nodes']} nodes, "
             f"{cluster['gpus']:g} GPUs, Δ = {cluster['slot_seconds']:g} s), "
             f"{report['params']['form']}, {report['params'].get('binding', 'late')} binding "
-            f"(yu-rr), restart cost {report['params'].get('restart_s', 0):g} s, "
+            f"(yu-rr: {report['params'].get('queue_program', 'per-job')}, look-ahead "
+            f"{'on' if report['params'].get('lookahead', True) else 'off'}), "
+            f"restart cost {report['params'].get('restart_s', 0):g} s, "
             f"seed {report['params']['seed']}",
             style="bold",
         ),

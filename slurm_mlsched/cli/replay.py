@@ -103,10 +103,18 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
             str,
             typer.Option(
                 "--queue-program",
-                help="yu-rr late binding: joint (one LP over the head of the queue) | "
-                "per-job (each waiting job alone).",
+                help="yu-rr late binding: per-job (each waiting job alone, in queue order) | "
+                "joint (one LP over the head of the queue).",
             ),
-        ] = "joint",
+        ] = "per-job",
+        lookahead: Annotated[
+            bool,
+            typer.Option(
+                "--lookahead/--no-lookahead",
+                help="yu-rr late binding: weigh a start narrower than the requested width "
+                "against the arrivals the recent past forecasts.",
+            ),
+        ] = True,
         restart_cost: Annotated[
             float,
             typer.Option(
@@ -221,6 +229,7 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                 form=_choice(Form, form, "--form"),
                 binding=_choice(Binding, binding, "--binding"),
                 queue_program=queue_program.strip().lower(),
+                lookahead=lookahead,
                 restart_s=restart_cost,
                 slot_seconds=slot_seconds,
                 limit=limit,

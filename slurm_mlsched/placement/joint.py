@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -53,6 +54,8 @@ from .late_binding import (
     ordered,
     replan_queue,
 )
+from .list_schedule import earliest_requested, usage
+from .lookahead import holds_back
 from .nonelastic import (
     Shape,
     add_workers,
@@ -65,7 +68,7 @@ from .nonelastic import (
     trim,
 )
 from .online import derive_seed
-from .packing import best_fit, first_fit, fit_counts, unbiased_round
+from .packing import best_fit, unbiased_round
 from .params import PlacementParams
 from .registry import register_queue
 from .residual import Residual, identical_groups, residual_from
@@ -138,11 +141,6 @@ def _instance(
     ), groups
 
 
-def _usage(arr: Arrival, sh: Shape) -> FloatArray:
-    out: FloatArray = sh.w[:, None] * arr.shape.alpha + sh.s[:, None] * arr.shape.beta
-    return out
-
-
 def _draw(
     arr: Arrival,
     sol_u: FloatArray,
@@ -177,47 +175,6 @@ def _draw(
         spread_in_groups(sh, res.at(now).copy(), shape, gw, gs, groups)
         return sh if sh.workers else None
     return None
-
-
-def _estimate(arr: Arrival, res: Residual) -> tuple[int, Residual, Shape | None]:
-    """List-scheduling estimate for a job that waits: its earliest start with the requested
-    width (all N workers co-located, else distributed) on ``res``; the end, the room left
-    and the shape (None when the width never fits at once: then the most workers one
-    machine holds, on the empty cluster, gives the end)."""
-    shape, job = arr.shape, arr.job
-    h_count = res.n_machines
-    order = np.arange(h_count, dtype=np.int64)
-    need_colo = shape.alpha * shape.n_max + shape.beta
-    w_ex = shape.n_dist_max
-    d_ex = math.ceil(shape.workload / (w_ex * shape.nu_ex) - 1e-9) if w_ex else 0
-    for sigma in (arr.a, *res.increase_slots()):
-        mins = res.window_min(sigma, sigma + arr.d_min)
-        ok = np.flatnonzero((mins >= need_colo - 1e-9).all(axis=1))
-        if len(ok):
-            h = int(ok[0])
-            w = np.zeros(h_count, dtype=np.int64)
-            s = np.zeros(h_count, dtype=np.int64)
-            w[h], s[h] = shape.n_max, 1
-            sh = Shape(sigma, h, w, s)
-        elif w_ex >= shape.n_dist_min and d_ex:
-            room = res.window_min(sigma, sigma + d_ex).copy()
-            if (room.sum(axis=0) < shape.alpha * w_ex - 1e-9).any():
-                continue
-            n_ps = job.ps_needed(w_ex)
-            s = first_fit(room, shape.beta, n_ps, order)
-            w = first_fit(room, shape.alpha, w_ex, order)
-            if int(w.sum()) != w_ex or int(s.sum()) != n_ps:
-                continue
-            sh = Shape(sigma, -1, w, s)
-            normalize(sh)
-        else:
-            continue
-        end = end_slot(arr, sh)
-        return end, res.minus(_usage(arr, sh), sigma, end + 1), sh
-    sigma = max(res.free_after, arr.a)
-    fit = int(min(fit_counts(res.capacity - shape.beta, shape.alpha).max(), shape.n_max))
-    rate = max(fit, 1) * shape.nu_in
-    return sigma + math.ceil(shape.workload / rate - 1e-9) - 1, res, None
 
 
 def _trial(
@@ -271,14 +228,14 @@ def _trial(
             continue
         started.append((i, fixed))
         path += b"|%d:%d|" % (i, fixed.colo) + fixed.w.tobytes() + fixed.s.tobytes()
-        res = res.minus(_usage(here, fixed), now, end_slot(here, fixed) + 1)
+        res = res.minus(usage(here, fixed), now, end_slot(here, fixed) + 1)
     total = sum(end_slot(arrs[i], sh) - now + 1 for i, sh in started)
     slots = sum(task_slots(arrs[i], sh) for i, sh in started)
     key = b"wait|" + path
     if key not in estimates:
         later = 0
         for i in waiting:
-            end, res, _ = _estimate(replace(arrs[i], res=res), res)
+            end, res, _ = earliest_requested(replace(arrs[i], res=res), res)
             later += end - now + 1
         estimates[key] = later
     return total + estimates[key], slots, started
@@ -299,7 +256,7 @@ def _repaired(arr: Arrival, drawn: Shape, lp_completion: float, grow: bool) -> S
         return None
     if grow:  # counts are fixed once started: use the room left now
         add_workers(arr, fixed, now)
-    alone, _, full = _estimate(arr, arr.res)
+    alone, _, full = earliest_requested(arr, arr.res)
     if alone < end_slot(arr, fixed):  # a narrow start now would end later: not it
         if full is None or full.start != now:
             return None
@@ -393,12 +350,16 @@ def joint_start(
 
 @register_queue(POLICY)
 def replan_yu_rr(
-    pending: tuple[PendingJob, ...], snapshot: ClusterSnapshot, params: PlacementParams
+    pending: tuple[PendingJob, ...],
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+    recent: Sequence[JobRequest] = (),
 ) -> QueueStep:
     """Late binding (module docstring): the joint program over the head of the queue,
-    then the per-job re-plan of the rest."""
+    then the per-job re-plan of the rest. ``recent``: the jobs that arrived lately (the
+    look-ahead's forecast, :mod:`.lookahead`)."""
     if params.queue_program == "per-job" or params.joint_jobs < 2 or len(pending) < 2:
-        return replan_queue(pending, snapshot, params, place_yu_rr)
+        return replan_queue(pending, snapshot, params, place_yu_rr, recent)
     queue = ordered(pending, snapshot, params)
     held: list[Reservation] = []
     head = queue[0]
@@ -416,10 +377,11 @@ def replan_yu_rr(
         : params.joint_jobs
     ]
     if len(window) < 2 or _uncontended(window, base, res):
-        return replan_queue(pending, snapshot, params, place_yu_rr)
-    joint = (*first, *joint_start(window, base, params, res))
+        return replan_queue(pending, snapshot, params, place_yu_rr, recent)
+    started = joint_start(window, base, params, res)
+    joint = (*first, *_looked_ahead(started, queue, base, params, recent))
     if not joint:
-        return replan_queue(pending, snapshot, params, place_yu_rr)
+        return replan_queue(pending, snapshot, params, place_yu_rr, recent)
     done = {d.job_id for d in joint}
     extra = tuple(r for d in joint for r in d.reservations(_request(queue, d.job_id)))
     after = ClusterSnapshot(
@@ -430,7 +392,11 @@ def replan_yu_rr(
         snapshot.now_slot,
     )
     rest = replan_queue(
-        tuple(p for p in pending if p.request.job_id not in done), after, params, place_yu_rr
+        tuple(p for p in pending if p.request.job_id not in done),
+        after,
+        params,
+        place_yu_rr,
+        recent,
     )
     return QueueStep(
         (*joint, *rest.started),
@@ -439,6 +405,34 @@ def replan_yu_rr(
         (*sorted(done), *rest.decided),
         rest.kept,
     )
+
+
+def _looked_ahead(
+    started: tuple[Decision, ...],
+    queue: list[PendingJob],
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+    recent: Sequence[JobRequest],
+) -> tuple[Decision, ...]:
+    """The joint starts that the look-ahead (:mod:`.lookahead`) does not hold back, each
+    weighed after the ones kept before it; a held-back job goes on to the per-job re-plan
+    (step 6), which weighs it again there."""
+    if not params.lookahead:
+        return started
+    position = {p.request.job_id: k for k, p in enumerate(queue)}
+    kept: list[Decision] = []
+    snap = snapshot
+    res = residual_from(snap, snap.now_slot)
+    for d in started:
+        at = position[d.job_id]
+        job = queue[at].request
+        behind = [q.request for q in queue[at + 1 : at + 1 + params.lookahead_jobs]]
+        if holds_back(job, d, snap, res, behind, recent, params):
+            continue
+        kept.append(d)
+        snap = replace(snap, reservations=(*snap.reservations, *d.reservations(job)))
+        res = residual_from(snap, snap.now_slot)
+    return tuple(kept)
 
 
 def _uncontended(window: list[PendingJob], snapshot: ClusterSnapshot, res: Residual) -> bool:

@@ -30,7 +30,10 @@ policies differ in the per-job decision they pass in (``yu-rr``'s LP + rounding 
    passes (over its shortest possible run from now — every start now lasts at least that
    long with at least one worker — some machine has room for a worker and the cluster for
    a worker and a PS, given what this re-plan already gave out), and at most
-   ``scan_depth`` such decisions are made per event.
+   ``scan_depth`` such decisions are made per event;
+6. **look-ahead**: a start narrower than the job's requested width is committed only if
+   the arrivals the recent past forecasts are not better off with the job waiting
+   (:mod:`.lookahead`; ``lookahead``, bounded by ``lookahead_patience``).
 
 A per-job decision that raises :class:`~slurm_mlsched.errors.MlschedError` rejects the
 job (the caller records the error). Pure: no clock, no I/O.
@@ -46,6 +49,7 @@ import numpy as np
 
 from ..errors import MlschedError
 from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
+from .lookahead import holds_back
 from .params import PlacementParams
 from .queue_order import largest_capacity, queue_key
 from .residual import FloatArray, Residual, residual_from
@@ -159,8 +163,10 @@ def replan_queue(
     snapshot: ClusterSnapshot,
     params: PlacementParams,
     decide: DecideFn,
+    recent: Sequence[JobRequest] = (),
 ) -> QueueStep:
-    """Re-plan the waiting jobs at ``snapshot.now_slot`` (module docstring)."""
+    """Re-plan the waiting jobs at ``snapshot.now_slot`` (module docstring). ``recent``:
+    the jobs that arrived lately, for the look-ahead of narrow starts (step 6)."""
     now = snapshot.now_slot
     index = snapshot.machine_index()
     running = snapshot.reservations
@@ -172,7 +178,8 @@ def replan_queue(
     decided: list[str] = []
     kept: list[str] = []
     reserved = scanned = 0
-    for p in ordered(pending, snapshot, params):
+    queue = ordered(pending, snapshot, params)
+    for at, p in enumerate(queue):
         job = p.request
         protected = reserved < params.reserve_depth
         if not protected:
@@ -204,6 +211,11 @@ def replan_queue(
                     notes=(*p.plan.notes, f"kept the plan of an earlier re-plan at slot {now}"),
                 )
                 kept.append(job.job_id)
+        behind = [q.request for q in queue[at + 1 : at + 1 + params.lookahead_jobs]]
+        if not (kept and kept[-1] == job.job_id) and holds_back(
+            job, d, snap, res, behind, recent, params
+        ):
+            continue  # step 6: the forecast arrivals are better off if it waits
         if d.start_slot == now:
             started.append(d)
         elif protected:

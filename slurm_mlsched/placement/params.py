@@ -72,9 +72,10 @@ class PlacementParams:
     """At most this many other waiting jobs are decided per event (in queue order), after
     a cheap test that some of their tasks fit now."""
 
-    queue_program: str = "joint"
-    """yu-rr late binding: ``joint`` decides the head of the queue with one LP over
-    ``joint_jobs`` waiting jobs (MODEL.md §4b step 3); ``per-job`` decides each alone."""
+    queue_program: str = "per-job"
+    """yu-rr late binding: ``per-job`` decides each waiting job alone, in queue order (K = 1
+    of MODEL.md §4b step 3; the default by measurement, docs/formulation.md §14.3);
+    ``joint`` decides the head of the queue with one LP over ``joint_jobs`` waiting jobs."""
     joint_jobs: int = 8
     """K of the joint program: at most this many waiting jobs (in queue order, each with
     some task that fits now) share one LP."""
@@ -86,6 +87,18 @@ class PlacementParams:
     trial does (``both``, default: the kept trial decides)."""
     joint_top_k: int = 4
     """Co-location candidates per job in the joint LP (their union are singletons)."""
+
+    lookahead: bool = True
+    """yu-rr late binding: a start narrower than the requested width is weighed against
+    the arrivals the recent past forecasts (:mod:`.lookahead`); False starts it whenever
+    it ends the job sooner."""
+    lookahead_max_s: float = 6 * 3600.0
+    """Horizon cap of that forecast, in seconds (the horizon is the narrow run, at most
+    this)."""
+    lookahead_patience: float = 1.0
+    """A job that has waited this many times its narrow run is no longer held back."""
+    lookahead_jobs: int = 16
+    """Waiting jobs behind the one decided that the look-ahead's rollout includes."""
 
     # --- the time model shared by every policy (MODEL.md §6) ---
     restart_s: float = 30.0

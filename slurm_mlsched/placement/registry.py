@@ -9,9 +9,10 @@
   :mod:`.reallocation`). Only the replay runs them (``sim.realloc``): a Slurm job keeps
   its allocation, so ``place()`` refuses them.
 
-* **queue** policies, ``(tuple[PendingJob, ...], ClusterSnapshot, PlacementParams) ->
-  QueueStep``: late binding (MODEL.md §4b, :mod:`.late_binding`): at every event, the
-  waiting jobs re-planned against the running ones; only what starts now is committed.
+* **queue** policies, ``(tuple[PendingJob, ...], ClusterSnapshot, PlacementParams,
+  Sequence[JobRequest]) -> QueueStep``: late binding (MODEL.md §4b,
+  :mod:`.late_binding`): at every event, the waiting jobs re-planned against the running
+  ones; only what starts now is committed.
   ``yu-rr`` has both an arrival form (``binding: early``, and ``place()``) and a queue
   form (``binding: late``, the replay default); ``qssf`` has only the queue form.
 
@@ -36,7 +37,12 @@ ReallocateFn = Callable[
     [tuple[RunningJob, ...], ClusterSnapshot, int, PlacementParams],
     tuple[Allocation | None, ...],
 ]
-QueueFn = Callable[[tuple[PendingJob, ...], ClusterSnapshot, PlacementParams], QueueStep]
+QueueFn = Callable[
+    [tuple[PendingJob, ...], ClusterSnapshot, PlacementParams, Sequence[JobRequest]], QueueStep
+]
+"""``queue(pending, snapshot, params, recent)``: ``recent`` holds the jobs that arrived in
+the last ``params.lookahead_max_s`` seconds (waiting, running or done), in arrival order:
+what a policy may forecast from (:mod:`.lookahead`)."""
 WakeupFn = Callable[
     [tuple[RunningJob, ...], tuple[Allocation | None, ...], int, float, PlacementParams],
     int | None,

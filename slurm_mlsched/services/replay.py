@@ -61,7 +61,7 @@ ProgressFn = Callable[[str, int, int], None]
 
 
 RESTART_S = PlacementParams().restart_s
-QUEUE_PROGRAMS = ("joint", "per-job")
+QUEUE_PROGRAMS = ("per-job", "joint")
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,8 @@ class ReplayOptions:
     seed: int = 0
     form: Form = Form.NON_ELASTIC
     binding: Binding = Binding.LATE
-    queue_program: str = "joint"
+    queue_program: str = "per-job"
+    lookahead: bool = True
     restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
@@ -294,6 +295,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         binding=opts.binding,
         restart_s=opts.restart_s,
         queue_program=opts.queue_program,
+        lookahead=opts.lookahead,
     )
 
 

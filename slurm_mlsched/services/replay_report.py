@@ -253,6 +253,10 @@ def render_html(report: ReplayReport, pngs: Mapping[str, bytes]) -> str:
             f"{report.params.binding.value} (yu-rr) / {report.params.restart_s:g} s of no "
             "progress per re-allocation, every policy",
         ),
+        (
+            "yu-rr queue program / look-ahead",
+            f"{report.params.queue_program} / {'on' if report.params.lookahead else 'off'}",
+        ),
         ("epoch (slot 0)", report.cluster.epoch.isoformat()),
     ]
     fact_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in facts)

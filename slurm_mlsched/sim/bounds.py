@@ -4,8 +4,13 @@ The LP relaxation of MODEL.md §3 (``placement.program.lp_bound``) grows as jobs
 machines × slots and is solved only for small replays. For any number of jobs, two
 bounds hold for every feasible schedule, elastic or not, of every policy:
 
-* **shortest runs**: job i's term end − a + 1 is at least d_i = its fewest slots (N
-  workers co-located from its arrival), so Σ_i d_i is a bound;
+* **shortest runs**: job i's term end − a + 1 is at least d_i = its fewest slots on this
+  cluster, so Σ_i d_i is a bound. A job runs in one mode at a time: co-located, all its
+  workers and one PS on one machine (at most w_c = the most workers the largest machine
+  holds beside a PS, and at most N), or distributed at the network rate (at most
+  w_d = min(N, the workers the whole cluster holds)); so
+  d_i = ⌈V_i / max(w_c·ν_in, w_d·ν_ex)⌉ — tighter than N workers co-located (a
+  32-worker job on 4-GPU machines never runs co-located at 32);
 * **pooled resource** (one per resource r with capacity C_r > 0 in the cluster): job i
   trains at most W·ν_in mini-batches per slot and its W workers hold W·α_i[r] of r, so
   it needs at least p_i^r = V_i·α_i[r] / (ν_in,i · C_r) slots of the whole cluster's r
@@ -22,14 +27,39 @@ resource is the bottleneck of a busy cluster.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 
 from ..model import ClusterSnapshot, JobRequest
 
 
-def shortest_runs(jobs: Sequence[JobRequest], slot_seconds: float) -> float:
-    """Σ_i d_i: every job's fewest slots."""
-    return float(sum(j.shortest_slots(slot_seconds) for j in jobs))
+def shortest_realizable_slots(job: JobRequest, cluster: ClusterSnapshot) -> int:
+    """d_i: the fewest slots ``job`` can take on ``cluster`` in either mode (module
+    docstring); at least 1."""
+    delta = cluster.slot_seconds
+    alpha, beta = job.worker.as_tuple(), job.ps.as_tuple()
+
+    def fit(room: tuple[float, float, float]) -> int:
+        counts = [math.floor(r / a + 1e-9) for r, a in zip(room, alpha, strict=True) if a > 0]
+        if any(r < -1e-9 for r in room):
+            return 0
+        return min(counts) if counts else job.max_workers
+
+    caps = [m.capacity.as_tuple() for m in cluster.machines]
+    colo = max((fit((c[0] - beta[0], c[1] - beta[1], c[2] - beta[2])) for c in caps), default=0)
+    dist = min(job.max_distributed_workers(), sum(fit(c) for c in caps))
+    rate = max(
+        min(colo, job.max_workers) * job.profile.nu_in(delta),
+        dist * job.profile.nu_ex(delta) if dist >= job.min_distributed_workers() else 0.0,
+    )
+    if rate <= 0:
+        return job.shortest_slots(delta)
+    return max(1, math.ceil(job.workload / rate - 1e-9))
+
+
+def shortest_runs(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> float:
+    """Σ_i d_i: every job's fewest slots on ``cluster``."""
+    return float(sum(shortest_realizable_slots(j, cluster) for j in jobs))
 
 
 def srpt_total(releases: Sequence[float], sizes: Sequence[float]) -> float:
@@ -75,7 +105,7 @@ def pooled_srpt(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> float:
 
 def scalable_bound(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> tuple[float, str]:
     """max(shortest runs, pooled SRPT per resource) and which one it was."""
-    short = shortest_runs(jobs, cluster.slot_seconds)
+    short = shortest_runs(jobs, cluster)
     pooled = pooled_srpt(jobs, cluster)
     if pooled > short:
         return pooled, "pooled-resource SRPT"

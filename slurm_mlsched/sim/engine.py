@@ -37,11 +37,12 @@ run in the sibling loop :func:`slurm_mlsched.sim.realloc.simulate_reallocating`,
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import MlschedError, NeverFitsError
-from ..model import ClusterSnapshot, Decision
+from ..model import ClusterSnapshot, Decision, JobRequest
 from ..model.reservation_book import ReservationBook
 from ..placement.feasibility import check_could_ever_fit
 from ..placement.late_binding import PendingJob, QueueStep
@@ -146,6 +147,8 @@ def simulate(
     book = ReservationBook(base.machines)  # a job's rows leave at its completion event
     outcomes: list[JobOutcome | None] = [None] * len(order)
     waiting: dict[int, PendingJob] = {}  # arrival index k -> the job while it waits
+    seen: deque[JobRequest] = deque()  # queue policies: the arrivals of the look-back window
+    lookback = int(params.lookahead_max_s // base.slot_seconds)
     series: list[tuple[int, int]] = []
     done = peak = handled = 0
 
@@ -196,13 +199,16 @@ def simulate(
         for k in arrived:
             job = jobs[order[k]]
             waiting[k] = PendingJob(job.request, derive_seed(params.seed, job.job_id))
+            seen.append(job.request)
+        while seen and seen[0].arrival_slot < slot - lookback:
+            seen.popleft()
         if not waiting:
             continue
         snapshot = ClusterSnapshot(
             base.machines, book.view(slot), base.slot_seconds, base.epoch, now_slot=slot
         )
         peak = max(peak, len(snapshot.reservations))
-        step = queue(tuple(waiting.values()), snapshot, params)
+        step = queue(tuple(waiting.values()), snapshot, params, tuple(seen))
         _apply_step(step, waiting, slot, order, jobs, commit, reject)
         series.append((slot, len(waiting)))
         if waiting and not events:

@@ -3,13 +3,21 @@ policy achieves on random replays."""
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
-from slurm_mlsched.sim.bounds import pooled_srpt, scalable_bound, shortest_runs, srpt_total
+from slurm_mlsched.sim.bounds import (
+    pooled_srpt,
+    scalable_bound,
+    shortest_realizable_slots,
+    shortest_runs,
+    srpt_total,
+)
 from tests.conftest import RESNET, make_cluster, make_job
 
 DELTA = 600.0
@@ -29,9 +37,26 @@ def test_the_pooled_bound_sees_a_busy_cluster() -> None:
     # another, Σ = 2 + 4 + … + 16 = 72 slots; the shortest runs say only 16
     jobs = [make_job(f"j{i}", workers=4, workload=NU * 4 * 2) for i in range(8)]
     cluster = make_cluster(1, 4, 16)
-    assert shortest_runs(jobs, DELTA) == 16.0
+    assert shortest_runs(jobs, cluster) == 16.0
     assert pooled_srpt(jobs, cluster) == 72.0
     assert scalable_bound(jobs, cluster) == (72.0, "pooled-resource SRPT")
+
+
+def test_shortest_runs_know_the_machines() -> None:
+    # 32 workers never run co-located on 4-GPU machines: the fewest slots are the
+    # distributed run of 32 workers (or 3 co-located beside a PS on 8 CPUs... whichever is
+    # faster), never the co-located run of 32 that ``shortest_slots`` assumes
+    job = make_job("wide", workers=32, workload=NU * 32 * 2)
+    cluster = make_cluster(16, 4, 16)
+    colo = RESNET.nu_in(DELTA) * 4  # 4 workers (4 GPUs) beside a CPU-only PS
+    dist = RESNET.nu_ex(DELTA) * 32
+    want = math.ceil(job.workload / max(colo, dist) - 1e-9)
+    assert job.shortest_slots(DELTA) == 2
+    assert shortest_realizable_slots(job, cluster) == want > 2
+    # on a cluster of two machines only 8 workers fit at once
+    small = make_cluster(2, 4, 16)
+    eight = math.ceil(job.workload / max(colo, RESNET.nu_ex(DELTA) * 8) - 1e-9)
+    assert shortest_realizable_slots(job, small) == eight
 
 
 @st.composite

@@ -14,6 +14,8 @@ So ``yu-rr`` ÷ ``qssf`` measures what the placement adds on top of the queue or
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...model import ClusterSnapshot, Decision, JobRequest
 from ..late_binding import PendingJob, QueueStep, replan_queue
 from ..params import PlacementParams
@@ -35,7 +37,11 @@ def _decide(
 
 @register_queue(POLICY)
 def replan_qssf(
-    pending: tuple[PendingJob, ...], snapshot: ClusterSnapshot, params: PlacementParams
+    pending: tuple[PendingJob, ...],
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+    recent: Sequence[JobRequest] = (),
 ) -> QueueStep:
-    """The waiting jobs in queue order, each at its requested width, first fit."""
-    return replan_queue(pending, snapshot, params, _decide)
+    """The waiting jobs in queue order, each at its requested width, first fit (never
+    narrower, so the look-ahead of narrow starts never holds one back)."""
+    return replan_queue(pending, snapshot, params, _decide, recent)

@@ -1,0 +1,139 @@
+r"""Expected arrivals in late-binding ``yu-rr``'s choice of width (docs/formulation.md §14.7).
+
+A start *narrower than the job's requested width* (fewer than its N workers) ends that
+job sooner than waiting for the width would, but it holds part of the cluster for its
+whole, longer run — non-elastic, it never gives it back — while later jobs arrive and
+would have used it. The per-job and joint decisions see only the jobs already waiting, so
+on their own they start a long job at whatever width is free (on Pollux workload 2 at
+Δ = 60 s, a 48-GPU job alone in the queue took 30 GPUs for five hours, and the short jobs
+that came next waited hours for the rest). Before a narrow start is committed, two
+futures are compared by **certainty-equivalent rollout** (a plan against the expected
+future, re-made at every event):
+
+* **forecast** (:func:`forecast`): the recent past repeats. With horizon
+  H = min(the narrow run, ``lookahead_max_s``/Δ) slots, every job that arrived in
+  [now − H, now) arrives again H slots later (when fewer than H slots of history exist,
+  the history there is repeats until it covers H). Only arrivals already seen are used:
+  the forecast is online.
+* **rollout** (:func:`narrow_start_pays`): list scheduling in queue order
+  (:func:`.queue_order.queue_key`), each job at its earliest start with its requested
+  width (:mod:`.list_schedule`), of the waiting jobs behind this one (at most
+  ``lookahead_jobs``) and the forecast arrivals —
+
+  - **A**: after the narrow start now (the job ends at its decision's end);
+  - **B**: with the job waiting, put in the list at its own place in the queue order.
+
+  Cost = Σ over the job, the waiting jobs and the forecast of (end − arrival + 1) slots.
+  The narrow start is committed iff cost(A) ≤ cost(B); otherwise the job keeps waiting
+  and holds nothing (it is re-planned at the next event).
+
+**Patience** (the bound): a job that has waited at least ``lookahead_patience`` × its
+narrow run, or that would start with nothing else running (then no later event could start
+it), is not held back. So the look-ahead adds at most that much to any job's wait — the
+ski-rental argument: waiting as long as the run it would commit to at most doubles the
+cost of that job against starting at once (patience 1), while the jobs the forecast
+expects get the room. Starts at the requested width are never held back, so ``qssf``
+(which always starts at the requested width) has nothing to look ahead for, and the
+ablation ``yu-rr`` ÷ ``qssf`` keeps measuring the choice of width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..model import ClusterSnapshot, Decision, JobRequest
+from .arrival import Arrival
+from .list_schedule import arrival_of, list_schedule
+from .params import PlacementParams
+from .queue_order import largest_capacity, queue_key
+from .residual import Residual
+
+MAX_FORECAST = 256
+"""At most this many forecast arrivals per rollout (size control; the earliest kept)."""
+
+
+def forecast(recent: Sequence[JobRequest], now: int, horizon: int) -> tuple[JobRequest, ...]:
+    """The arrivals expected in [now, now + horizon): every job of ``recent`` that arrived
+    in [now − L, now), L = min(horizon, now − the first arrival seen), arrives again L, 2L,
+    … slots later (module docstring). Ids become ``forecast:K:<id>``."""
+    seen = [j for j in recent if j.arrival_slot < now]
+    if horizon <= 0 or not seen:
+        return ()
+    span = min(horizon, now - min(j.arrival_slot for j in seen))
+    if span <= 0:
+        return ()
+    window = sorted((j for j in seen if j.arrival_slot >= now - span), key=lambda j: j.arrival_slot)
+    out: list[JobRequest] = []
+    k = 1
+    while window and len(out) < MAX_FORECAST:
+        for j in window:
+            a = j.arrival_slot + k * span
+            if a >= now + horizon or len(out) >= MAX_FORECAST:
+                return tuple(out)
+            out.append(replace(j, job_id=f"forecast:{k}:{j.job_id}", arrival_slot=a))
+        k += 1
+    return tuple(out)
+
+
+def is_narrow(job: JobRequest, decision: Decision) -> bool:
+    """Whether the decision starts the job with fewer than its requested workers."""
+    return decision.slots[0].total_workers < job.max_workers
+
+
+def holds_back(
+    job: JobRequest,
+    decision: Decision,
+    snapshot: ClusterSnapshot,
+    res: Residual,
+    behind: Sequence[JobRequest],
+    recent: Sequence[JobRequest],
+    params: PlacementParams,
+) -> bool:
+    """Whether a start now (``decision``, against ``snapshot``/``res``: the running jobs
+    and what this re-plan already gave out) should wait instead (module docstring)."""
+    now = snapshot.now_slot
+    if not params.lookahead or decision.start_slot != now or not is_narrow(job, decision):
+        return False
+    run = decision.end_slot - now + 1
+    if now - job.arrival_slot >= params.lookahead_patience * run:
+        return False
+    if res.free_after <= now:
+        return False  # nothing runs: no later event would start it
+    horizon = min(run, int(params.lookahead_max_s // snapshot.slot_seconds))
+    expected = forecast(recent, now, horizon)
+    others = (*behind[: params.lookahead_jobs], *expected)
+    if not expected:
+        return False
+    return not narrow_start_pays(job, decision, snapshot, res, others, params)
+
+
+def narrow_start_pays(
+    job: JobRequest,
+    decision: Decision,
+    snapshot: ClusterSnapshot,
+    res: Residual,
+    others: Sequence[JobRequest],
+    params: PlacementParams,
+) -> bool:
+    """cost(A) ≤ cost(B) of the module docstring; ``others``: the waiting jobs behind
+    ``job`` and the forecast arrivals."""
+    now, delta = snapshot.now_slot, snapshot.slot_seconds
+    largest = largest_capacity(snapshot.machines)
+
+    def key(a: Arrival) -> tuple[float, int, str]:
+        return queue_key(a.job, delta, largest, params.aging)
+
+    rest = [arrival_of(j, delta, res, params, max(j.arrival_slot, now)) for j in others]
+    index = snapshot.machine_index()
+    after = res
+    for r in decision.reservations(job):
+        use = after.capacity * 0.0
+        use[index[r.machine]] = r.usage.as_tuple()
+        after = after.minus(use, max(r.start_slot, after.t0), r.end_slot)
+    started, _ = list_schedule(sorted(rest, key=key), after)
+    cost_a = (decision.end_slot - now + 1) + sum(x.term for x in started)
+    mine = arrival_of(job, delta, res, params, now)
+    waited, _ = list_schedule(sorted([*rest, mine], key=key), res)
+    cost_b = sum(x.term for x in waited)
+    return cost_a <= cost_b

@@ -1,0 +1,112 @@
+"""The look-ahead of narrow starts under late binding (placement/lookahead.py).
+
+* the forecast repeats the recent window (ids, slots, horizon, nothing seen);
+* a wide job that would start narrow and hold the room the coming short jobs need waits
+  instead, and the total completion time falls;
+* never held back: a start at the requested width, a job with nothing else running, a
+  job that has waited its patience (patience 0 = no look-ahead at all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from slurm_mlsched.model import Reservation, Resources
+from slurm_mlsched.placement import PlacementParams
+from slurm_mlsched.placement.lookahead import MAX_FORECAST, forecast, holds_back
+from slurm_mlsched.placement.residual import residual_from
+from slurm_mlsched.placement.yu_rr import place_yu_rr
+from slurm_mlsched.sim import sim_jobs, simulate
+from slurm_mlsched.sim.check import capacity_violations, decision_problems
+from tests.conftest import RESNET, make_cluster, make_job
+
+DELTA = 600.0
+NU = RESNET.nu_in(DELTA)
+NX = RESNET.nu_ex(DELTA)
+
+
+def test_the_forecast_repeats_the_recent_window() -> None:
+    seen = [make_job(f"j{a}", arrival=a) for a in (2, 10, 12, 15)]
+    out = forecast(seen, now=20, horizon=10)
+    # the window [10, 20) repeats 10 slots later; j2 is older than the window
+    assert [(j.job_id, j.arrival_slot) for j in out] == [
+        ("forecast:1:j10", 20),
+        ("forecast:1:j12", 22),
+        ("forecast:1:j15", 25),
+    ]
+    # a longer horizon than the history: the 18 slots seen repeat until they cover it
+    longer = forecast(seen, now=20, horizon=40)
+    assert [j.arrival_slot for j in longer] == [20, 28, 30, 33, 38, 46, 48, 51, 56]
+    assert all(20 <= j.arrival_slot < 60 for j in longer)
+
+
+def test_no_history_no_forecast() -> None:
+    assert forecast([], now=20, horizon=10) == ()
+    assert forecast([make_job("j", arrival=5)], now=20, horizon=0) == ()
+    assert forecast([make_job("late", arrival=25)], now=20, horizon=10) == ()  # not seen yet
+    many = [make_job(f"j{k}", arrival=k % 10) for k in range(1000)]
+    assert len(forecast(many, now=10, horizon=10)) == MAX_FORECAST
+
+
+def _story() -> list[tuple[object, float]]:
+    # 16 GPUs. L holds 8 of them for 15 slots. B (16 workers, 10 slots at full width)
+    # arrives in slot 4: the other 8 are free, so alone it would start narrow at once and
+    # hold them for its whole, longer run. Short 4-GPU jobs arrive every other slot.
+    entries: list[tuple[object, float]] = [
+        (make_job("L", workers=8, workload=NX * 8 * 15), 0.0),
+        (make_job("B", workers=16, workload=NX * 16 * 10), 4 * DELTA - 1),
+    ]
+    for k in range(15):
+        entries.append((make_job(f"s{k}", workers=4, workload=NU * 4), (1 + 2 * k) * DELTA - 1))
+    return entries
+
+
+def _run(params: PlacementParams) -> dict[str, object]:
+    jobs = sim_jobs(_story(), DELTA)  # type: ignore[arg-type]
+    result = simulate(jobs, make_cluster(4, 4, 16), "yu-rr", params)
+    assert capacity_violations(result) == [] and decision_problems(result) == []
+    assert not result.rejected and len(result.decisions) == len(jobs)
+    return {d.job_id: d for d in result.decisions}
+
+
+def _total(decisions: dict[str, object]) -> int:
+    return sum(d.completion_slots for d in decisions.values())  # type: ignore[attr-defined]
+
+
+def test_a_narrow_start_waits_for_the_jobs_the_forecast_expects() -> None:
+    blind = _run(PlacementParams(lookahead=False))
+    seeing = _run(PlacementParams())
+    b0, b1 = blind["B"], seeing["B"]
+    assert b0.start_slot == 4 and b0.slots[0].total_workers < 16  # type: ignore[attr-defined]
+    assert b1.start_slot > 4  # type: ignore[attr-defined]  # held back
+    assert _total(seeing) < _total(blind), (_total(seeing), _total(blind))
+    # the bound: held back no longer than its patience × the narrow run it was offered
+    narrow_run = b0.end_slot - b0.start_slot + 1  # type: ignore[attr-defined]
+    assert b1.start_slot - 4 <= narrow_run  # type: ignore[attr-defined]
+
+
+def test_patience_zero_is_no_look_ahead() -> None:
+    blind = _run(PlacementParams(lookahead=False))
+    zero = _run(PlacementParams(lookahead_patience=0.0))
+    assert {k: (d.start_slot, d.slots) for k, d in blind.items()} == {  # type: ignore[attr-defined]
+        k: (d.start_slot, d.slots)  # type: ignore[attr-defined]
+        for k, d in zero.items()
+    }
+
+
+def _holds_back(job_workers: int, running: bool, waited: int = 0) -> bool:
+    cluster = make_cluster(4, 4, 16)
+    busy = (Reservation("node1", 0, 30, Resources(4, 5, 4 * 8192 + 4096), "L"),)
+    snap = replace(cluster, reservations=busy if running else (), now_slot=10)
+    job = make_job("B", workers=job_workers, workload=NX * job_workers * 10, arrival=10 - waited)
+    params = PlacementParams()
+    d = place_yu_rr(job, snap, params)
+    recent = [make_job(f"s{k}", workers=4, workload=NU * 4, arrival=k) for k in range(10)]
+    return holds_back(job, d, snap, residual_from(snap, 10), (), recent, params)
+
+
+def test_never_held_back_at_the_requested_width_or_on_an_idle_cluster() -> None:
+    assert _holds_back(16, running=True)  # 12 GPUs free: narrow, and short jobs come
+    assert not _holds_back(12, running=True)  # it fits whole: the requested width
+    assert not _holds_back(20, running=False)  # nothing runs: no event would start it later
+    assert not _holds_back(16, running=True, waited=1000)  # its patience is used up
