@@ -72,7 +72,8 @@ def measure(machines: int, program: str, runs: int) -> dict[str, Any]:
         snap, pending = instance(machines, 1000 + k)
         params = PlacementParams(queue_program=program)
         began = time.perf_counter()
-        step = replan_yu_rr(pending, snap, params)
+        recent = tuple(p.request for p in pending)  # they arrived over the last 50 slots
+        step = replan_yu_rr(pending, snap, params, recent)
         times.append(time.perf_counter() - began)
         started.append(len(step.started))
     return {

@@ -359,7 +359,7 @@ def replan_yu_rr(
     then the per-job re-plan of the rest. ``recent``: the jobs that arrived lately (the
     look-ahead's forecast, :mod:`.lookahead`)."""
     if params.queue_program == "per-job" or params.joint_jobs < 2 or len(pending) < 2:
-        return replan_queue(pending, snapshot, params, place_yu_rr, recent)
+        return replan_queue(pending, snapshot, params, place_yu_rr, recent, chooses_width=True)
     queue = ordered(pending, snapshot, params)
     held: list[Reservation] = []
     head = queue[0]
@@ -377,11 +377,11 @@ def replan_yu_rr(
         : params.joint_jobs
     ]
     if len(window) < 2 or _uncontended(window, base, res):
-        return replan_queue(pending, snapshot, params, place_yu_rr, recent)
+        return replan_queue(pending, snapshot, params, place_yu_rr, recent, chooses_width=True)
     started = joint_start(window, base, params, res)
     joint = (*first, *_looked_ahead(started, queue, base, params, recent))
     if not joint:
-        return replan_queue(pending, snapshot, params, place_yu_rr, recent)
+        return replan_queue(pending, snapshot, params, place_yu_rr, recent, chooses_width=True)
     done = {d.job_id for d in joint}
     extra = tuple(r for d in joint for r in d.reservations(_request(queue, d.job_id)))
     after = ClusterSnapshot(
@@ -397,6 +397,7 @@ def replan_yu_rr(
         params,
         place_yu_rr,
         recent,
+        chooses_width=True,
     )
     return QueueStep(
         (*joint, *rest.started),

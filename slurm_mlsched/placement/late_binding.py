@@ -29,11 +29,15 @@ policies differ in the per-job decision they pass in (``yu-rr``'s LP + rounding 
 5. size control: past the reserved jobs, a job is decided only if a cheap necessary test
    passes (over its shortest possible run from now — every start now lasts at least that
    long with at least one worker — some machine has room for a worker and the cluster for
-   a worker and a PS, given what this re-plan already gave out), and at most
-   ``scan_depth`` such decisions are made per event;
-6. **look-ahead**: a start narrower than the job's requested width is committed only if
-   the arrivals the recent past forecasts are not better off with the job waiting
-   (:mod:`.lookahead`; ``lookahead``, bounded by ``lookahead_patience``).
+   a worker and a PS, given what this re-plan already gave out), and — for a policy whose
+   decision chooses the width and minimizes the job's end (``chooses_width``: ``yu-rr``)
+   — unless some later start ends before any start now could
+   (:func:`.list_schedule.later_start_ends_sooner`: its decision would not start now, so
+   it is spared); at most ``scan_depth`` such decisions are made per event;
+6. **look-ahead** (``chooses_width``): a narrow start — slower than the job's fastest
+   shape — is committed only if the arrivals the recent past forecasts are not better
+   off with the job waiting (:mod:`.lookahead`; ``lookahead``, bounded by
+   ``lookahead_patience``).
 
 A per-job decision that raises :class:`~slurm_mlsched.errors.MlschedError` rejects the
 job (the caller records the error). Pure: no clock, no I/O.
@@ -49,6 +53,7 @@ import numpy as np
 
 from ..errors import MlschedError
 from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
+from .list_schedule import arrival_of, later_start_ends_sooner
 from .lookahead import holds_back
 from .params import PlacementParams
 from .queue_order import largest_capacity, queue_key
@@ -164,9 +169,13 @@ def replan_queue(
     params: PlacementParams,
     decide: DecideFn,
     recent: Sequence[JobRequest] = (),
+    chooses_width: bool = False,
 ) -> QueueStep:
     """Re-plan the waiting jobs at ``snapshot.now_slot`` (module docstring). ``recent``:
-    the jobs that arrived lately, for the look-ahead of narrow starts (step 6)."""
+    the jobs that arrived lately (the look-ahead's forecast, step 6); ``chooses_width``:
+    ``decide`` chooses the job's width and minimizes its end (``yu-rr``), so a job past
+    the reserved ones that a later start would end sooner is not decided (step 5) and a
+    narrow start is weighed against the forecast (step 6)."""
     now = snapshot.now_slot
     index = snapshot.machine_index()
     running = snapshot.reservations
@@ -187,6 +196,10 @@ def replan_queue(
             d_min = job.shortest_slots(snapshot.slot_seconds)
             if scanned >= params.scan_depth or not might_start(
                 job, res.window_min(now, now + d_min)
+            ):
+                continue
+            if chooses_width and later_start_ends_sooner(
+                arrival_of(job, snapshot.slot_seconds, res, params, now)
             ):
                 continue
             scanned += 1
@@ -212,9 +225,8 @@ def replan_queue(
                 )
                 kept.append(job.job_id)
         behind = [q.request for q in queue[at + 1 : at + 1 + params.lookahead_jobs]]
-        if not (kept and kept[-1] == job.job_id) and holds_back(
-            job, d, snap, res, behind, recent, params
-        ):
+        was_kept = bool(kept) and kept[-1] == job.job_id
+        if chooses_width and not was_kept and holds_back(job, d, snap, res, behind, recent, params):
             continue  # step 6: the forecast arrivals are better off if it waits
         if d.start_slot == now:
             started.append(d)

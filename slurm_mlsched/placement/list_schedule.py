@@ -19,9 +19,9 @@ import numpy as np
 
 from ..model import JobRequest
 from .arrival import Arrival
-from .job_lp import FloatArray, JobShape
+from .job_lp import FloatArray, IntArray, JobShape
 from .nonelastic import Shape, end_slot, normalize
-from .packing import first_fit, fit_counts
+from .packing import EPS, first_fit, fit_counts
 from .params import PlacementParams
 from .residual import Residual
 
@@ -72,6 +72,28 @@ def earliest_requested(arr: Arrival, res: Residual) -> tuple[int, Residual, Shap
     return sigma + math.ceil(shape.workload / rate - 1e-9) - 1, res, None
 
 
+def fastest_run_slots(job: JobRequest, capacity: FloatArray, slot_seconds: float) -> int:
+    """The fewest slots ``job`` can take in one constant shape on machines of ``capacity``
+    (H, 3): all its workers co-located beside one PS on one machine (at most w_c = the most
+    one machine holds, at most N) at the internal rate, or distributed (at most
+    w_d = min(N, the workers all machines hold)) at the network rate:
+    ⌈V / max(w_c·ν_in, w_d·ν_ex)⌉, at least 1 (``shortest_slots`` assumes N co-located,
+    which a wide job on small machines never gets)."""
+    alpha = np.array(job.worker.as_tuple())
+    beta = np.array(job.ps.as_tuple())
+    beside = capacity - beta
+    fits_ps = (beside >= -1e-9).all(axis=1)
+    colo = int(np.where(fits_ps, fit_counts(beside, alpha), 0).max(initial=0))
+    dist = int(min(job.max_distributed_workers(), fit_counts(capacity, alpha).sum()))
+    rate = max(
+        min(colo, job.max_workers) * job.profile.nu_in(slot_seconds),
+        dist * job.profile.nu_ex(slot_seconds) if dist >= job.min_distributed_workers() else 0.0,
+    )
+    if rate <= 0:
+        return job.shortest_slots(slot_seconds)
+    return max(1, math.ceil(job.workload / rate - 1e-9))
+
+
 @dataclass(frozen=True)
 class Listed:
     """One job of a list schedule: its end slot and its term end − arrival + 1."""
@@ -98,3 +120,78 @@ def list_schedule(arrs: Sequence[Arrival], res: Residual) -> tuple[tuple[Listed,
         end, res, _ = earliest_requested(replace(arr, res=res), res)
         out.append(Listed(arr.job.job_id, end, end - arr.a + 1))
     return tuple(out), res
+
+
+def rate_bound(arr: Arrival, room: FloatArray) -> float:
+    """An upper bound on the job's training rate (mini-batches per slot) in any constant
+    shape that fits ``room`` (H, 3): co-located on any machine beside one PS, or
+    distributed over all of them."""
+    shape = arr.shape
+    colo = min(int(fit_counts(room - shape.beta, shape.alpha).max()), shape.n_max)
+    dist = min(int(fit_counts(room, shape.alpha).sum()), shape.n_dist_max)
+    rate_ex = shape.nu_ex * dist if dist >= shape.n_dist_min else 0.0
+    return max(shape.nu_in * colo, rate_ex)
+
+
+def start_now_end_bound(arr: Arrival) -> int | None:
+    """A lower bound on the end of any constant-shape run that starts at ``arr.a`` (None:
+    nothing of the job fits then): the smallest d ≥ d_min with d · (the rate bound over
+    the room of [a, a + d)) ≥ V. The room of [a, a + d) is the running minimum of the
+    residual's segments, so every segment is checked at once."""
+    res, a, shape = arr.res, arr.a, arr.shape
+    i0 = res.segment_of(a)
+    room = np.minimum.accumulate(res.seg_res[:, :, i0:], axis=2)  # (H, 3, S): [a, seg end)
+    starts = res.seg_starts[i0:].astype(np.int64) - a  # offsets; the first is ≤ 0
+    highs = np.r_[starts[1:], np.iinfo(np.int64).max // 2]  # d in (start, high] → segment k
+    colo = np.minimum(_fits(room - shape.beta[None, :, None], shape.alpha).max(axis=0), shape.n_max)
+    dist = np.minimum(_fits(room, shape.alpha).sum(axis=0), shape.n_dist_max)
+    rate = np.maximum(
+        shape.nu_in * colo, np.where(dist >= shape.n_dist_min, shape.nu_ex * dist, 0.0)
+    )
+    with np.errstate(divide="ignore"):
+        need = np.where(rate > 0, np.ceil(shape.workload / rate - 1e-9), np.inf)
+    lows = np.maximum(starts + 1, max(1, arr.d_min))
+    d = np.maximum(lows, need)
+    ok = np.flatnonzero((rate > 0) & (d <= highs) & (lows <= highs))
+    if len(ok) == 0:
+        return None
+    return a + int(d[ok[0]]) - 1
+
+
+def _fits(room: FloatArray, demand: FloatArray) -> IntArray:
+    """:func:`.packing.fit_counts` over (H, 3, S) rooms → (H, S)."""
+    mask = demand > 0
+    if not mask.any():
+        return np.full((room.shape[0], room.shape[2]), 10**9, dtype=np.int64)
+    q = np.floor(np.maximum(room[:, mask, :], 0.0) / demand[mask][None, :, None] + EPS)
+    out: IntArray = np.minimum(q.min(axis=1), 10**9).astype(np.int64)
+    return out
+
+
+def earliest_colocated_end(arr: Arrival, after: int) -> int | None:
+    """The end of the job's earliest start after slot ``after`` with all N workers and one
+    PS co-located on one machine for the whole co-located run (its fastest shape), or None
+    when no machine ever holds them."""
+    shape, res = arr.shape, arr.res
+    need = shape.alpha * shape.n_max + shape.beta
+    if not (res.capacity >= need - 1e-9).all(axis=1).any():
+        return None
+    for sigma in (t for t in res.increase_slots() if t > after):
+        if (res.window_min(sigma, sigma + arr.d_min) >= need - 1e-9).all(axis=1).any():
+            return sigma + arr.d_min - 1
+    return max(res.free_after, after + 1) + arr.d_min - 1
+
+
+def later_start_ends_sooner(arr: Arrival) -> bool:
+    """Whether some later start — at the requested width (:func:`earliest_requested`) or
+    all N workers co-located (:func:`earliest_colocated_end`) — ends before any start at
+    ``arr.a`` could: then a decision that minimizes the job's end never starts it now (a
+    screen that spares the decision)."""
+    now_end = start_now_end_bound(arr)
+    if now_end is None:
+        return True
+    colo = earliest_colocated_end(arr, arr.a)
+    if colo is not None and colo < now_end:
+        return True
+    end, _, sh = earliest_requested(arr, arr.res)
+    return sh is not None and sh.start > arr.a and end < now_end

@@ -1,8 +1,9 @@
 r"""Expected arrivals in late-binding ``yu-rr``'s choice of width (docs/formulation.md §14.7).
 
-A start *narrower than the job's requested width* (fewer than its N workers) ends that
-job sooner than waiting for the width would, but it holds part of the cluster for its
-whole, longer run — non-elastic, it never gives it back — while later jobs arrive and
+A *narrow* start — one that runs the job longer than its fastest shape on this cluster
+would (fewer workers than it could have, or distributed where it could be co-located) —
+ends that job sooner than waiting for that shape would, but it holds part of the cluster
+for its whole, longer run — non-elastic, it never gives it back — while later jobs arrive and
 would have used it. The per-job and joint decisions see only the jobs already waiting, so
 on their own they start a long job at whatever width is free (on Pollux workload 2 at
 Δ = 60 s, a 48-GPU job alone in the queue took 30 GPUs for five hours, and the short jobs
@@ -32,9 +33,8 @@ narrow run, or that would start with nothing else running (then no later event c
 it), is not held back. So the look-ahead adds at most that much to any job's wait — the
 ski-rental argument: waiting as long as the run it would commit to at most doubles the
 cost of that job against starting at once (patience 1), while the jobs the forecast
-expects get the room. Starts at the requested width are never held back, so ``qssf``
-(which always starts at the requested width) has nothing to look ahead for, and the
-ablation ``yu-rr`` ÷ ``qssf`` keeps measuring the choice of width.
+expects get the room. Only ``yu-rr``'s queue form looks ahead: ``qssf`` (the ablation)
+starts every job at its requested width and has no width to choose.
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ from dataclasses import replace
 
 from ..model import ClusterSnapshot, Decision, JobRequest
 from .arrival import Arrival
-from .list_schedule import arrival_of, list_schedule
+from .list_schedule import arrival_of, fastest_run_slots, list_schedule
 from .params import PlacementParams
 from .queue_order import largest_capacity, queue_key
 from .residual import Residual
 
-MAX_FORECAST = 256
+MAX_FORECAST = 64
 """At most this many forecast arrivals per rollout (size control; the earliest kept)."""
 
 
@@ -76,9 +76,14 @@ def forecast(recent: Sequence[JobRequest], now: int, horizon: int) -> tuple[JobR
     return tuple(out)
 
 
-def is_narrow(job: JobRequest, decision: Decision) -> bool:
-    """Whether the decision starts the job with fewer than its requested workers."""
-    return decision.slots[0].total_workers < job.max_workers
+def is_narrow(job: JobRequest, decision: Decision, res: Residual, slot_seconds: float) -> bool:
+    """Whether the decision runs the job longer than its fastest shape on the empty
+    cluster would (:func:`.list_schedule.fastest_run_slots`): it settles for less than it
+    could get."""
+    run = decision.end_slot - decision.start_slot + 1
+    if run <= job.shortest_slots(slot_seconds):
+        return False  # a lower bound of the fastest run: nothing to settle for
+    return run > fastest_run_slots(job, res.capacity, slot_seconds)
 
 
 def holds_back(
@@ -93,7 +98,11 @@ def holds_back(
     """Whether a start now (``decision``, against ``snapshot``/``res``: the running jobs
     and what this re-plan already gave out) should wait instead (module docstring)."""
     now = snapshot.now_slot
-    if not params.lookahead or decision.start_slot != now or not is_narrow(job, decision):
+    if (
+        not params.lookahead
+        or decision.start_slot != now
+        or not is_narrow(job, decision, res, snapshot.slot_seconds)
+    ):
         return False
     run = decision.end_slot - now + 1
     if now - job.arrival_slot >= params.lookahead_patience * run:

@@ -88,7 +88,6 @@ def search_start(arr: Arrival) -> StartSearch:
                 break
             nxt = next((t for t in later if t > sigma + seg_lo - 1), None)
             seg_hi = (nxt - sigma) if nxt is not None else math.inf
-            inst = arr.instance(np.array([sigma]), np.array([sigma + seg_lo]))
             mins = res.window_min(sigma, sigma + seg_lo)
             ub = _rate_upper_bound(arr, mins)
             if ub <= EPS:
@@ -96,6 +95,7 @@ def search_start(arr: Arrival) -> StartSearch:
             if seg_hi * ub < shape.workload - 1e-9:
                 seg_lo = int(seg_hi) + 1
                 continue
+            inst = arr.instance(np.array([sigma]), np.array([sigma + seg_lo]))
             sol = solve_job_lp(
                 shape,
                 inst,

@@ -17,6 +17,7 @@ no schedule can end sooner, so that is taken.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..model.decision import merge_runs
 from . import elastic, nonelastic
 from .arrival import Arrival, prepare, slot_plan, with_candidates
 from .highs_lp import highs_version
-from .packing import best_fit
+from .packing import best_fit, first_fit, fit_counts
 from .params import PlacementParams
 from .registry import register
 from .residual import Residual
@@ -54,8 +55,12 @@ def place_yu_rr(
                 arr,
                 fast,
                 clock,
-                lp_deadline=arr.a + arr.d_min - 1,
-                notes=("exact fast path: all workers co-located from arrival",),
+                lp_deadline=fast[0].stop - 1,
+                notes=(
+                    "exact fast path: all workers co-located from arrival"
+                    if fast[0].length == arr.d_min
+                    else "exact fast path: the job's fastest shape fits from arrival",
+                ),
                 solver="fast-path",
             )
     arr = with_candidates(arr)
@@ -79,16 +84,63 @@ class _Stopwatch:
 
 
 def _fast_path(arr: Arrival) -> tuple[SlotPlan, ...] | None:
+    """docs/formulation.md §8: all N workers co-located from now for the co-located run;
+    else the job's fastest shape on this cluster, if it fits from now for its whole run."""
     shape = arr.shape
     need = shape.alpha * shape.n_max + shape.beta
     h = best_fit(arr.res.window_min(arr.a, arr.a + arr.d_min), need, arr.res.capacity)
     if h is None:
-        return None
+        return _fastest_now(arr)
     w = np.zeros(arr.res.n_machines, dtype=np.int64)
     s = np.zeros(arr.res.n_machines, dtype=np.int64)
     w[h], s[h] = shape.n_max, 1
     plan = slot_plan(arr.a, Mode.COLOCATED, arr.res.names, w, s)
     return (SlotPlan(plan.slot, plan.mode, plan.workers, plan.ps, arr.d_min),)
+
+
+def _fastest_now(arr: Arrival) -> tuple[SlotPlan, ...] | None:
+    """The job's fastest constant shape on the empty cluster (the most workers one machine
+    holds beside a PS, co-located, or the most the cluster holds, distributed; co-located
+    on ties), placed from now if the room of its whole run holds it: nothing starts
+    earlier or runs faster, so no schedule of the job ends sooner. Co-located on the best
+    fit machine; distributed first fit over the machines with the most room (fewest
+    machines), the PSs the workers need after them; then trimmed."""
+    shape, res, job = arr.shape, arr.res, arr.job
+    cap = res.capacity
+    beside = cap - shape.beta
+    colo = int(np.where((beside >= -1e-9).all(axis=1), fit_counts(beside, shape.alpha), 0).max())
+    colo = min(colo, shape.n_max)
+    dist = min(int(fit_counts(cap, shape.alpha).sum()), shape.n_dist_max)
+    rate_in = shape.nu_in * colo
+    rate_ex = shape.nu_ex * dist if dist >= shape.n_dist_min else 0.0
+    if max(rate_in, rate_ex) <= 0:
+        return None
+    h_count = res.n_machines
+    w = np.zeros(h_count, dtype=np.int64)
+    s = np.zeros(h_count, dtype=np.int64)
+    if rate_in >= rate_ex:
+        d = math.ceil(shape.workload / rate_in - 1e-9)
+        room = res.window_min(arr.a, arr.a + d)
+        h = best_fit(room, shape.alpha * colo + shape.beta, cap)
+        if h is None:
+            return None
+        w[h], s[h] = colo, 1
+        sh = nonelastic.Shape(arr.a, h, w, s)
+    else:
+        d = math.ceil(shape.workload / rate_ex - 1e-9)
+        room = res.window_min(arr.a, arr.a + d).copy()
+        order = np.argsort(-room[:, 0], kind="stable").astype(np.int64)
+        w = first_fit(room, shape.alpha, dist, order)
+        n_ps = job.ps_needed(dist)
+        s = first_fit(room, shape.beta, n_ps, order)
+        if int(w.sum()) != dist or int(s.sum()) != n_ps:
+            return None
+        sh = nonelastic.Shape(arr.a, -1, w, s)
+        nonelastic.normalize(sh)
+    sh = nonelastic.trim(arr, sh)
+    end = nonelastic.end_slot(arr, sh)
+    plan = slot_plan(arr.a, nonelastic.mode_of(sh), res.names, sh.w, sh.s)
+    return (SlotPlan(plan.slot, plan.mode, plan.workers, plan.ps, end - arr.a + 1),)
 
 
 def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:

@@ -27,39 +27,18 @@ resource is the bottleneck of a busy cluster.
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..model import ClusterSnapshot, JobRequest
-
-
-def shortest_realizable_slots(job: JobRequest, cluster: ClusterSnapshot) -> int:
-    """d_i: the fewest slots ``job`` can take on ``cluster`` in either mode (module
-    docstring); at least 1."""
-    delta = cluster.slot_seconds
-    alpha, beta = job.worker.as_tuple(), job.ps.as_tuple()
-
-    def fit(room: tuple[float, float, float]) -> int:
-        counts = [math.floor(r / a + 1e-9) for r, a in zip(room, alpha, strict=True) if a > 0]
-        if any(r < -1e-9 for r in room):
-            return 0
-        return min(counts) if counts else job.max_workers
-
-    caps = [m.capacity.as_tuple() for m in cluster.machines]
-    colo = max((fit((c[0] - beta[0], c[1] - beta[1], c[2] - beta[2])) for c in caps), default=0)
-    dist = min(job.max_distributed_workers(), sum(fit(c) for c in caps))
-    rate = max(
-        min(colo, job.max_workers) * job.profile.nu_in(delta),
-        dist * job.profile.nu_ex(delta) if dist >= job.min_distributed_workers() else 0.0,
-    )
-    if rate <= 0:
-        return job.shortest_slots(delta)
-    return max(1, math.ceil(job.workload / rate - 1e-9))
+from ..placement.list_schedule import fastest_run_slots
 
 
 def shortest_runs(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> float:
     """Σ_i d_i: every job's fewest slots on ``cluster``."""
-    return float(sum(shortest_realizable_slots(j, cluster) for j in jobs))
+    capacity = np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64)
+    return float(sum(fastest_run_slots(j, capacity, cluster.slot_seconds) for j in jobs))
 
 
 def srpt_total(releases: Sequence[float], sizes: Sequence[float]) -> float:

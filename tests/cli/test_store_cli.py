@@ -88,8 +88,23 @@ def test_reserve_then_history_show_release(env: dict[str, str]) -> None:
     assert third["cluster"]["reservations"] == second["cluster"]["reservations"] > 0
 
 
-def test_explain_reproduces_bit_for_bit(env: dict[str, str]) -> None:
-    plan = reserve(env, MLSUB_AS_USER="")
+def busy_cluster(tmp_path: Path) -> Path:
+    """The example cluster with two GPUs of every node held for the next 3 slots: the
+    example job's fastest shape (4 workers co-located) does not fit now, so its decision
+    goes through LP + rounding + repair rather than the exact fast path."""
+    path = tmp_path / "busy.yaml"
+    rows = "".join(
+        f"  - {{node: node{i}, start: 0, end: 3, gpus: 2, cpus: 2, mem_gb: 8, job_id: 'b{i}'}}\n"
+        for i in range(1, 5)
+    )
+    path.write_text(CLUSTER.read_text() + "reservations:\n" + rows)
+    return path
+
+
+def test_explain_reproduces_bit_for_bit(env: dict[str, str], tmp_path: Path) -> None:
+    plan: dict[str, Any] = ok_json(
+        env, "plan", SCRIPT, "--cluster", busy_cluster(tmp_path), "--reserve", MLSUB_AS_USER=""
+    )
     data = ok_json(env, "explain", str(plan["decision_id"]))
     assert data["reproduced"] is True and data["diff"] == [] and data["snapshot_digest_ok"]
     assert data["mode"] == plan["mode"] and data["lp_deadline_slot"] == plan["lp_deadline_slot"]

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot
 from slurm_mlsched.placement import PlacementParams
+from slurm_mlsched.placement.list_schedule import fastest_run_slots
 from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
 from slurm_mlsched.sim.bounds import (
     pooled_srpt,
     scalable_bound,
-    shortest_realizable_slots,
     shortest_runs,
     srpt_total,
 )
@@ -42,6 +43,10 @@ def test_the_pooled_bound_sees_a_busy_cluster() -> None:
     assert scalable_bound(jobs, cluster) == (72.0, "pooled-resource SRPT")
 
 
+def _capacity(cluster: ClusterSnapshot) -> np.ndarray:
+    return np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64)
+
+
 def test_shortest_runs_know_the_machines() -> None:
     # 32 workers never run co-located on 4-GPU machines: the fewest slots are the
     # distributed run of 32 workers (or 3 co-located beside a PS on 8 CPUs... whichever is
@@ -52,11 +57,11 @@ def test_shortest_runs_know_the_machines() -> None:
     dist = RESNET.nu_ex(DELTA) * 32
     want = math.ceil(job.workload / max(colo, dist) - 1e-9)
     assert job.shortest_slots(DELTA) == 2
-    assert shortest_realizable_slots(job, cluster) == want > 2
+    assert fastest_run_slots(job, _capacity(cluster), DELTA) == want > 2
     # on a cluster of two machines only 8 workers fit at once
     small = make_cluster(2, 4, 16)
     eight = math.ceil(job.workload / max(colo, RESNET.nu_ex(DELTA) * 8) - 1e-9)
-    assert shortest_realizable_slots(job, small) == eight
+    assert fastest_run_slots(job, _capacity(small), DELTA) == eight
 
 
 @st.composite

@@ -42,6 +42,6 @@ def replan_qssf(
     params: PlacementParams,
     recent: Sequence[JobRequest] = (),
 ) -> QueueStep:
-    """The waiting jobs in queue order, each at its requested width, first fit (never
-    narrower, so the look-ahead of narrow starts never holds one back)."""
+    """The waiting jobs in queue order, each at its requested width, first fit (it chooses
+    no width: no screen, no look-ahead)."""
     return replan_queue(pending, snapshot, params, _decide, recent)
