@@ -18,8 +18,10 @@ the cluster, or pooled-resource SRPT) as an average JCT no policy can beat: it s
 much room a target leaves.
 
 The workloads: Philly (first 5,000 jobs, 64 × 8 GPUs), Pollux workloads 1–3 and Sia/Helios
-workloads 1–2 (16 × 4 GPUs, the Pollux testbed). ``--workloads`` and ``--deltas`` pick a
-subset; results of earlier runs in ``bench/out/policies/all.json`` are kept and merged.
+workloads 1–2 (16 × 4 GPUs, the Pollux testbed), and both LANL Mustang weeks on a CPU
+cluster (``bench/clusters/mustang.yaml``: 1,600 nodes × 24 cores, one worker a node).
+``--workloads`` and ``--deltas`` pick a subset; results of earlier runs in
+``bench/out/policies/all.json`` are kept and merged.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ MAIN = ("yu-rr", "qssf", "fifo-ff", "fifo-bf", "oasis", "optimus", "drf", "tires
 REALLOC = ("optimus", "drf", "tiresias")
 BEST_OF = ("optimus", "drf", "tiresias", "oasis", "fifo-bf")
 POLLUX = "philly-pollux/pollux-workloads"
+MUSTANG = "lanl-mustang-slurm/mustang_week"
+CLUSTERS = Path(__file__).resolve().parent / "clusters"
 WORKLOADS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "philly5k": ("Philly, first 5,000 jobs, 64×8", "philly-pollux/philly.csv",
                  ("--limit", "5000", "--nodes", "64x8")),
@@ -55,6 +59,10 @@ WORKLOADS: dict[str, tuple[str, str, tuple[str, ...]]] = {
              ("--nodes", "16x4")),
     "sia2": ("Sia/Helios workload 2, 16×4", "helios-saturn-sia/workload-2.csv",
              ("--nodes", "16x4")),
+    "mustang1": ("Mustang week 2012-02-07, 1600×24 CPUs", f"{MUSTANG}_2012-02-07.csv",
+                 ("--cluster", str(CLUSTERS / "mustang.yaml"), "--cpu-jobs", "per-node")),
+    "mustang2": ("Mustang week 2012-12-13, 1600×24 CPUs", f"{MUSTANG}_2012-12-13.csv",
+                 ("--cluster", str(CLUSTERS / "mustang.yaml"), "--cpu-jobs", "per-node")),
 }  # fmt: skip
 #: (row label, policies, extra flags) of the runs in one cell
 RUNS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -106,10 +114,15 @@ def bound_avg_jct(key: str, delta: float) -> float:
     """The average JCT no policy can beat on the cell (the scalable bound of
     ``sim.bounds`` over the same admitted jobs, plus each job's wait for its first slot)."""
     _, rel, extra = WORKLOADS[key]
-    nodes = extra[extra.index("--nodes") + 1]
-    limit = int(extra[extra.index("--limit") + 1]) if "--limit" in extra else None
+    flag = dict(zip(extra[::2], extra[1::2], strict=True))
     opts = ReplayOptions(
-        trace=TRACES / rel, policies=("yu-rr",), nodes=nodes, slot_seconds=delta, limit=limit
+        trace=TRACES / rel,
+        policies=("yu-rr",),
+        nodes=flag.get("--nodes"),
+        cluster=Path(flag["--cluster"]) if "--cluster" in flag else None,
+        slot_seconds=delta,
+        limit=int(flag["--limit"]) if "--limit" in flag else None,
+        cpu_jobs=flag.get("--cpu-jobs", "off"),
     )
     prepared = prepare_jobs(opts)
     jobs, cluster = prepared.admitted, prepared.cluster

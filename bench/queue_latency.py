@@ -1,11 +1,13 @@
 """Latency of one late-binding re-plan (``make bench-queue``; issue 14 item 2).
 
-One call of ``yu-rr``'s queue form (the joint program over the head of the queue, then
-the per-job re-plan of the rest) at an event, against a cluster of machines with 8 GPUs,
-32 CPUs, 256 GiB each, 200 running jobs (reservations from now: random machine, 2, 4 or
-8 GPUs, ending 1–39 slots from now) and 200 waiting jobs (1–32 one-GPU workers,
-ResNet-50, 2–30 slots of work at full width, arrived over the last 50 slots). Both
-programs (``joint`` and ``per-job``); targets: p99 ≤ 0.25 s at 64 machines, ≤ 2 s at 1,024.
+One call of ``yu-rr``'s queue form (the per-job re-plan, the default, or the joint
+program over the head of the queue then the per-job re-plan of the rest) at an event,
+with the look-ahead on (the waiting jobs are the recent arrivals it forecasts from),
+against a cluster of machines with 8 GPUs, 32 CPUs, 256 GiB each, 200 running jobs
+(reservations from now: random machine, 2, 4 or 8 GPUs, ending 1–39 slots from now) and
+200 waiting jobs (1–32 one-GPU workers, ResNet-50, 2–30 slots of work at full width,
+arrived over the last 50 slots). Both programs (``per-job`` and ``joint``); targets:
+p99 ≤ 0.25 s at 64 machines, ≤ 2 s at 1,024.
 """
 
 from __future__ import annotations
@@ -97,11 +99,12 @@ def render(res: dict[str, Any]) -> str:
         f"`bench/out/queue.json`. Machine: {m['cpu']}, {m['cores']} cores, Python "
         f"{m['python']}. Date: {m['date']}. One run.",
         "",
-        "One call of `yu-rr`'s queue form at an event (the joint program over the head of "
-        "the queue, then the per-job re-plan of the rest; or `per-job` alone) with 200 "
-        "waiting jobs (1–32 one-GPU workers) and about 200 running jobs on machines of 8 "
-        "GPUs. *Started* = jobs the re-plan started (mean). Targets (issue 14): p99 ≤ 0.25 s "
-        "at 64 machines, ≤ 2 s at 1,024.",
+        "One call of `yu-rr`'s queue form at an event (`per-job`, the default: each waiting "
+        "job decided alone in queue order; or `joint`: one LP over the head of the queue, "
+        "then the per-job re-plan of the rest), look-ahead on, with 200 waiting jobs (1–32 "
+        "one-GPU workers; they are also the recent arrivals the look-ahead forecasts from) "
+        "and about 200 running jobs on machines of 8 GPUs. *Started* = jobs the re-plan "
+        "started (mean). Targets (issue 14): p99 ≤ 0.25 s at 64 machines, ≤ 2 s at 1,024.",
         "",
         "| machines | program | runs | running jobs | started | p50 (s) | p99 (s) | max (s) | "
         "target | met |",
@@ -127,7 +130,7 @@ def main() -> None:
     rows = [
         measure(machines, program, args.runs)
         for machines in (64, 1024)
-        for program in ("joint", "per-job")
+        for program in ("per-job", "joint")
     ]
     res = {"machine": machine_facts(), "rows": rows}
     Path(args.raw).parent.mkdir(parents=True, exist_ok=True)

@@ -107,6 +107,20 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                 "joint (one LP over the head of the queue).",
             ),
         ] = "per-job",
+        cpu_jobs: Annotated[
+            str,
+            typer.Option(
+                "--cpu-jobs",
+                help="Trace records without GPUs: off (skipped) | per-node (one worker a "
+                "node) | per-cores (one worker per --cores-per-worker CPUs).",
+            ),
+        ] = "off",
+        cores_per_worker: Annotated[
+            int,
+            typer.Option(
+                "--cores-per-worker", help="CPUs of one worker with --cpu-jobs per-cores."
+            ),
+        ] = 8,
         lookahead: Annotated[
             bool,
             typer.Option(
@@ -230,6 +244,8 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                 binding=_choice(Binding, binding, "--binding"),
                 queue_program=queue_program.strip().lower(),
                 lookahead=lookahead,
+                cpu_jobs=cpu_jobs.strip().lower(),
+                cores_per_worker=cores_per_worker,
                 restart_s=restart_cost,
                 slot_seconds=slot_seconds,
                 limit=limit,

@@ -62,6 +62,7 @@ ProgressFn = Callable[[str, int, int], None]
 
 RESTART_S = PlacementParams().restart_s
 QUEUE_PROGRAMS = ("per-job", "joint")
+CPU_JOBS = ("off", "per-node", "per-cores")
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class ReplayOptions:
     slot_seconds: float | None = None
     limit: int | None = None
     lp_max_jobs: int = LP_MAX_JOBS
+    cpu_jobs: str = "off"  # synthesis of records without GPUs (traces.synthesis.CpuJobs)
+    cores_per_worker: int = 8
     trace_format: str = "auto"
     columns: str | None = None
     skip_bad: bool = False
@@ -227,7 +230,7 @@ def load_input(opts: ReplayOptions) -> ReplayInput:
 
 def _load_trace(opts: ReplayOptions) -> ReplayInput:
     from ..traces import TimeBase, read_trace
-    from ..traces.synthesis import SYNTHESIS_VERSION, SynthesisParams, synthesize_trace
+    from ..traces.synthesis import SYNTHESIS_VERSION, CpuJobs, SynthesisParams, synthesize_trace
 
     trace = read_trace(
         opts.trace,
@@ -239,7 +242,14 @@ def _load_trace(opts: ReplayOptions) -> ReplayInput:
     records = trace.records
     if opts.limit is not None:
         records = tuple(sorted(records, key=lambda r: (r.submit, r.job_id))[: opts.limit])
-    synthesis = synthesize_trace(records, SynthesisParams(seed=opts.seed))
+    synthesis = synthesize_trace(
+        records,
+        SynthesisParams(
+            seed=opts.seed,
+            cpu_jobs=CpuJobs(opts.cpu_jobs),
+            cores_per_worker=opts.cores_per_worker,
+        ),
+    )
     by_reason = synthesis.rejected_by_reason()
     if trace.skipped:
         by_reason["malformed"] = trace.skipped
@@ -282,6 +292,16 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         raise InputError(
             f"option --restart-cost must be a number of seconds >= 0, got {opts.restart_s}",
             context={"option": "--restart-cost", "value": opts.restart_s},
+        )
+    if opts.cpu_jobs not in CPU_JOBS:
+        raise InputError(
+            f"option --cpu-jobs must be one of {', '.join(CPU_JOBS)}, got {opts.cpu_jobs!r}",
+            context={"option": "--cpu-jobs", "value": opts.cpu_jobs},
+        )
+    if not 1 <= opts.cores_per_worker <= 100_000:
+        raise InputError(
+            f"option --cores-per-worker must be between 1 and 100000, got {opts.cores_per_worker}",
+            context={"option": "--cores-per-worker", "value": opts.cores_per_worker},
         )
     if opts.queue_program not in QUEUE_PROGRAMS:
         raise InputError(

@@ -55,3 +55,46 @@ def test_replay_bad_form_and_missing_file(tmp_path: Path) -> None:
     assert bad_form.exit_code == 3 and "--form" in bad_form.stderr
     missing = invoke(tmp_path / "none.json", "-p", "yu-rr")
     assert missing.exit_code == 3 and "cannot read job list" in missing.stderr
+
+
+HEADER = "user_ID,group_ID,submit_time,start_time,end_time,wallclock_limit,job_status,"
+MUSTANG_ROWS = "\n".join(
+    [
+        HEADER + "node_count,tasks_requested",
+        "1,1,2012-02-07 00:00:00+00:00,2012-02-07 00:00:10+00:00,2012-02-07 01:00:10+00:00,"
+        "0 days 02:00:00.000000000,COMPLETED,2,48",
+        "2,2,2012-02-07 00:10:00+00:00,2012-02-07 00:10:05+00:00,2012-02-07 00:40:05+00:00,"
+        "0 days 01:00:00.000000000,COMPLETED,1,24",
+        "3,3,2012-02-07 00:20:00+00:00,,2012-02-07 00:21:00+00:00,"
+        "0 days 01:00:00.000000000,CANCELLED,4,96",
+        "",
+    ]
+)
+CPU_CLUSTER = """slot_seconds: 600
+groups:
+  - {prefix: cpu, count: 4, gpus: 0, cpus: 24, mem_gb: 64}
+"""
+
+
+def test_cpu_jobs_replay_on_a_cpu_cluster(tmp_path: Path) -> None:
+    trace = tmp_path / "mustang.csv"
+    trace.write_text(MUSTANG_ROWS)
+    cluster = tmp_path / "cpu.yaml"
+    cluster.write_text(CPU_CLUSTER)
+    skipped = invoke(trace, "-p", "yu-rr", "--cluster", cluster, "--json")
+    assert skipped.exit_code == 0, skipped.stderr
+    assert json.loads(skipped.stdout)["jobs"] == 0  # no GPUs, and CPU jobs are off
+    ran = invoke(trace, "-p", "yu-rr", "-p", "qssf", "--cluster", cluster,
+                 "--cpu-jobs", "per-node", "--json")  # fmt: skip
+    assert ran.exit_code == 0, ran.stderr
+    summary = json.loads(ran.stdout)
+    assert (summary["jobs"], summary["skipped"]) == (2, 1)  # the cancelled one never ran
+    assert summary["policies"]["yu-rr"]["avg_jct_s"] > 0
+
+
+def test_bad_cpu_jobs_and_queue_program_are_input_errors(tmp_path: Path) -> None:
+    for args in (("--cpu-jobs", "sometimes"), ("--cores-per-worker", "0"),
+                 ("--queue-program", "global")):  # fmt: skip
+        result = invoke(jobs_file(tmp_path), "-p", "yu-rr", *args)
+        assert result.exit_code == 3, (args, result.stderr)
+        assert f"option {args[0]}" in result.stderr and "Traceback" not in result.stderr
