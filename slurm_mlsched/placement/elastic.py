@@ -8,6 +8,10 @@
 4. Repair at slot level: capacity first (move a co-located slot whole, else turn it
    distributed; drop and re-place distributed tasks), then cover the work at the earliest
    slots with room (past D if needed), then trim what is not needed; PS rules everywhere.
+5. The restart cost (MODEL.md §6, the time model of every policy): each change of the
+   allocation after the job first ran costs its new rate × ``restart_s``/Δ of work, and
+   the schedule is extended until the work net of those losses is covered
+   (:func:`pay_restarts`).
 """
 
 from __future__ import annotations
@@ -356,15 +360,18 @@ def _slot_rate(arr: Arrival, ws: Working, t: int) -> float:
     return rate * float(ws.w[t].sum())
 
 
-def cover_work(arr: Arrival, ws: Working) -> None:
-    """Add workers at the earliest slots with room until the work is covered."""
+def cover_work(arr: Arrival, ws: Working, target: float | None = None) -> None:
+    """Add workers at the earliest slots with room until the work (``target``, default
+    V) is covered."""
     shape, job = arr.shape, arr.job
+    goal = shape.workload if target is None else target
     order_all = np.arange(arr.res.n_machines, dtype=np.int64)
     covered = sum(_slot_rate(arr, ws, t) for t in range(len(ws.mode)))
     t = 0
     added_slots: list[int] = []
-    limit = arr.longest_end() - arr.a + 1
-    while covered < shape.workload - 1e-9:
+    slowest = min(shape.nu_ex * shape.n_dist_min, shape.nu_in)
+    limit = arr.longest_end() - arr.a + 1 + math.ceil(max(0.0, goal - shape.workload) / slowest)
+    while covered < goal - 1e-9:
         if t > limit:
             raise RuntimeError(
                 f"repair could not cover the work of job {job.job_id!r} by slot "
@@ -373,7 +380,7 @@ def cover_work(arr: Arrival, ws: Working) -> None:
         if t >= len(ws.mode):
             ws.grow(max(2 * len(ws.mode), t + 1))
         before = _slot_rate(arr, ws, t)
-        remaining = shape.workload - covered
+        remaining = goal - covered
         room = _room(arr, ws, t)
         if ws.mode[t] >= 0:
             h = int(ws.mode[t])
@@ -491,3 +498,87 @@ def to_plans(arr: Arrival, ws: Working) -> tuple[tuple[SlotPlan, ...], float]:
         plans.append(slot_plan(ws.a + t, mode, arr.res.names, ws.w[t], ws.s[t]))
         work += _slot_rate(arr, ws, t)
     return tuple(plans), work
+
+
+def restart_losses(arr: Arrival, ws: Working) -> tuple[float, int]:
+    """The work the schedule's allocation changes cost (MODEL.md §6, ``restart_s``) and
+    how many there are: a slot whose allocation (mode, per-machine counts) differs from
+    the previous slot's, after the job has run once (the first start is free; a resume
+    after idle slots is a change), loses its new rate × ``restart_s``/Δ — the charge of
+    the re-allocating policies' loop (``sim.realloc``)."""
+    restart = max(0.0, arr.params.restart_s) / _slot_seconds(arr)
+    lost, changes, ran = 0.0, 0, False
+    prev: tuple[int, bytes, bytes] | None = None
+    for t in range(len(ws.mode)):
+        active = ws.mode[t] != IDLE and ws.w[t].sum() > 0
+        now = (int(ws.mode[t]), ws.w[t].tobytes(), ws.s[t].tobytes()) if active else None
+        if active and ran and now != prev:
+            lost += _slot_rate(arr, ws, t) * restart
+            changes += 1
+        ran = ran or active
+        prev = now
+    return lost, changes
+
+
+def _slot_seconds(arr: Arrival) -> float:
+    """Δ, from the job's internal rate: ν_in = Δ / θ_in."""
+    return arr.shape.nu_in * arr.job.profile.theta_in
+
+
+def stabilize(arr: Arrival, ws: Working) -> None:
+    """Keep an allocation rather than change it for nothing: a slot whose allocation
+    differs from the previous slot's takes the previous one instead when that one fits
+    the slot's room and trains at least as fast (a migration between equal machines, or a
+    shrink-then-grow, costs a restart and buys nothing)."""
+    kept = 0
+    for t in range(1, len(ws.mode)):
+        prev_on = ws.mode[t - 1] != IDLE and ws.w[t - 1].sum() > 0
+        if not prev_on or ws.mode[t] == IDLE or ws.w[t].sum() == 0:
+            continue
+        if (
+            ws.mode[t] == ws.mode[t - 1]
+            and (ws.w[t] == ws.w[t - 1]).all()
+            and (ws.s[t] == ws.s[t - 1]).all()
+        ):
+            continue
+        before = _slot_rate(arr, ws, t)
+        mode, w, s = ws.mode[t], ws.w[t].copy(), ws.s[t].copy()
+        ws.mode[t], ws.w[t], ws.s[t] = ws.mode[t - 1], ws.w[t - 1], ws.s[t - 1]
+        if _slot_rate(arr, ws, t) + 1e-12 < before or overloaded(_room(arr, ws, t)).any():
+            ws.mode[t], ws.w[t], ws.s[t] = mode, w, s
+        else:
+            kept += 1
+    if kept:
+        ws.actions.append(f"kept the previous allocation in {kept} slot(s) (no restart)")
+
+
+def pay_restarts(arr: Arrival, ws: Working) -> int:
+    """Cover the work the restarts cost (:func:`restart_losses`): the last allocation is
+    kept for more slots while the room allows (no new change), else workers are added at
+    the earliest slots with room after it; repeated until the work net of every restart is
+    covered. Returns the number of restarts of the final schedule."""
+    for _ in range(64):
+        lost, changes = restart_losses(arr, ws)
+        gross = float(sum(_slot_rate(arr, ws, t) for t in range(len(ws.mode))))
+        deficit = arr.shape.workload + lost - gross
+        if deficit <= 1e-9:
+            return changes
+        active = [t for t in range(len(ws.mode)) if ws.mode[t] != IDLE and ws.w[t].sum() > 0]
+        last = active[-1]
+        added = 0
+        t = last + 1
+        while deficit > 1e-9:
+            if t >= len(ws.mode):
+                ws.grow(max(2 * len(ws.mode), t + 1))
+            use = ws.w[last][:, None] * arr.shape.alpha + ws.s[last][:, None] * arr.shape.beta
+            if overloaded(arr.res.at(ws.a + t) - use).any():
+                break
+            ws.mode[t], ws.w[t], ws.s[t] = ws.mode[last], ws.w[last], ws.s[last]
+            deficit -= _slot_rate(arr, ws, t)
+            added += 1
+            t += 1
+        if added:
+            ws.actions.append(f"kept the last allocation {added} more slot(s) to pay restarts")
+        if deficit > 1e-9:
+            cover_work(arr, ws, target=gross + deficit)
+    raise RuntimeError(f"restarts of job {arr.job.job_id!r} could not be paid for")

@@ -165,7 +165,10 @@ def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
     ws = elastic.materialize(arr, sr, best)
     elastic.repair_capacity(arr, ws)
     elastic.cover_work(arr, ws)
+    if arr.params.restart_s > 0:
+        elastic.stabilize(arr, ws)
     elastic.trim(arr, ws)
+    restarts = elastic.pay_restarts(arr, ws)
     plans, _ = elastic.to_plans(arr, ws)
     clock.lap("repair")
     stats = (
@@ -174,6 +177,7 @@ def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
         ("pre_repair_work_fraction", best.work / arr.shape.workload),
         ("lp_solves", float(sr.lp_solves)),
         ("lp_blocks", float(len(sr.starts))),
+        ("restarts", float(restarts)),
         *trials,
     )
     return _decision(

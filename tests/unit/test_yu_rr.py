@@ -109,3 +109,37 @@ def test_same_seed_same_decision_and_the_seed_is_stored(form: Form) -> None:
     p = PlacementParams(form=form, seed=1234)
     a, b = place(job, snap, "yu-rr", p), place(job, snap, "yu-rr", p)
     assert a.slots == b.slots and a.seed == b.seed == 1234
+
+
+def _net_work(d: object, job: object, restart_s: float) -> tuple[float, int]:
+    """Work of an elastic decision net of its restarts, counted from its slot plans alone:
+    each run whose tasks differ from the previous slot's (after the first run; a gap
+    before it counts as a change) loses its rate × restart_s / Δ."""
+    rate = {Mode.COLOCATED: NU_IN, Mode.DISTRIBUTED: NU_EX}
+    net, changes, prev = 0.0, 0, None
+    for p in d.slots:  # type: ignore[attr-defined]
+        r = rate[p.mode] * p.total_workers
+        net += r * p.length
+        if prev is not None and (prev.stop != p.slot or not prev.same_tasks(p)):
+            net -= r * restart_s / 600.0
+            changes += 1
+        prev = p
+    return net, changes
+
+
+@pytest.mark.parametrize("restart_s", [30.0, 300.0, 900.0])
+def test_elastic_schedules_pay_for_their_restarts(restart_s: float) -> None:
+    # a node half busy for 3 slots, then free: the elastic plan grows when it frees (a
+    # change, charged) and covers the work net of every restart it makes
+    snap = make_cluster(1, 4, 16)
+    busy = (Reservation("node1", 0, 3, Resources(2, 2, 16384), "other"),)
+    snap = snap.__class__(snap.machines, busy, snap.slot_seconds, snap.epoch, 0)
+    job = make_job(workers=4, workload=4 * NU_IN * 6)
+    params = PlacementParams(form=Form.ELASTIC, restart_s=restart_s)
+    d = place(job, snap, "yu-rr", params)
+    net, changes = _net_work(d, job, restart_s)
+    assert net >= job.workload - 1e-6
+    assert dict(d.stats)["restarts"] == changes
+    free = place(job, snap, "yu-rr", PlacementParams(form=Form.ELASTIC, restart_s=0.0))
+    assert d.end_slot >= free.end_slot  # restarts never make a job end sooner
+    assert check_decision(d, job, snap) == []
