@@ -53,6 +53,10 @@ DEFAULT_CLUSTER_NAME = "default"
 DEFAULT_LIVE_SLOT_SECONDS = 60.0
 #: Where ``mlsub --remote`` stages each decision's files, relative to the remote home.
 DEFAULT_REMOTE_DIR = ".mlsub/decisions"
+#: ``mlsub reconcile``: where the submitting process cannot be checked (another host, or a
+#: decision recorded without it), a ``submitting`` decision younger than this may still be
+#: inside its sbatch.
+DEFAULT_STALE_AFTER_S = 3600.0
 
 RESERVATION_GRACE_DOC = (
     "after its predicted end, a decision that is not yet in a terminal state (the job may "

@@ -6,8 +6,12 @@ Wiring (the only place adapters are picked):
   :class:`~slurm_mlsched.services.clock.FixedClock` at ``MLSUB_FIXED_NOW`` (an ISO 8601
   time) when that variable is set: for tests and reproducible output;
 * ``MLSUB_DEBUG=1`` lets unexpected exceptions through with their traceback;
-* before any command runs, HiGHS's once-per-process start-up banner is used up with
-  stdout pointed at /dev/null (:mod:`.highs_banner`), so ``--json`` stays pure JSON.
+* a command that may solve (plan, submit, explain, replay) first uses up HiGHS's
+  once-per-process start-up banner with stdout pointed at /dev/null
+  (:mod:`.highs_banner`), so ``--json`` stays pure JSON;
+* start-up stays light: this module and the command modules import typer, rich and the
+  project's light modules; each command imports its services (the store, the solver, the
+  renderers) in its body (``tests/cli/test_cli_startup.py``).
 """
 
 from __future__ import annotations
@@ -21,21 +25,17 @@ from typing import Annotated
 import typer
 
 from .. import __version__
+from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import InputError, JobDidNotComplete
 from ..services.clock import Clock, FixedClock, WallClock
-from ..services.plan import plan_from_files
-from ..services.policies import list_policies
-from ..services.reconcile import DEFAULT_STALE_AFTER_S
-from ..storage import DecisionState
 from . import cluster as cluster_cli
 from . import output
 from . import plugins as plugins_cli
 from . import replay as replay_cli
-from .decisions import plan_reserved, register
+from .decisions import register
 from .errors import handle_errors
 from .highs_banner import silence_highs_banner
-from .live import LiveRequest, run_for_sbatch, run_reconcile, run_submit
-from .slurm_access import RemoteOption
+from .options import RemoteOption
 
 FIXED_NOW_ENV = "MLSUB_FIXED_NOW"
 DEBUG_ENV = "MLSUB_DEBUG"
@@ -85,7 +85,6 @@ def _root(
     ] = False,
 ) -> None:
     """Place distributed ML training jobs (workers + parameter servers) on Slurm."""
-    silence_highs_banner()
 
 
 # --- job options, shared by plan and submit ----------------------------------------------------
@@ -261,6 +260,9 @@ def plan(
             param_hint="'--remote'",
         )
     with handle_errors(debug=_debug()):
+        silence_highs_banner()
+        from .live import LiveRequest, run_for_sbatch, run_submit
+
         if for_sbatch:
             if script is None or cluster is not None:
                 raise InputError(
@@ -282,6 +284,8 @@ def plan(
             output.show_submitted(outcome.as_dict(), as_json=as_json, show_script=True)
             return
         if reserve:
+            from .decisions import plan_reserved
+
             reserved = plan_reserved(
                 script=script,
                 cluster=cluster,
@@ -292,6 +296,8 @@ def plan(
             )
             output.show_reserved(reserved, as_json=as_json)
             return
+        from ..services.plan import plan_from_files
+
         result = plan_from_files(
             script=script, cluster=cluster, overrides=_plan_only(overrides), clock=_clock()
         )
@@ -348,6 +354,10 @@ def submit(
     """
     overrides = _overrides(locals())
     with handle_errors(debug=_debug()):
+        silence_highs_banner()
+        from ..storage.states import DecisionState
+        from .live import LiveRequest, run_submit
+
         with output.waiting(enabled=wait and not as_json) as progress:
             outcome, final = run_submit(
                 LiveRequest(script, tuple(args or ()), overrides, cluster_name, db_url, remote),
@@ -395,6 +405,8 @@ def reconcile_cmd(
     submit-failed decision whose job turns up after all is repaired.
     """
     with handle_errors(debug=_debug()):
+        from .live import run_reconcile
+
         report = run_reconcile(
             clock=_clock(),
             cluster_name=cluster_name,
@@ -433,6 +445,8 @@ def policies(
 ) -> None:
     """List the placement policies."""
     with handle_errors(debug=_debug()):
+        from ..services.policies import list_policies
+
         output.show_policies([asdict(p) for p in list_policies()], as_json=as_json)
 
 

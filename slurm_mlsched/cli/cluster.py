@@ -15,11 +15,9 @@ from typing import Annotated
 import typer
 
 from ..services.clock import Clock
-from ..services.cluster_state import read_cluster_state
-from ..services.submit import cluster_view
 from . import output
 from .errors import handle_errors
-from .slurm_access import RemoteOption, slurm_access
+from .options import RemoteOption
 from .store import context, open_configured
 
 
@@ -53,6 +51,10 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
         """Show the live cluster: capacity and free resources per node, running jobs, and
         the decision store's reservations."""
         with handle_errors(debug=debug()):
+            from ..services.cluster_state import read_cluster_state
+            from ..services.submit import cluster_view
+            from .slurm_access import slurm_access
+
             ctx = context({"db_url": db_url, "cluster_name": cluster_name, "remote": remote})
             config = ctx.config
             slot = slot_seconds or config.slot_seconds

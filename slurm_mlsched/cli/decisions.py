@@ -12,19 +12,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..errors import InputError
-from ..services import db as db_service
-from ..services import decisions as svc
 from ..services.clock import Clock, FixedClock, WallClock
-from ..services.provenance import package_versions
-from ..storage import DecisionState, HistoryFilter
 from . import output
 from .errors import handle_errors
+from .highs_banner import silence_highs_banner
 from .store import StoreContext, context, open_configured
+
+if TYPE_CHECKING:  # the services and the store load when a command runs
+    from ..storage import DecisionState, HistoryFilter
+
 
 DbUrl = Annotated[
     str | None,
@@ -54,6 +55,12 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
     app.add_typer(db_app, name="db")
 
 
+def _package_versions() -> tuple[tuple[str, str], ...]:
+    from ..services.provenance import package_versions
+
+    return package_versions()
+
+
 def _ctx(db_url: str | None, **flags: object) -> StoreContext:
     return context({"db_url": db_url, **flags})
 
@@ -71,6 +78,8 @@ def plan_reserved(
     db_url: str | None,
 ) -> dict[str, Any]:
     """``mlsub plan --reserve``: plan under the cluster's lock and record the decision."""
+    from ..services import decisions as svc
+
     ctx = _ctx(db_url, cluster_name=cluster_name)
     store = open_configured(ctx)
     try:
@@ -83,7 +92,7 @@ def plan_reserved(
             cluster_name=ctx.config.cluster_name,
             viewer=ctx.viewer,
             host=ctx.host,
-            packages=package_versions(),
+            packages=_package_versions(),
         )
     finally:
         store.close()
@@ -95,6 +104,8 @@ def plan_reserved(
 
 def release(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Give a planned reservation back (its state becomes 'released')."""
+    from ..services import decisions as svc
+
     with handle_errors(debug=_wiring.debug()):
         ctx = _ctx(db_url)
         store = open_configured(ctx)
@@ -116,6 +127,8 @@ def history(
     as_json: AsJson = False,
 ) -> None:
     """List stored decisions, oldest first (your own; admins see everyone's)."""
+    from ..services import decisions as svc
+
     with handle_errors(debug=_wiring.debug()):
         where = _filter(user, since, state, limit)
         ctx = _ctx(db_url)
@@ -129,6 +142,8 @@ def history(
 
 def show(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Show one stored decision: placement, times, solver, state history."""
+    from ..services import decisions as svc
+
     with handle_errors(debug=_wiring.debug()):
         ctx = _ctx(db_url)
         store = open_configured(ctx)
@@ -141,7 +156,10 @@ def show(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False)
 
 def explain(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Why a decision is what it is, and a re-solve from its stored inputs."""
+    from ..services import decisions as svc
+
     with handle_errors(debug=_wiring.debug()):
+        silence_highs_banner()
         ctx = _ctx(db_url)
         store = open_configured(ctx)
         try:
@@ -159,6 +177,8 @@ def export(
     db_url: DbUrl = None,
 ) -> None:
     """Export decisions: JSON (everything, solver inputs included) or CSV (one row each)."""
+    from ..services import decisions as svc
+
     with handle_errors(debug=_wiring.debug()):
         if fmt not in ("csv", "json"):
             raise InputError(
@@ -180,18 +200,22 @@ def export(
 @db_app.command("upgrade")
 def db_upgrade(db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Upgrade the decision store's schema to this mlsub's (creating it if empty)."""
+    from ..services import db
+
     with handle_errors(debug=_wiring.debug()):
         ctx = _ctx(db_url)
-        data = db_service.db_upgrade(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
+        data = db.db_upgrade(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
         output.show_db_upgrade(data, as_json=as_json)
 
 
 @db_app.command("current")
 def db_current(db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Show the decision store's schema revision and the one this mlsub needs."""
+    from ..services import db
+
     with handle_errors(debug=_wiring.debug()):
         ctx = _ctx(db_url)
-        data = db_service.db_current(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
+        data = db.db_current(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
         output.show_db_current(data, as_json=as_json)
 
 
@@ -204,6 +228,8 @@ _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 def _filter(
     user: str | None, since: str | None, state: str | None, limit: int | None
 ) -> HistoryFilter:
+    from ..storage import HistoryFilter
+
     return HistoryFilter(
         user=user,
         since=None if since is None else parse_since(since, _wiring.clock().now()),
@@ -228,6 +254,8 @@ def parse_since(text: str, now: datetime) -> datetime:
 
 
 def parse_state(text: str) -> DecisionState:
+    from ..storage import DecisionState
+
     try:
         return DecisionState(text.strip().lower())
     except ValueError:

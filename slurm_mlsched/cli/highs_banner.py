@@ -17,8 +17,6 @@ import os
 import sys
 from functools import cache
 
-import highspy
-
 
 @cache
 def silence_highs_banner() -> None:
@@ -26,6 +24,8 @@ def silence_highs_banner() -> None:
 
     Best effort: if fd 1 cannot be duplicated (closed, or no /dev/null), do nothing.
     """
+    import highspy  # here, not at import: the CLI's start-up stays light
+
     sys.stdout.flush()
     try:
         saved = os.dup(1)

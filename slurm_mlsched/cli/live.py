@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import InputError
 from ..files.job_options import JobOptions, merge_options, read_script_header
 from ..services.clock import Clock
@@ -28,7 +29,7 @@ from ..services.decisions import Viewer
 from ..services.for_sbatch import SbatchPlacement, plan_for_sbatch
 from ..services.process_id import this_process
 from ..services.provenance import package_versions
-from ..services.reconcile import DEFAULT_STALE_AFTER_S, reconcile, wait_for
+from ..services.reconcile import reconcile, wait_for
 from ..services.submit import JobScript, LiveWiring, SubmitOutcome, submit_job
 from ..slurm.jobs import JobStatusReader
 from ..storage import DecisionState, SqlDecisionStore

@@ -10,23 +10,48 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from ..errors import MlschedError
 from ..model.units import format_mem_mib
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
 
 def _out() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False)
 
 
 def _err() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False)
+
+
+def _table(*columns: Any, **options: Any) -> Table:
+    """A rich table (rich is imported when something is printed: start-up stays light)."""
+    from rich.table import Table
+
+    return Table(*columns, **options)
+
+
+def _assemble(*parts: Any, **options: Any) -> Text:
+    from rich.text import Text
+
+    return Text.assemble(*parts, **options)
+
+
+def _text(text: str = "", **options: Any) -> Text:
+    from rich.text import Text
+
+    return Text(text, **options)
 
 
 def show_json(data: object) -> None:
@@ -39,24 +64,22 @@ def show_version(version: str) -> None:
 
 def show_error(err: MlschedError) -> None:
     console = _err()
-    console.print(
-        Text.assemble(("error", "bold red"), f"[{err.code}]: {err.message}"), soft_wrap=True
-    )
+    console.print(_assemble(("error", "bold red"), f"[{err.code}]: {err.message}"), soft_wrap=True)
     if err.hint:
-        console.print(Text.assemble(("hint", "bold yellow"), f": {err.hint}"), soft_wrap=True)
+        console.print(_assemble(("hint", "bold yellow"), f": {err.hint}"), soft_wrap=True)
 
 
 def show_internal_error(exc: BaseException) -> None:
     console = _err()
     console.print(
-        Text.assemble(
+        _assemble(
             ("error", "bold red"),
             f"[internal]: unexpected {type(exc).__name__}: {exc}",
         ),
         soft_wrap=True,
     )
     console.print(
-        Text.assemble(
+        _assemble(
             ("hint", "bold yellow"),
             ": this is a bug in mlsub; rerun with MLSUB_DEBUG=1 for a traceback and report it",
         ),
@@ -68,7 +91,7 @@ def show_policies(policies: Sequence[Mapping[str, str]], *, as_json: bool) -> No
     if as_json:
         show_json(list(policies))
         return
-    table = Table("policy", "summary", box=None)
+    table = _table("policy", "summary", box=None)
     for p in policies:
         table.add_row(p["name"], p["summary"])
     _out().print(table)
@@ -82,7 +105,7 @@ def show_plan(plan: Mapping[str, Any], *, as_json: bool) -> None:
     console = _out()
     job = plan["job"]
     console.print(
-        Text(
+        _text(
             f"Plan for job {job['id']!r}: policy {plan['policy']}, {plan['form']}, "
             f"seed {plan['seed']}",
             style="bold",
@@ -99,7 +122,7 @@ def show_plan(plan: Mapping[str, Any], *, as_json: bool) -> None:
 def _placement_table(
     rows: Sequence[Mapping[str, Any]], job: Mapping[str, Any], title: str
 ) -> Table:
-    table = Table("node", "role", "count", "GPUs", "CPUs", "memory", title=title)
+    table = _table("node", "role", "count", "GPUs", "CPUs", "memory", title=title)
     for row in rows:
         per = job["per_ps"] if row["role"] == "ps" else job["per_worker"]
         n = row["count"]
@@ -115,7 +138,7 @@ def _placement_table(
 
 
 def _slots_table(runs: Sequence[Mapping[str, Any]]) -> Table:
-    table = Table("slots", "start (UTC)", "mode", "workers", "PSs", title="schedule")
+    table = _table("slots", "start (UTC)", "mode", "workers", "PSs", title="schedule")
     table.add_column("nodes", overflow="fold")
     for run in runs:
         nodes = sorted({r["node"] for r in run["placement"]})
@@ -132,7 +155,7 @@ def _slots_table(runs: Sequence[Mapping[str, Any]]) -> Table:
 
 
 def _summary_table(plan: Mapping[str, Any]) -> Table:
-    table = Table(show_header=False, box=None, title="summary", title_justify="left")
+    table = _table(show_header=False, box=None, title="summary", title_justify="left")
     deadline = (
         f"{_short_time(plan['lp_deadline'])} (end of slot {plan['lp_deadline_slot']})"
         if plan["lp_deadline"] is not None
@@ -205,7 +228,7 @@ def show_history(rows: Sequence[Mapping[str, Any]], *, as_json: bool) -> None:
     if as_json:
         show_json(list(rows))
         return
-    table = Table("id", "created (UTC)", "user", "job", "state", "start", "end", "placement")
+    table = _table("id", "created (UTC)", "user", "job", "state", "start", "end", "placement")
     table.add_column("slurm job")
     for r in rows:
         table.add_row(
@@ -228,9 +251,9 @@ def show_decision(d: Mapping[str, Any], *, as_json: bool) -> None:
         return
     console = _out()
     console.print(
-        Text(f"Decision {d['decision_id']}: job {d['job_id']!r} of {d['user']}", style="bold")
+        _text(f"Decision {d['decision_id']}: job {d['job_id']!r} of {d['user']}", style="bold")
     )
-    table = Table(show_header=False, box=None)
+    table = _table(show_header=False, box=None)
     rows = [
         ("state", d["state"]),
         ("cluster", d["cluster"]),
@@ -248,7 +271,7 @@ def show_decision(d: Mapping[str, Any], *, as_json: bool) -> None:
     for key, value in rows:
         table.add_row(key, str(value))
     console.print(table)
-    history = Table("state", "at (UTC)", "detail", title="state history")
+    history = _table("state", "at (UTC)", "detail", title="state history")
     for t in d["transitions"]:
         history.add_row(t["state"], _short_time(t["at"]), t["detail"])
     console.print(history)
@@ -260,13 +283,15 @@ def show_explanation(e: Mapping[str, Any], *, as_json: bool) -> None:
         return
     console = _out()
     console.print(
-        Text(f"Decision {e['decision_id']}: {e['mode']} ({e['policy']}, {e['form']})", style="bold")
+        _text(
+            f"Decision {e['decision_id']}: {e['mode']} ({e['policy']}, {e['form']})", style="bold"
+        )
     )
     for line in e["why"]:
         console.print(f"  • {line}")
     for b in e["binding"]:
         console.print(f"  • {b['node']}: tightest resource {b['resource']} at {b['share']:.0%}")
-    table = Table(
+    table = _table(
         "alternative", "mode", "workers", "start slot", "end (UTC)", "completion (slots)",
         "notes", title="alternatives (predicted completion = end slot − arrival + 1)",
     )  # fmt: skip
@@ -291,9 +316,9 @@ def show_explanation(e: Mapping[str, Any], *, as_json: bool) -> None:
         )
     console.print(table)
     if e["reproduced"]:
-        console.print(Text("re-solve from the stored inputs: reproduced exactly", style="green"))
+        console.print(_text("re-solve from the stored inputs: reproduced exactly", style="green"))
         return
-    console.print(Text("re-solve from the stored inputs: NOT reproduced", style="bold red"))
+    console.print(_text("re-solve from the stored inputs: NOT reproduced", style="bold red"))
     if e["resolve_error"]:
         console.print(f"  error: {e['resolve_error']}")
     for diff in e["diff"]:
@@ -349,14 +374,14 @@ def show_cluster(state: Mapping[str, Any], *, as_json: bool) -> None:
     console = _out()
     version = state["slurm_version"] or "?"
     console.print(
-        Text(
+        _text(
             f"Cluster at {_short_time(state['now'])[:19]} UTC: Slurm {version}, "
             f"read with {state['source']}",
             style="bold",
         ),
         soft_wrap=True,
     )
-    table = Table("node", "state", "GPUs", "CPUs", "memory", title="free now / total")
+    table = _table("node", "state", "GPUs", "CPUs", "memory", title="free now / total")
     table.add_column("running jobs", overflow="fold")
     for node in state["nodes"]:
         free, total = node["free_now"], node["total"]
@@ -380,13 +405,11 @@ def show_cluster(state: Mapping[str, Any], *, as_json: bool) -> None:
     )
     for excluded in state["excluded"]:
         console.print(
-            Text.assemble(
-                ("excluded", "bold yellow"), f": {excluded['name']}: {excluded['reason']}"
-            ),
+            _assemble(("excluded", "bold yellow"), f": {excluded['name']}: {excluded['reason']}"),
             soft_wrap=True,
         )
     for note in state["notes"]:
-        console.print(Text.assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)
+        console.print(_assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)
 
 
 # --- replay ------------------------------------------------------------------------------------
@@ -426,7 +449,7 @@ def show_replay(report: Mapping[str, Any], *, as_json: bool) -> None:
     console = _out()
     cluster = report["cluster"]
     console.print(
-        Text(
+        _text(
             f"Replay of {report['trace']} on {cluster['label']} ({cluster['nodes']} nodes, "
             f"{cluster['gpus']:g} GPUs, Δ = {cluster['slot_seconds']:g} s), "
             f"{report['params']['form']}, {report['params'].get('binding', 'late')} binding "
@@ -439,7 +462,7 @@ def show_replay(report: Mapping[str, Any], *, as_json: bool) -> None:
         soft_wrap=True,
     )
     policies = list(report["policies"])
-    table = Table("metric", *policies, title="results (one column per policy)")
+    table = _table("metric", *policies, title="results (one column per policy)")
     for key, (title, kind) in COLUMNS.items():
         table.add_row(title, *(format_value(report["policies"][p][key], kind) for p in policies))
     table.add_row("rejected", *(str(report["details"][p]["rejected"]) for p in policies))
@@ -451,7 +474,7 @@ def show_replay(report: Mapping[str, Any], *, as_json: bool) -> None:
     )
     for note in report["notes"]:
         if note:
-            console.print(Text.assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)
+            console.print(_assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)
     files = report.get("files") or {}
     if files:
         console.print(f"wrote {files['summary']}, {files['html']} and the plots", soft_wrap=True)
@@ -537,8 +560,8 @@ def show_submitted(result: Mapping[str, Any], *, as_json: bool, show_script: boo
     if excluded:
         console.print("not used: " + ", ".join(f"{e['name']} ({e['reason']})" for e in excluded))
     if show_script:
-        console.print(Text("sbatch script:", style="bold"))
-        console.print(Text(result["script"]), soft_wrap=True)
+        console.print(_text("sbatch script:", style="bold"))
+        console.print(_text(result["script"]), soft_wrap=True)
     begin = f", begins {_short_time(result['begin'])}" if result.get("begin") else ""
     if result.get("decision_id") is None:
         console.print(f"dry run: nothing recorded or submitted{begin}")
@@ -562,7 +585,7 @@ def show_reconciled(report: Mapping[str, Any], *, as_json: bool) -> None:
     if not rows:
         console.print("no open decisions to reconcile")
     else:
-        table = Table("decision", "slurm job", "before", "after", "found in", "note")
+        table = _table("decision", "slurm job", "before", "after", "found in", "note")
         for r in rows:
             table.add_row(
                 str(r["decision_id"]),

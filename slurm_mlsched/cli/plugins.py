@@ -20,10 +20,7 @@ from typing import Annotated
 import typer
 
 from ..errors import InputError, PluginCheckError
-from ..plugins import check_plugins, find_lua, install_files, installed_plugins
-from ..plugins.files import slurm_conf_dir
 from ..services.clock import Clock
-from ..slurm.runner import LocalRunner
 from . import output
 from .errors import handle_errors
 
@@ -57,6 +54,10 @@ def check(
     """Check Lua plugins before slurmctld or sbatch loads them: syntax, loading, required
     functions, the site table."""
     with handle_errors(debug=_debug()):
+        from ..plugins import check_plugins, find_lua, installed_plugins
+        from ..plugins.files import slurm_conf_dir
+        from ..slurm.runner import LocalRunner
+
         env = dict(os.environ)
         files = list(paths or installed_plugins(env))
         if not files:
@@ -86,5 +87,7 @@ def install(
 ) -> None:
     """Copy the shipped job_submit.lua and cli_filter.lua into DEST (to edit and check)."""
     with handle_errors(debug=_debug()):
+        from ..plugins import install_files
+
         written = install_files(dest, force=force)
         output.show_installed_plugins([str(p) for p in written])

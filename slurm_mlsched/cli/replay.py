@@ -9,19 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from ..errors import InputError
 from ..model import Form
-from ..placement.params import Binding
+from ..placement.params import Binding, PlacementParams
 from ..services.clock import Clock
-from ..services.replay import DEFAULT_NODES, RESTART_S, ReplayOptions, run_replay
-from ..services.replay_array import SlurmReplayOptions, parse_seeds
-from ..sim.metrics import LP_MAX_JOBS
+from ..sim.limits import DEFAULT_NODES, LP_MAX_JOBS
 from . import output, replay_slurm
 from .errors import handle_errors
+from .highs_banner import silence_highs_banner
+
+if TYPE_CHECKING:  # the replay services load when the command runs
+    from ..services.replay_array import SlurmReplayOptions
+
+RESTART_S = PlacementParams().restart_s
 
 CLUSTER = "Cluster"
 TRACE = "Trace"
@@ -223,6 +227,7 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
         """Replay a trace under one or more placement policies and report the metrics."""
         if merge is not None:
             with handle_errors(debug=debug()):
+                silence_highs_banner()
                 _only_merge(trace, policy, on_slurm)
                 replay_slurm.run_merge(merge, as_json=as_json)
             return
@@ -233,6 +238,9 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
         if not policy:
             raise typer.BadParameter("give a policy to replay", param_hint="'--policy' / '-p'")
         with handle_errors(debug=debug()):
+            silence_highs_banner()
+            from ..services.replay import ReplayOptions, run_replay
+
             opts = ReplayOptions(
                 trace=trace,
                 policies=tuple(policy),
@@ -287,6 +295,8 @@ def _slurm_options(
             hint="give the seeds to replay as --seeds 0,1,2",
             context={"option": "--seeds"},
         )
+    from ..services.replay_array import SlurmReplayOptions, parse_seeds
+
     return SlurmReplayOptions(
         seeds=parse_seeds(seeds) if seeds is not None else (seed,),
         slices=slices,

@@ -15,25 +15,19 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..errors import SlurmError
 from ..services.clock import Clock
-from ..services.replay import ReplayOptions
-from ..services.replay_array import (
-    SlurmReplayOptions,
-    prepare_array,
-    submit_array,
-    wait_array,
-)
-from ..services.replay_cells import read_plan, run_cell
-from ..services.replay_merge import merge_command, merge_dir, read_submission
-from ..slurm.arrays import ArrayStatusReader
-from ..slurm.runner import LocalRunner, SlurmCommands
 from . import output
 from .errors import handle_errors
+from .highs_banner import silence_highs_banner
+
+if TYPE_CHECKING:  # the replay services load when a command runs
+    from ..services.replay import ReplayOptions
+    from ..services.replay_array import SlurmReplayOptions
 
 #: Environment variables a cell records (where it ran).
 CELL_ENV = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURMD_NODENAME")
@@ -48,6 +42,11 @@ def run_on_slurm(
     clock: Clock,
 ) -> None:
     """Plan, submit, and (with ``wait``) wait for the cells and merge them."""
+    from ..services.replay_array import prepare_array, submit_array, wait_array
+    from ..services.replay_merge import merge_command, merge_dir
+    from ..slurm.arrays import ArrayStatusReader
+    from ..slurm.runner import LocalRunner, SlurmCommands
+
     prepared = prepare_array(opts, slurm_opts, sys.executable)
     slurm = SlurmCommands(LocalRunner())
     job_id = submit_array(prepared, slurm, clock)
@@ -82,6 +81,9 @@ def run_on_slurm(
 
 def run_merge(out_dir: Path, *, as_json: bool) -> None:
     """``mlsub replay --merge DIR``: merge the cells of an earlier ``--no-wait`` run."""
+    from ..services.replay_cells import read_plan
+    from ..services.replay_merge import merge_dir, read_submission
+
     plan = read_plan(out_dir)
     job_id = read_submission(out_dir).get("job_id")
     report = merge_dir(out_dir, states=_states_of(job_id, len(plan.cells)), job_id=job_id)
@@ -92,6 +94,9 @@ def _states_of(job_id: str | None, tasks: int) -> Callable[[], Mapping[int, str]
     """The tasks' states for a failure message: whatever Slurm still says, else nothing."""
 
     def read() -> Mapping[int, str]:
+        from ..slurm.arrays import ArrayStatusReader
+        from ..slurm.runner import LocalRunner, SlurmCommands
+
         if not job_id:
             return {}
         try:
@@ -113,6 +118,9 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
         """Run one cell of `mlsub replay --on-slurm` (what each array task runs)."""
         # A cell's log is read by people chasing a failure: let tracebacks through.
         with handle_errors(debug=True):
+            silence_highs_banner()
+            from ..services.replay_cells import run_cell
+
             where = {k: os.environ[k] for k in CELL_ENV if k in os.environ}
             where["host"] = socket.gethostname()
             doc = run_cell(out_dir, index, clock(), where, started=output.show_line)

@@ -22,31 +22,19 @@ import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 from ..config import DEFAULT_REMOTE_DIR
 from ..errors import InputError
-from ..services.submit import SbatchSubmitter, Submitter
 from ..slurm.nodes import Mode, NodeStateSource, SlurmCliSource, select_source
 from ..slurm.runner import LocalRunner, SlurmCommands
 
 if TYPE_CHECKING:  # paramiko is imported only when a remote target is used
     from ..remote.session import RemoteSession
+    from ..services.submit import Submitter
 
 SOURCE_ENV = "MLSUB_SLURM_SOURCE"
 
-#: The ``--remote`` option of the commands that talk to Slurm.
-RemoteOption = Annotated[
-    str | None,
-    typer.Option(
-        "--remote",
-        help="Run the Slurm commands on this login node over SSH: [user@]host[:port] or a "
-        "~/.ssh/config Host alias (default: config 'remote', MLSUB_REMOTE).",
-        show_default=False,
-    ),
-]
 _CLI_MODES: dict[str, Mode] = {"cli": "auto", "json": "json", "text": "text"}
 
 
@@ -66,6 +54,8 @@ class SlurmAccess:
         """sbatch here with the script on stdin, or the remote submitter that stages the
         decision's files on the login node first."""
         if self.session is None:
+            from ..services.submit import SbatchSubmitter
+
             return SbatchSubmitter(self.slurm)
         from ..remote.submitter import RemoteSubmitter
 

@@ -17,12 +17,14 @@ import shlex
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import Config, default_db_path, load_config
 from ..errors import InputError
-from ..services.decisions import Viewer
-from ..storage import SqlDecisionStore, open_store
-from ..storage.database import DEFAULT_UPGRADE_COMMAND, display_url
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) loads when a command opens it
+    from ..services.decisions import Viewer
+    from ..storage import SqlDecisionStore
 
 AS_USER_ENV = "MLSUB_AS_USER"
 
@@ -37,6 +39,9 @@ class StoreContext:
 
 
 def context(flags: Mapping[str, object] | None = None) -> StoreContext:
+    from ..services.decisions import Viewer
+    from ..storage.database import DEFAULT_UPGRADE_COMMAND, display_url
+
     env = dict(os.environ)
     config = load_config(env, flags)
     url = config.db_url or f"sqlite:///{default_db_path(env)}"
@@ -52,6 +57,8 @@ def context(flags: Mapping[str, object] | None = None) -> StoreContext:
 
 
 def open_configured(ctx: StoreContext) -> SqlDecisionStore:
+    from ..storage import open_store
+
     return open_store(
         ctx.url,
         grace_s=ctx.config.reservation_grace_s,

@@ -53,6 +53,18 @@ demotions), or None."""
 PrepareFn = Callable[[Sequence[JobRequest], ClusterSnapshot, PlacementParams], PlacementParams]
 
 _POLICIES: dict[str, PolicyFn] = {}
+_LOADED = False
+
+
+def _load() -> None:
+    """Import every policy module once, so that each registers itself (on the first
+    lookup: importing the registry, or the placement package, stays light)."""
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        from . import policies  # noqa: F401
+
+
 _REALLOCATING: dict[str, ReallocateFn] = {}
 _PREPARE: dict[str, PrepareFn] = {}
 _QUEUE: dict[str, QueueFn] = {}
@@ -109,6 +121,7 @@ def register_queue(name: str) -> Callable[[QueueFn], QueueFn]:
 
 
 def policy_names() -> tuple[str, ...]:
+    _load()
     return tuple(sorted({*_POLICIES, *_REALLOCATING, *_QUEUE}))
 
 
@@ -122,6 +135,7 @@ def _unknown(name: str) -> InputError:
 
 def policy_function(name: str) -> Callable[..., object]:
     """The registered function of either kind (for validation and ``mlsub policies``)."""
+    _load()
     fn: Callable[..., object] | None = (
         _POLICIES.get(name) or _REALLOCATING.get(name) or _QUEUE.get(name)
     )
@@ -132,6 +146,7 @@ def policy_function(name: str) -> Callable[..., object]:
 
 def get_policy(name: str) -> PolicyFn:
     """The arrival policy ``name``; a re-allocating one is an :class:`InputError` here."""
+    _load()
     try:
         return _POLICIES[name]
     except KeyError:
@@ -158,6 +173,7 @@ def get_queue(name: str, params: PlacementParams) -> QueueFn | None:
     """The queue form the replay runs ``name`` with: the only form of a queue-only policy,
     the late-binding form of one that has both when ``params.binding`` is late; else
     None."""
+    _load()
     fn = _QUEUE.get(name)
     if fn is None:
         if name not in _POLICIES and name not in _REALLOCATING:
@@ -170,11 +186,13 @@ def get_queue(name: str, params: PlacementParams) -> QueueFn | None:
 
 def get_wakeup(name: str) -> WakeupFn | None:
     """The wake-up hook of a re-allocating policy (None: called at arrivals and ends only)."""
+    _load()
     return _WAKEUP.get(name)
 
 
 def get_reallocating(name: str) -> ReallocateFn | None:
     """The re-allocating policy ``name``, None when ``name`` is an arrival policy."""
+    _load()
     if name in _REALLOCATING:
         return _REALLOCATING[name]
     if name in _POLICIES or name in _QUEUE:
@@ -187,5 +205,6 @@ def prepare_params(
 ) -> PlacementParams:
     """``params`` completed with the policy's trace-level constants (unchanged when the
     policy has no prepare hook)."""
+    _load()
     hook = _PREPARE.get(name)
     return params if hook is None else hook(requests, cluster, params)

@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..config import DEFAULT_STALE_AFTER_S
 from ..sbatch.tag import find_tags
 from ..slurm.jobs import JobStatus, JobStatusReader
 from ..storage import DecisionState, DecisionStore, DecisionSummary, HistoryFilter
@@ -58,9 +59,6 @@ from .submit import tag_of
 S = DecisionState
 #: States ``reconcile`` looks at.
 OPEN_FOR_SLURM = (S.SUBMITTING, S.SUBMITTED, S.RUNNING)
-#: Where the submitting process cannot be checked (another host, or a decision recorded
-#: without it), a ``submitting`` decision younger than this may still be inside its sbatch.
-DEFAULT_STALE_AFTER_S = 3600.0
 #: ``submit-failed`` decisions this recent (and without a job id) are looked up by their tag,
 #: so that one whose job appeared after all is repaired.
 REPAIR_WINDOW_S = 86400.0

@@ -51,10 +51,8 @@ from ..sim import (
     simulate,
 )
 from ..sim.cluster import DEFAULT_SLOT_SECONDS
-from ..sim.metrics import LP_MAX_JOBS
+from ..sim.limits import DEFAULT_NODES, LP_MAX_JOBS
 from .clock import Clock
-
-DEFAULT_NODES = "64x8"
 
 ProgressFn = Callable[[str, int, int], None]
 """``progress(policy, done, total)``: jobs placed so far by the policy being replayed."""

@@ -48,6 +48,7 @@ from ..model import ClusterSnapshot, JobRequest, Mode
 from ..placement.program import default_horizon, horizon_floor, lp_bound
 from .bounds import scalable_bound
 from .jobs import SimJob
+from .limits import LP_MAX_JOBS, LP_MAX_VARIABLES
 from .result import SimResult
 from .utility import Utility, total_utility
 
@@ -395,9 +396,7 @@ def _bin_means(
 
 # --- the LP lower bound ---------------------------------------------------------------------
 
-#: Defaults of :func:`lower_bound`: the LP grows as jobs × machines × slots.
-LP_MAX_JOBS = 60
-LP_MAX_VARIABLES = 40_000
+#: Defaults of :func:`lower_bound` (:mod:`.limits`): the LP grows as jobs × machines × slots.
 
 
 @dataclass(frozen=True)
