@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ..errors import MlschedError
-from ..model.units import format_mem_mib
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -40,6 +39,14 @@ def _table(*columns: Any, **options: Any) -> Table:
     from rich.table import Table
 
     return Table(*columns, **options)
+
+
+def format_mem_mib(mib: float) -> str:
+    """:func:`slurm_mlsched.model.units.format_mem_mib` (the model is imported when a
+    table shows memory: start-up stays light)."""
+    from ..model.units import format_mem_mib as fmt
+
+    return fmt(mib)
 
 
 def _assemble(*parts: Any, **options: Any) -> Text:
