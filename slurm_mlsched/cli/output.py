@@ -34,6 +34,10 @@ def _err() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+#: ``mlsub history`` adds the creation time from this terminal width on.
+HISTORY_WIDE = 110
+
+
 def _table(*columns: Any, **options: Any) -> Table:
     """A rich table (rich is imported when something is printed: start-up stays light)."""
     from rich.table import Table
@@ -210,8 +214,32 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
-def _placement_text(rows: Sequence[Mapping[str, Any]]) -> str:
+def _placement_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``node1:ps:1;node1:worker:4``: the export's one-cell form (stable, for scripts)."""
     return ";".join(f"{r['node']}:{r['role']}:{r['count']}" for r in rows)
+
+
+def _placement_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``node[1-3]:2w+1ps node4:1w``: nodes holding the same counts share one host list."""
+    from ..slurm.hostlist import compress_hostlist
+
+    per: dict[str, dict[str, int]] = {}
+    for r in rows:
+        per.setdefault(str(r["node"]), {}).update({str(r["role"]): int(r["count"])})
+    groups: dict[str, list[str]] = {}
+    for node, counts in per.items():
+        parts = [
+            f"{counts[k]}{short}" for k, short in (("worker", "w"), ("ps", "ps")) if counts.get(k)
+        ]
+        groups.setdefault("+".join(parts), []).append(node)
+    return " ".join(f"{compress_hostlist(nodes)}:{what}" for what, nodes in groups.items())
+
+
+def _compact_time(iso: str | None) -> str:
+    """``2026-01-01T10:00:00+00:00`` -> ``01-01 10:00`` (history's columns)."""
+    if not iso:
+        return "—"
+    return _short_time(iso)[5:16]
 
 
 def show_reserved(plan: Mapping[str, Any], *, as_json: bool) -> None:
@@ -235,21 +263,29 @@ def show_history(rows: Sequence[Mapping[str, Any]], *, as_json: bool) -> None:
     if as_json:
         show_json(list(rows))
         return
-    table = _table("id", "created (UTC)", "user", "job", "state", "start", "end", "placement")
-    table.add_column("slurm job")
+    from rich import box
+
+    console = _out()
+    wide = console.width >= HISTORY_WIDE
+    table = _table(box=box.SIMPLE_HEAD, padding=0, pad_edge=False, show_edge=False)
+    columns = ["id", *(["created (UTC)"] if wide else []), "user", "job", "state"]
+    columns += ["start (UTC)", "end", "placement", "slurm job"]
+    for name in columns:
+        table.add_column(name, overflow="fold")
     for r in rows:
+        created = [_compact_time(r["created_at"])] if wide else []
         table.add_row(
             str(r["decision_id"]),
-            _short_time(r["created_at"])[:19],
+            *created,
             r["user"],
             r["job_id"],
             r["state"],
-            _short_time(r["start"])[:16],
-            _short_time(r["end"])[:16],
+            _compact_time(r["start"]),
+            _compact_time(r["end"]),
             _placement_text(r["placement"]),
             r["slurm_job_id"] or "—",
         )
-    _out().print(table)
+    console.print(table)
 
 
 def show_decision(d: Mapping[str, Any], *, as_json: bool) -> None:
@@ -345,7 +381,7 @@ def show_export(rows: Sequence[Mapping[str, Any]], *, fmt: str) -> None:
         writer.writerow(
             {
                 **r,
-                "placement": _placement_text(r["placement"]),
+                "placement": _placement_csv(r["placement"]),
                 "slurm_job_id": r["slurm_job_id"] or "",
             }
         )

@@ -75,3 +75,49 @@ def _expand_group(group: str, item: str) -> list[str]:
         width = len(lo) if lo.startswith("0") else 0
         out.extend(str(n).zfill(width) for n in range(first, last + 1))
     return out
+
+
+_TAIL = re.compile(r"^(.*?)(\d+)$")
+
+
+def compress_hostlist(names: list[str] | tuple[str, ...]) -> str:
+    """The inverse of :func:`expand_hostlist` for one trailing number: names sharing a
+    prefix and a number width (digits) become ``prefix[1-3,5]`` (zero padding kept); the
+    rest stay as they are. Order: first appearance of each prefix; numbers ascending within it."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    plain: list[str] = []
+    order: list[tuple[str, int] | str] = []
+    for name in dict.fromkeys(names):
+        m = _TAIL.match(name)
+        if m is None:
+            plain.append(name)
+            order.append(name)
+            continue
+        key = (m.group(1), len(m.group(2)))  # one group per prefix and number width
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(int(m.group(2)))
+    out: list[str] = []
+    for key in order:
+        if isinstance(key, str):
+            out.append(key)
+            continue
+        prefix, width = key
+        nums = sorted(groups[key])
+        if len(nums) == 1:
+            out.append(f"{prefix}{nums[0]:0{width}d}")
+            continue
+        runs: list[str] = []
+        start = prev = nums[0]
+        for n in [*nums[1:], None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            runs.append(
+                f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}"
+            )
+            if n is not None:
+                start = prev = n
+        out.append(f"{prefix}[{','.join(runs)}]")
+    return ",".join(out)

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -269,3 +270,23 @@ def test_explain_says_why_a_job_waited(env: dict[str, str]) -> None:
     for line in waited:
         assert "needs CPUs 8 (free 0)" in line
         assert f"held by mlsub-{first['decision_id']} until slot {first['end_slot'] + 1}" in line
+
+
+def test_history_reads_well_at_80_columns(env: dict[str, str]) -> None:
+    ok_json(env, "plan", SCRIPT, "--cluster", CLUSTER, "--reserve", "--workers", "12")
+    reserve(env)
+    reserve(env, MLSUB_AS_USER="")
+    result = run(env, "history", COLUMNS="80")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.rstrip("\n").splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    assert "…" not in result.stdout  # no cell cut to an ellipsis
+    rows = [line for line in lines[2:] if re.match(r"\d+ ", line)]
+    assert [r.split()[0] for r in rows] == ["1", "2", "3"], lines  # one row a decision
+    for row in rows:  # the short columns never fold: id … end on the decision's line
+        assert "resnet50-demo planned" in row, row
+        assert re.search(r"\d\d-\d\d \d\d:\d\d \d\d-\d\d \d\d:\d\d", row), row  # MM-DD HH:MM
+    groups = re.findall(r"node[\w\[\],-]*:\d+w(?:\+\d+ps)?", result.stdout)
+    assert len(groups) >= 4, groups  # the compact placement: node:Nw+Mps per node group
+    wide = run(env, "history", COLUMNS="140")
+    assert "created (UTC)" in wide.stdout and "created (UTC)" not in result.stdout

@@ -28,3 +28,14 @@ def test_expand(text: str, hosts: tuple[str, ...]) -> None:
 def test_bad_host_lists(text: str) -> None:
     with pytest.raises(ValueError):
         expand_hostlist(text)
+
+
+def test_compress_is_the_inverse_for_one_number() -> None:
+    from slurm_mlsched.slurm.hostlist import compress_hostlist
+
+    assert compress_hostlist(["node1", "node2", "node3", "node5"]) == "node[1-3,5]"
+    assert compress_hostlist(["gpu01", "gpu02", "gpu10"]) == "gpu[01-02,10]"
+    assert compress_hostlist(["node4"]) == "node4"
+    assert compress_hostlist(["login", "node2", "node1"]) == "login,node[1-2]"
+    for names in (["a1", "a2", "b7", "a9"], ["n001", "n002", "n003"], ["x"], ["n1", "n10", "n11"]):
+        assert sorted(expand_hostlist(compress_hostlist(names))) == sorted(names)
