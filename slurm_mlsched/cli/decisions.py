@@ -154,7 +154,14 @@ def show(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False)
         output.show_decision(data, as_json=as_json)
 
 
-def explain(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
+def explain(
+    decision_id: DecisionId,
+    db_url: DbUrl = None,
+    as_json: AsJson = False,
+    trials: Annotated[
+        bool, typer.Option("--trials", help="Every rounding trial (default: each outcome once).")
+    ] = False,
+) -> None:
     """Why a decision is what it is, and a re-solve from its stored inputs."""
     from ..services import decisions as svc
 
@@ -166,7 +173,7 @@ def explain(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = Fal
             data = svc.explain(store, ctx.viewer, decision_id)
         finally:
             store.close()
-        output.show_explanation(data, as_json=as_json)
+        output.show_explanation(data, as_json=as_json, all_trials=trials)
 
 
 def export(

@@ -320,10 +320,12 @@ def show_decision(d: Mapping[str, Any], *, as_json: bool) -> None:
     console.print(history)
 
 
-def show_explanation(e: Mapping[str, Any], *, as_json: bool) -> None:
+def show_explanation(e: Mapping[str, Any], *, as_json: bool, all_trials: bool = False) -> None:
     if as_json:
         show_json(e)
         return
+    from rich import box
+
     console = _out()
     console.print(
         _text(
@@ -335,17 +337,21 @@ def show_explanation(e: Mapping[str, Any], *, as_json: bool) -> None:
     for b in e["binding"]:
         console.print(f"  • {b['node']}: tightest resource {b['resource']} at {b['share']:.0%}")
     table = _table(
-        "alternative", "mode", "workers", "start slot", "end (UTC)", "completion (slots)",
-        "notes", title="alternatives (predicted completion = end slot − arrival + 1)",
+        box=box.SIMPLE_HEAD, padding=0, pad_edge=False, show_edge=False,
+        title="alternatives (completion = end slot − arrival + 1)",
     )  # fmt: skip
-    for a in e["alternatives"]:
+    for name in ("alternative", "mode", "workers", "start", "end (UTC)", "slots", "notes"):
+        table.add_column(name, overflow="fold")
+    rows = e["alternatives"] if all_trials else _grouped_trials(e["alternatives"])
+    for a in rows:
         if "error" in a:
             table.add_row(a["kind"], "", "", "", "", "", a["error"])
             continue
         notes = []
         if "violations" in a:
-            notes.append(f"{a['violations']} violation(s) before repair")
-            notes.append(f"work by D {a['work_fraction']:.0%}")
+            notes.append(
+                f"before repair: {a['violations']} over, {a['work_fraction']:.0%} of work by D"
+            )
             if a.get("kept"):
                 notes.append("kept")
         table.add_row(
@@ -353,11 +359,13 @@ def show_explanation(e: Mapping[str, Any], *, as_json: bool) -> None:
             a.get("mode", ""),
             str(a.get("workers", "")),
             str(a.get("start_slot", "")),
-            _short_time(a["end"])[:16] if a.get("end") else "",
+            _compact_time(a["end"]) if a.get("end") else "",
             str(a.get("completion_slots", "")),
             ", ".join(notes),
         )
     console.print(table)
+    if not all_trials and len(rows) < len(e["alternatives"]):
+        console.print("  (identical rounding trials shown once; every trial: --trials)")
     if e["reproduced"]:
         console.print(_text("re-solve from the stored inputs: reproduced exactly", style="green"))
         return
@@ -368,6 +376,46 @@ def show_explanation(e: Mapping[str, Any], *, as_json: bool) -> None:
         console.print(
             f"  {diff['field']}: stored {diff['stored']!r}, re-solved {diff['resolved']!r}"
         )
+
+
+def _grouped_trials(alternatives: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rounding trials with the same outcome (mode, workers, start, end, violations,
+    work) as one row, ``trials 0-3,5 (5)``, kept if one of them was; the other rows as
+    they are, in order."""
+    keys = ("mode", "workers", "start_slot", "end", "completion_slots", "violations")
+    out: list[dict[str, Any]] = []
+    seen: dict[tuple[object, ...], dict[str, Any]] = {}
+    for a in alternatives:
+        kind = str(a.get("kind", ""))
+        if not kind.startswith("rounding trial") or "error" in a:
+            out.append(dict(a))
+            continue
+        key = (*(a.get(k) for k in keys), round(float(a.get("work_fraction", 0.0)), 4))
+        row = seen.get(key)
+        if row is None:
+            row = {**a, "trials": []}
+            seen[key] = row
+            out.append(row)
+        row["trials"].append(int(kind.rsplit(" ", 1)[-1]))
+        row["kept"] = bool(row.get("kept")) or bool(a.get("kept"))
+    for row in seen.values():
+        ids = row.pop("trials")
+        row["kind"] = f"trial {ids[0]}" if len(ids) == 1 else f"trials {_ranges(ids)} ({len(ids)})"
+    return out
+
+
+def _ranges(ids: Sequence[int]) -> str:
+    """``0,1,2,3,5`` -> ``0-3,5``."""
+    parts: list[str] = []
+    start = prev = ids[0]
+    for n in [*ids[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ",".join(parts)
 
 
 def show_export(rows: Sequence[Mapping[str, Any]], *, fmt: str) -> None:

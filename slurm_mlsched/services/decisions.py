@@ -324,7 +324,8 @@ def _why(d: Decision, record: DecisionRecord) -> list[str]:
     elif d.lp_deadline is not None:
         lines.append(
             f"LP relaxation: the smallest feasible window ends at slot {d.lp_deadline} "
-            f"(objective {d.lp_value}); randomized rounding kept the best of {d.trials} trial(s)"
+            f"(objective {d.lp_value:.6g}); randomized rounding kept the best of "
+            f"{d.trials} trial(s)"
         )
     if plan is not None:
         nodes = len({n for n, c in plan.workers + plan.ps if c})

@@ -290,3 +290,22 @@ def test_history_reads_well_at_80_columns(env: dict[str, str]) -> None:
     assert len(groups) >= 4, groups  # the compact placement: node:Nw+Mps per node group
     wide = run(env, "history", COLUMNS="140")
     assert "created (UTC)" in wide.stdout and "created (UTC)" not in result.stdout
+
+
+def test_explain_at_80_columns_shows_each_trial_outcome_once(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    plan = ok_json(env, "plan", SCRIPT, "--cluster", busy_cluster(tmp_path), "--reserve")
+    short = run(env, "explain", str(plan["decision_id"]), COLUMNS="80")
+    assert short.exit_code == 0, short.stderr
+    assert all(len(line) <= 80 for line in short.stdout.splitlines())
+    assert "…" not in short.stdout
+    every = run(env, "explain", str(plan["decision_id"]), "--trials", COLUMNS="80")
+    one_each = len(re.findall(r"^rounding trial \d+ ", every.stdout, re.M))
+    assert one_each == plan["trials"]  # --trials: a row per trial
+    grouped = re.findall(r"^trials? ([\d,-]+)", short.stdout, re.M)
+    assert 1 <= len(grouped) < plan["trials"]  # the default: each outcome once
+    counts = [int(n) for n in re.findall(r"\((\d+)\)", short.stdout)]
+    singles = len(re.findall(r"^trial \d+ ", short.stdout, re.M))
+    assert sum(counts) + singles == plan["trials"]  # every trial is in some row
+    assert "--trials" in short.stdout and "kept" in short.stdout
