@@ -10,8 +10,10 @@ comments.
 from __future__ import annotations
 
 import csv
+import difflib
 import functools
 import io
+from collections.abc import Iterable
 from importlib import resources
 
 from ..errors import InputError
@@ -75,9 +77,25 @@ def get_profile(name: str) -> JobProfile:
     try:
         return profiles[name]
     except KeyError:
+        close = closest_names(name, profiles)
+        guess = f"did you mean {' or '.join(close)}? " if close else ""
         raise InputError(
             f"unknown model {name!r}",
-            hint=f"choose one of: {', '.join(sorted(profiles))}; or give --step-time and "
-            "--model-size instead of --model",
+            hint=f"{guess}choose one of: {', '.join(sorted(profiles))}; or give --step-time "
+            "and --model-size instead of --model",
             context={"option": "--model", "value": name},
         ) from None
+
+
+def closest_names(name: str, names: Iterable[str]) -> list[str]:
+    """The known names ``name`` was probably meant as: the same letters and digits without
+    case and punctuation (``resnet50`` → ``resnet-50``), else close spellings."""
+
+    def bare(text: str) -> str:
+        return "".join(ch for ch in text.lower() if ch.isalnum())
+
+    known = sorted(names)
+    same = [n for n in known if bare(n) == bare(name)]
+    if same:
+        return same
+    return difflib.get_close_matches(name.lower(), known, n=2, cutoff=0.6)

@@ -63,3 +63,19 @@ def test_parse_rejects_a_table_without_version_or_with_wrong_columns() -> None:
         parse_profile_table("name,step_time_s,model_size_mb,bw_ex_mbps,bw_in_mbps\n")
     with pytest.raises(ValueError, match="columns"):
         parse_profile_table("# profiles_version: x\nname,tau\n")
+
+
+def test_an_unknown_model_name_gets_the_closest_names() -> None:
+    import pytest
+
+    from slurm_mlsched.errors import InputError
+    from slurm_mlsched.files.profiles import closest_names, get_profile
+
+    names = ["resnet-50", "vgg-16", "resnext-110", "seq2seq"]
+    assert closest_names("resnet50", names) == ["resnet-50"]
+    assert closest_names("ResNet_50", names) == ["resnet-50"]
+    assert closest_names("vgg16x", names) == ["vgg-16"]
+    assert closest_names("alexnet", names) == []
+    with pytest.raises(InputError) as err:
+        get_profile("resnet50")
+    assert err.value.hint.startswith("did you mean resnet-50?")
