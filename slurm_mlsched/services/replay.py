@@ -24,11 +24,11 @@ e.g. never ran) and *unplaceable*.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..files.cluster_file import load_cluster
@@ -53,6 +53,9 @@ from ..sim import (
 from ..sim.cluster import DEFAULT_SLOT_SECONDS
 from ..sim.limits import DEFAULT_NODES, LP_MAX_JOBS
 from .clock import Clock
+
+if TYPE_CHECKING:
+    from ..traces.record import Trace
 
 ProgressFn = Callable[[str, int, int], None]
 """``progress(policy, done, total)``: jobs placed so far by the policy being replayed."""
@@ -98,6 +101,7 @@ class ReplayInput:
     epoch: datetime
     notes: tuple[str, ...] = ()
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    rows: dict[str, int | str] | None = None  # where every physical row went (trace input)
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,7 @@ class ReplayReport:
     notes: tuple[str, ...]
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    input_rows: dict[str, int | str] | None = None
 
     def summary(self) -> dict[str, Any]:
         """``summary.json`` (issue 3 item 5): exactly trace, jobs, skipped, unplaceable,
@@ -135,6 +140,7 @@ class ReplayReport:
             "schema": 1,
             "source": self.source,
             "skipped_by_reason": dict(self.skipped_by_reason),
+            "input_rows": None if self.input_rows is None else dict(self.input_rows),
             "cluster": {
                 "label": self.cluster_label,
                 "nodes": len(self.cluster.machines),
@@ -260,6 +266,9 @@ def _load_trace(opts: ReplayOptions) -> ReplayInput:
         f"trace format {trace.format}; job synthesis version {SYNTHESIS_VERSION} "
         f"(seed {opts.seed})",
     ]
+    rows = _row_accounting(trace, len(trace.records) - len(records))
+    if rows is not None:
+        notes.append(_rows_note(rows))
     return ReplayInput(
         name=opts.trace.name,
         source=trace.format,
@@ -268,7 +277,48 @@ def _load_trace(opts: ReplayOptions) -> ReplayInput:
         epoch=epoch,
         notes=tuple(notes),
         skipped_by_reason=by_reason,
+        rows=rows,
     )
+
+
+def _row_accounting(trace: Trace, beyond_limit: int) -> dict[str, int | str] | None:
+    """Where every physical row of the trace went (``metrics.json`` ``input_rows``): the
+    reader's counts (:class:`~slurm_mlsched.traces.record.RowCounts`), the records cut by
+    ``--limit``, and what no category holds (0 unless a reader has a bug)."""
+    counts = trace.rows
+    if counts is None:
+        return None
+    return {
+        "unit": counts.unit,
+        "total": counts.total,
+        "header": counts.header,
+        "blank": counts.blank,
+        "folded": counts.folded,
+        "ignored": counts.ignored,
+        "malformed": trace.skipped,
+        "records": len(trace.records),
+        "beyond_limit": beyond_limit,
+        "unaccounted": trace.unaccounted(),
+    }
+
+
+def _rows_note(rows: Mapping[str, int | str]) -> str:
+    """``161 lines: 1 header, 160 job records (…)`` — every row of the file, by where it went."""
+    parts = [f"{rows['records']} job record(s)"]
+    labels = (
+        ("header", "header/comment"),
+        ("blank", "blank"),
+        ("folded", "folded into their jobs (steps, components, repeats)"),
+        ("ignored", "of no job (ignored)"),
+        ("malformed", "malformed (skipped)"),
+    )
+    parts += [f"{rows[key]} {label}" for key, label in labels if rows[key]]
+    text = f"input: {rows['total']} {rows['unit']} = " + " + ".join(parts)
+    if rows["beyond_limit"]:
+        text += f"; {rows['beyond_limit']} record(s) beyond --limit left out"
+    if rows["unaccounted"]:
+        text += f"; {rows['unaccounted']} {rows['unit']} UNACCOUNTED (a bug: please report)"
+    return text
 
 
 @dataclass(frozen=True)
@@ -377,6 +427,7 @@ def run_replay(
         metrics=metrics,
         notes=(*data.notes, *notes, bound.note),
         skipped_by_reason=dict(data.skipped_by_reason),
+        input_rows=data.rows,
     )
     if opts.out_dir is None:
         return report

@@ -372,6 +372,7 @@ def merge_report(
             *_slurm_notes(plan, docs, job_id),
         ),
         skipped_by_reason=dict(data.skipped_by_reason),
+        input_rows=data.rows,
     )
     return report, _on_slurm(plan, docs, job_id, per_seed, bounds)
 

@@ -99,12 +99,12 @@ def compress_hostlist(names: list[str] | tuple[str, ...]) -> str:
             order.append(key)
         groups[key].append(int(m.group(2)))
     out: list[str] = []
-    for key in order:
-        if isinstance(key, str):
-            out.append(key)
+    for item in order:
+        if isinstance(item, str):
+            out.append(item)
             continue
-        prefix, width = key
-        nums = sorted(groups[key])
+        prefix, width = item
+        nums = sorted(groups[item])
         if len(nums) == 1:
             out.append(f"{prefix}{nums[0]:0{width}d}")
             continue

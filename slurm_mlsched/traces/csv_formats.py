@@ -59,7 +59,13 @@ def parse_philly(lines: Iterable[str], opts: ReadOptions | None = None) -> Trace
             errors.bad(line, exc)
     note = f"submit times have no zone in the file: read as {tz}"
     return Trace(
-        tuple(records), "philly", opts.path, TimeBase.EPOCH, tuple(errors.skipped), (note,)
+        tuple(records),
+        "philly",
+        opts.path,
+        TimeBase.EPOCH,
+        tuple(errors.skipped),
+        (note,),
+        errors.counts(),
     )
 
 
@@ -99,7 +105,15 @@ def parse_pollux(lines: Iterable[str], opts: ReadOptions | None = None) -> Trace
         "model-driven workload: no run times; model and replica counts were assigned by "
         "the workload's authors (traces/README.md §2-3)",
     )
-    return Trace(tuple(records), "pollux", opts.path, TimeBase.OFFSET, tuple(errors.skipped), notes)
+    return Trace(
+        tuple(records),
+        "pollux",
+        opts.path,
+        TimeBase.OFFSET,
+        tuple(errors.skipped),
+        notes,
+        errors.counts(),
+    )
 
 
 def _pollux_record(line: int, row: Mapping[str, str]) -> TraceRecord:
@@ -157,6 +171,7 @@ def parse_mustang(lines: Iterable[str], opts: ReadOptions | None = None) -> Trac
         TimeBase.EPOCH,
         tuple(errors.skipped),
         states.notes(),
+        errors.counts(),
     )
 
 

@@ -115,7 +115,9 @@ def parse_generic(lines: Iterable[str], opts: ReadOptions | None = None) -> Trac
             errors.bad(line, exc)
     time_base = TimeBase.OFFSET if cmap.time_format == "offset" else TimeBase.EPOCH
     notes = (f"column map: {cmap.describe()}", *states.notes())
-    return Trace(tuple(records), "csv", opts.path, time_base, tuple(errors.skipped), notes)
+    return Trace(
+        tuple(records), "csv", opts.path, time_base, tuple(errors.skipped), notes, errors.counts()
+    )
 
 
 class _RowReader:

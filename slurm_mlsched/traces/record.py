@@ -104,6 +104,28 @@ class SkippedLine:
 
 
 @dataclass(frozen=True)
+class RowCounts:
+    """Where every physical row of a file went (``unit``: lines, or job entries of
+    ``sacct --json``): ``total`` = ``header`` (header and comment lines) + ``blank`` +
+    ``folded`` (rows another row of the same job stands for: steps, hetjob components,
+    requeued duplicates) + ``ignored`` (rows of no job: steps without their job row) + the
+    trace's records + its skipped lines. :meth:`unaccounted` is 0 for every reader (a
+    test asserts it over fuzzed files); anything else is a reader bug."""
+
+    unit: str
+    total: int
+    header: int = 0
+    blank: int = 0
+    folded: int = 0
+    ignored: int = 0
+
+    def unaccounted(self, records: int, skipped: int) -> int:
+        return (
+            self.total - self.header - self.blank - self.folded - self.ignored - records - skipped
+        )
+
+
+@dataclass(frozen=True)
 class Trace:
     """The records of one file, with what was skipped and anything worth knowing.
 
@@ -118,6 +140,13 @@ class Trace:
     time_base: TimeBase
     skipped_lines: tuple[SkippedLine, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    rows: RowCounts | None = None  # None: the reader did not count (a bug: tests check it)
+
+    def unaccounted(self) -> int:
+        """Rows that are neither header, blank, folded, ignored, a record nor skipped."""
+        if self.rows is None:
+            return 0
+        return self.rows.unaccounted(len(self.records), self.skipped)
 
     @property
     def skipped(self) -> int:

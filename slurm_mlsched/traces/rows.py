@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from ..errors import InputError
 from .columns import ColumnMap
-from .record import JobState, SkippedLine
+from .record import JobState, RowCounts, SkippedLine
 from .values import normalize_state
 
 T = TypeVar("T")
@@ -72,6 +72,23 @@ class LineErrors:
         self.fmt = fmt
         self.unit = unit  # "line", or "job entry" for JSON
         self.skipped: list[SkippedLine] = []
+        # where the other rows went (RowCounts): the readers count as they read
+        self.total = 0
+        self.header = 0
+        self.blank = 0
+        self.folded = 0
+        self.ignored = 0
+
+    def counts(self) -> RowCounts:
+        """The row accounting so far (:class:`~.record.RowCounts`)."""
+        return RowCounts(
+            "job entries" if self.unit == "job entry" else "lines",
+            self.total,
+            self.header,
+            self.blank,
+            self.folded,
+            self.ignored,
+        )
 
     def bad(self, line: int, error: BadField) -> None:
         """Report ``error`` at ``line``: raise, or record it when skipping."""
@@ -115,6 +132,7 @@ def csv_rows(
     numbered = enumerate(iter(lines), start=1)
     header: list[str] = []
     for number, text in numbered:
+        errors.total = number
         try:
             raw = _split(text, delimiter)
         except csv.Error as exc:
@@ -123,18 +141,22 @@ def csv_rows(
             ) from None
         if raw and any(cell.strip() for cell in raw):
             header = [cell.strip().lstrip("\ufeff") for cell in raw]
+            errors.header += 1
             break
+        errors.blank += 1
     if not header:
         raise errors.whole_file("the file is empty (no header line)", "check the file")
 
     def rows() -> Iterator[tuple[int, dict[str, str]]]:
         for number, text in numbered:
+            errors.total = number
             try:
                 raw = _split(text, delimiter)
             except csv.Error as exc:
                 errors.bad(number, BadField("(row)", text.rstrip("\r\n"), f"not CSV: {exc}"))
                 continue
             if not raw or (len(raw) == 1 and not raw[0].strip()):
+                errors.blank += 1
                 continue  # a blank line
             if len(raw) != len(header):
                 errors.bad(

@@ -142,6 +142,20 @@ class _Jobs:
             out.append(_fold(base, [comps[k] for k in sorted(comps, key=_het_key)], source))
         return out
 
+    def count_rows(self) -> None:
+        """Record in the row accounting (``errors``) where the rows that are neither a
+        record nor skipped went: the other rows of a folded job (components, requeued
+        duplicates) and its steps are folded; steps of no job (or of a skipped one) are
+        ignored. Call after :meth:`records`."""
+        for base, lines in self.lines.items():
+            if base not in self.bad:
+                self.errors.folded += len(lines) - 1
+        for base, n in self.steps.items():
+            if base in self.parts and base not in self.bad:
+                self.errors.folded += n
+            else:
+                self.errors.ignored += n
+
     def notes(self) -> list[str]:
         notes = []
         folded = sum(n for base, n in self.steps.items() if base in self.parts)
@@ -271,9 +285,12 @@ def parse_sacct(lines: Iterable[str], opts: ReadOptions | None = None) -> Trace:
     header_no = 0
     for raw in it:  # the header is the first non-blank line
         header_no += 1
+        errors.total = header_no
         if raw.strip():
             header_line = raw.rstrip("\r\n")
+            errors.header += 1
             break
+        errors.blank += 1
     if not header_line:
         raise errors.whole_file(
             "the file is empty (no header line)", f"run sacct --parsable2 --format={SACCT_FORMAT}"
@@ -293,8 +310,10 @@ def parse_sacct(lines: Iterable[str], opts: ReadOptions | None = None) -> Trace:
         )
     text_times = False
     for number, raw in enumerate(it, start=header_no + 1):
+        errors.total = number
         line = raw.rstrip("\r\n")
         if not line.strip():
+            errors.blank += 1
             continue
         if trailing and line.endswith(delim):
             line = line[:-1]
@@ -323,12 +342,19 @@ def parse_sacct(lines: Iterable[str], opts: ReadOptions | None = None) -> Trace:
         text_times = text_times or not row["submit"].strip().isdigit()
         jobs.add(part)
     records = jobs.records("sacct")
+    jobs.count_rows()
     notes = jobs.notes() + list(states.notes())
     if text_times:
         notes.insert(0, f"Submit/Start/End have no zone in sacct's output: read as {tz}")
     errors.skipped.sort(key=lambda s: s.line)
     return Trace(
-        tuple(records), "sacct", opts.path, TimeBase.EPOCH, tuple(errors.skipped), tuple(notes)
+        tuple(records),
+        "sacct",
+        opts.path,
+        TimeBase.EPOCH,
+        tuple(errors.skipped),
+        tuple(notes),
+        errors.counts(),
     )
 
 
@@ -469,6 +495,7 @@ def parse_sacct_json(text: str, opts: ReadOptions | None = None) -> Trace:
         )
     states = StateWords()
     jobs = _Jobs(errors)
+    errors.total = len(doc["jobs"])
     for index, entry in enumerate(doc["jobs"], start=1):
         try:
             if not isinstance(entry, dict):
@@ -483,6 +510,7 @@ def parse_sacct_json(text: str, opts: ReadOptions | None = None) -> Trace:
             errors.bad(index, exc)
             jobs.add_bad(base, index)
     records = jobs.records("sacct-json")
+    jobs.count_rows()  # nested steps are not entries: only components and duplicates fold
     steps = sum(len(e.get("steps") or []) for e in doc["jobs"] if isinstance(e, dict))
     notes_steps = [f"{steps} steps (nested in their jobs) folded into them"] if steps else []
     notes = [_json_layout(doc), *notes_steps, *jobs.notes(), *states.notes()]
@@ -497,6 +525,7 @@ def parse_sacct_json(text: str, opts: ReadOptions | None = None) -> Trace:
         TimeBase.EPOCH,
         tuple(errors.skipped),
         tuple(n for n in notes if n),
+        errors.counts(),
     )
 
 

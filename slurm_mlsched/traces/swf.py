@@ -93,10 +93,13 @@ def parse_swf(lines: Iterable[str], opts: ReadOptions | None = None) -> Trace:
     in_header = True
     records: list[TraceRecord] = []
     for number, raw in enumerate(lines, start=1):
+        errors.total = number
         stripped = raw.strip()
         if not stripped:
+            errors.blank += 1
             continue
         if stripped.startswith(";"):
+            errors.header += 1  # header and comment lines
             if in_header:
                 header.update(parse_swf_header([stripped]))
             continue
@@ -118,7 +121,15 @@ def parse_swf(lines: Iterable[str], opts: ReadOptions | None = None) -> Trace:
         if key in header:
             notes.append(f"{key}: {header[key]}")
     time_base = TimeBase.EPOCH if origin is not None else TimeBase.OFFSET
-    return Trace(tuple(records), "swf", opts.path, time_base, tuple(errors.skipped), tuple(notes))
+    return Trace(
+        tuple(records),
+        "swf",
+        opts.path,
+        time_base,
+        tuple(errors.skipped),
+        tuple(notes),
+        errors.counts(),
+    )
 
 
 def _unix_start(header: dict[str, str], errors: LineErrors) -> float | None:

@@ -146,6 +146,36 @@ def test_mutated_traces_of_every_format_never_reach_an_internal_error(tmp_path: 
     assert seen.get(0, 0) > 30 and seen.get(3, 0) > 30, seen  # the fuzz reaches both ends
 
 
+def test_every_physical_row_is_accounted_for(tmp_path: Path) -> None:
+    # header + blank + folded + ignored + records + skipped = the file's rows, whatever
+    # the mutation (issue 15: the replay summary accounts for every physical row)
+    from slurm_mlsched.errors import InputError
+
+    rng = random.Random(20261202)
+    sacct_json = (FIXTURES / "22.05" / "sacct.json").read_text()
+    read = 0
+    for k in range(300):
+        name = rng.choice([*SEEDS, "sacct.json"])
+        text = mutate_json(rng, sacct_json) if name == "sacct.json" else mutate(rng, name)
+        if rng.random() < 0.3:  # blank lines anywhere
+            lines = text.split("\n")
+            lines.insert(rng.randrange(len(lines)), "")
+            text = "\n".join(lines)
+        path = tmp_path / f"{k}-{name}"
+        path.write_text(text)
+        columns = GENERIC_COLUMNS if name == "generic.csv" else None
+        try:
+            trace = read_trace(path, columns=columns, skip_bad=True)
+        except InputError:
+            continue  # a whole-file problem (no header, not JSON …): nothing to account for
+        read += 1
+        assert trace.rows is not None, name
+        assert trace.unaccounted() == 0, (name, trace.rows, len(trace.records), trace.skipped)
+        if trace.rows.unit == "lines":
+            assert trace.rows.total == len(text.splitlines()), (name, trace.rows)
+    assert read > 200
+
+
 def write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text)
