@@ -33,16 +33,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .. import ranges
 from ..errors import InputError
 from ..model import ClusterSnapshot, Machine, Reservation, Resources
-from ..model.units import gib_to_mib, parse_mem_mib
+from ..model.units import gib_to_mib
+from ..ranges import OutOfRange, Range
 
 DEFAULT_SLOT_SECONDS = 600.0
 TOP_FIELDS = ("nodes", "groups", "slot_seconds", "epoch", "reservations")
@@ -204,7 +206,7 @@ def _machines(fields: Mapping[str, object], source: str) -> list[Machine]:
         group = _mapping(raw, where, GROUP_FIELDS)
         prefix = _name(group, "prefix", where)
         where = _Entry(source, f"groups[{i}] (prefix {prefix!r})")
-        count = _count(group, "count", where, minimum=1, required=True, maximum=MAX_GROUP_NODES)
+        count = _count(group, "count", where, required=True, rng=ranges.GROUP_NODES)
         capacity = _capacity(group, where)
         for k in range(1, count + 1):
             entry = f"{where.entry} member {k}"
@@ -303,36 +305,25 @@ def _name(fields: Mapping[str, object], key: str, where: _Entry) -> str:
     return text
 
 
-#: Largest value of a count: nodes in one group, GPUs or CPUs of one node (beyond any
-#: machine; a larger number is a typo, and would make the placement program huge).
-MAX_GROUP_NODES = 100_000
-MAX_NODE_COUNT = 100_000
-MAX_MEM_GIB = float(1 << 20)  # 1 PiB per node
-
-
 def _count(
     fields: Mapping[str, object],
     key: str,
     where: _Entry,
     *,
-    minimum: int = 0,
     required: bool,
-    maximum: int = MAX_NODE_COUNT,
+    rng: Range = ranges.NODE_COUNT,
 ) -> int:
     if key not in fields:
         if required:
             raise where.fail(f"missing field '{key}'", hint=f"add '{key}: <whole number>'")
         return 0
     value = fields[key]
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, str):  # YAML typed it as text: a count is written bare
         raise where.error(key, value, "must be a whole number", hint=f"write e.g. '{key}: 4'")
-    if not minimum <= value <= maximum:
-        raise where.error(
-            key, value, f"must be from {minimum} to {maximum:,}", hint=f"write e.g. '{key}: 4'"
-        )
-    return value
+    try:
+        return ranges.whole(value, rng)
+    except OutOfRange as err:
+        raise where.error(key, value, err.problem, hint=f"write e.g. '{key}: 4'") from None
 
 
 def _mem_mib(fields: Mapping[str, object], where: _Entry, *, required: bool) -> float:
@@ -345,27 +336,23 @@ def _mem_mib(fields: Mapping[str, object], where: _Entry, *, required: bool) -> 
     hint = "give a number of GiB (64) or a size with a unit ('64G', '512000M')"
     if isinstance(value, bool):
         raise where.error(key, value, "must be a memory size", hint=hint)
-    too_big = f"must be at most {MAX_MEM_GIB:,.0f} GiB (1 PiB)"
+    cap = ranges.NODE_MEM_GIB
     if isinstance(value, int | float):
         try:
-            gib = float(value)
-        except OverflowError:
-            gib = math.inf
-        if gib < 0 or not math.isfinite(gib):
-            raise where.error(key, value, "must be a finite number >= 0", hint=hint)
-        if gib > MAX_MEM_GIB:
-            raise where.error(key, value, too_big, hint=hint)
+            gib = ranges.number(value, replace(cap, hi=math.inf, said=""))
+        except OutOfRange:
+            raise where.error(key, value, "must be a finite number >= 0", hint=hint) from None
+        if gib not in cap:
+            raise where.error(key, value, f"must be {cap.words()}", hint=hint)
         return gib_to_mib(gib)
     if isinstance(value, str):
         if not value.strip() or value.strip()[-1].isdigit():
             raise where.error(key, value, "needs a unit when written as a string", hint=hint)
+        per_mib = Range(0, gib_to_mib(cap.hi), said=cap.said)
         try:
-            mib = parse_mem_mib(value)
-        except (ValueError, OverflowError):
-            raise where.error(key, value, "is not a memory size", hint=hint) from None
-        if mib > gib_to_mib(MAX_MEM_GIB):
-            raise where.error(key, value, too_big, hint=hint)
-        return mib
+            return ranges.memory_mib(value, per_mib)
+        except OutOfRange as err:
+            raise where.error(key, value, err.problem, hint=hint) from None
     raise where.error(key, value, "must be a memory size", hint=hint)
 
 
@@ -385,9 +372,10 @@ def _slot_seconds(fields: Mapping[str, object], where: _Entry) -> float:
     hint = f"write e.g. 'slot_seconds: 600', or leave it out for {DEFAULT_SLOT_SECONDS:g}"
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise where.error("slot_seconds", value, "must be a number of seconds", hint=hint)
-    if not (value > 0 and math.isfinite(value)):
-        raise where.error("slot_seconds", value, "must be a finite number > 0", hint=hint)
-    return float(value)
+    try:
+        return ranges.number(value, ranges.SLOT_SECONDS)
+    except OutOfRange as err:
+        raise where.error("slot_seconds", value, err.problem, hint=hint) from None
 
 
 def _as_datetime(value: object) -> datetime | None:

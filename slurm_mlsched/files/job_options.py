@@ -33,9 +33,10 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal
 
+from .. import ranges
 from ..errors import InputError
 from ..model import Form, JobProfile, JobRequest, Resources
-from ..model.units import parse_mem_mib
+from ..ranges import OutOfRange, Range
 from .profiles import get_profile
 
 #: MODEL.md §2 defaults for a worker and a PS (documented in docs/user-guide.md).
@@ -98,42 +99,24 @@ def _bad(option: str, value: object, problem: str, hint: str = "") -> InputError
     )
 
 
-def _integer(minimum: int, maximum: int) -> Callable[[str, object], int]:
+def _integer(rng: Range) -> Callable[[str, object], int]:
     def convert(option: str, value: object) -> int:
-        hint = f"write {option} N with a whole number N from {minimum} to {maximum:,}"
-        number: object = value
-        if isinstance(value, str):
-            try:
-                number = int(value.strip())
-            except ValueError:
-                raise _bad(option, value, "must be a whole number", hint) from None
-        if isinstance(number, bool) or not isinstance(number, int):
-            raise _bad(option, value, "must be a whole number", hint)
-        if not minimum <= number <= maximum:
-            raise _bad(option, value, f"must be from {minimum} to {maximum:,}", hint)
-        return number
+        hint = f"write {option} N with a whole number N {rng.words(whole=True)}"
+        try:
+            return ranges.whole(value, rng)
+        except OutOfRange as err:
+            raise _bad(option, value, err.problem, hint) from None
 
     return convert
 
 
-def _positive_float(maximum: float, unit: str) -> Callable[[str, object], float]:
+def _positive_float(rng: Range) -> Callable[[str, object], float]:
     def convert(option: str, value: object) -> float:
-        hint = f"write {option} X with a number 0 < X <= {maximum:g} ({unit})"
-        number: object = value
-        if isinstance(value, str):
-            try:
-                number = float(value.strip())
-            except ValueError:
-                raise _bad(option, value, "must be a number", hint) from None
-        if isinstance(number, bool) or not isinstance(number, int | float):
-            raise _bad(option, value, "must be a number", hint)
+        hint = f"write {option} X with a number 0 < X <= {rng.hi:g} ({rng.unit})"
         try:
-            ok = 0 < number <= maximum and math.isfinite(number)
-        except OverflowError:
-            ok = False
-        if not ok:
-            raise _bad(option, value, f"must be a finite number > 0 and <= {maximum:g}", hint)
-        return float(number)
+            return ranges.number(value, rng)
+        except OutOfRange as err:
+            raise _bad(option, value, err.problem, hint) from None
 
     return convert
 
@@ -143,15 +126,10 @@ def _memory(option: str, value: object) -> float:
         "give a Slurm-style size above 0 and at most 1P: '8G' (GiB), '512M' (MiB), or a "
         "bare number of MiB (Slurm reads --mem=0 as all of a node's memory, so 0 is refused)"
     )
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise _bad(option, value, "must be a memory size", hint)
     try:
-        mib = parse_mem_mib(value)
-    except (ValueError, OverflowError):
-        raise _bad(option, value, "is not a memory size", hint) from None
-    if not 0 < mib <= MAX_MEM_MIB:
-        raise _bad(option, value, "must be above 0 and at most 1P", hint)
-    return mib
+        return ranges.memory_mib(value, ranges.JOB_MEM_MIB)
+    except OutOfRange as err:
+        raise _bad(option, value, err.problem, hint) from None
 
 
 def _command(option: str, value: object) -> str:
@@ -172,7 +150,7 @@ def _ps(option: str, value: object) -> PsCount:
     if isinstance(value, str) and value.strip().lower() == "auto":
         return "auto"
     try:
-        count = _integer(1, MAX_TASKS)(option, value)
+        count = _integer(ranges.TASKS)(option, value)
     except InputError:
         raise _bad(
             option, value, "must be 'auto' or a whole number >= 1", "e.g. --ps auto, --ps 2"
@@ -210,7 +188,7 @@ def _time_limit(option: str, value: object) -> int:
     if seconds <= 0:
         raise _bad(option, value, "must be at least one second", hint)
     minutes = math.ceil(seconds / 60)
-    if minutes > MAX_TIME_LIMIT_MIN:
+    if minutes not in ranges.TIME_LIMIT_MIN:
         raise _bad(option, value, "must be at most a year (366-00:00:00)", hint)
     return minutes
 
@@ -223,35 +201,28 @@ def _form(option: str, value: object) -> Form:
         raise _bad(option, value, "is not a placement form", f"choose one of: {valid}") from None
 
 
-#: Upper bounds of the job options (a job beyond them is a typo, not a request; they keep
-#: every number the placement program sees finite and its size reasonable).
-MAX_TASKS = 10_000  # workers, parameter servers
-MAX_PER_TASK = 4_096  # GPUs or CPUs of one task
-MAX_MEM_MIB = float(1 << 30)  # 1 PiB
-MAX_BATCHES = 10**9  # epochs, batches per epoch
-MAX_STEP_TIME_S = 86_400.0
-MAX_MODEL_MB = 10**7
-MAX_BANDWIDTH = 10**9  # MB/s
-MAX_TIME_LIMIT_MIN = 366 * 24 * 60  # a year
+#: The job options' ranges are in :mod:`slurm_mlsched.ranges` (a job beyond them is a typo,
+#: not a request; they keep every number the placement program sees finite).
+MAX_TASKS = int(ranges.TASKS.hi)
 
 #: field name -> (command-line option, converter). The header accepts exactly these.
 OPTIONS: dict[str, tuple[str, Converter]] = {
-    "workers": ("--workers", _integer(1, MAX_TASKS)),
+    "workers": ("--workers", _integer(ranges.TASKS)),
     "ps": ("--ps", _ps),
-    "gpus_per_worker": ("--gpus-per-worker", _integer(0, MAX_PER_TASK)),
-    "cpus_per_worker": ("--cpus-per-worker", _integer(1, MAX_PER_TASK)),
+    "gpus_per_worker": ("--gpus-per-worker", _integer(ranges.GPUS_PER_TASK)),
+    "cpus_per_worker": ("--cpus-per-worker", _integer(ranges.CPUS_PER_TASK)),
     "mem_per_worker": ("--mem-per-worker", _memory),
-    "cpus_per_ps": ("--cpus-per-ps", _integer(1, MAX_PER_TASK)),
+    "cpus_per_ps": ("--cpus-per-ps", _integer(ranges.CPUS_PER_TASK)),
     "mem_per_ps": ("--mem-per-ps", _memory),
-    "epochs": ("--epochs", _integer(1, MAX_BATCHES)),
-    "batches_per_epoch": ("--batches-per-epoch", _integer(1, MAX_BATCHES)),
+    "epochs": ("--epochs", _integer(ranges.BATCHES)),
+    "batches_per_epoch": ("--batches-per-epoch", _integer(ranges.BATCHES)),
     "model": ("--model", _text),
-    "step_time": ("--step-time", _positive_float(MAX_STEP_TIME_S, "seconds per step")),
-    "model_size": ("--model-size", _positive_float(MAX_MODEL_MB, "MB")),
-    "bw_ex": ("--bw-ex", _positive_float(MAX_BANDWIDTH, "MB/s")),
-    "bw_in": ("--bw-in", _positive_float(MAX_BANDWIDTH, "MB/s")),
+    "step_time": ("--step-time", _positive_float(ranges.STEP_TIME_S)),
+    "model_size": ("--model-size", _positive_float(ranges.MODEL_MB)),
+    "bw_ex": ("--bw-ex", _positive_float(ranges.BANDWIDTH_MBPS)),
+    "bw_in": ("--bw-in", _positive_float(ranges.BANDWIDTH_MBPS)),
     "policy": ("--policy", _text),
-    "seed": ("--seed", _integer(0, 2**63 - 1)),
+    "seed": ("--seed", _integer(ranges.SEED)),
     "name": ("--name", _text),
     "partition": ("--partition", _text),
     "form": ("--form", _form),

@@ -7,13 +7,13 @@ field and value, or skipped and listed with ``--skip-bad``), so that no single r
 a replay allocate memory or time for a span no real job covers:
 
 =================  =====================================================================
-field              range
+field              range (:mod:`slurm_mlsched.ranges`, the one set every input uses)
 =================  =====================================================================
-submit/start/end   wall-clock traces: :data:`EARLIEST` .. :data:`LATEST` (1990–2100);
-                   offset traces: 0 .. :data:`MAX_OFFSET_S` (100 years)
-duration, limit    0 .. :data:`MAX_DURATION_S` (10 years)
-GPUs, CPUs, nodes  0 .. :data:`MAX_COUNT`, workers 1 .. :data:`MAX_COUNT`
-memory             0 .. :data:`MAX_MEM_MIB` (1 EiB)
+submit/start/end   wall-clock traces: ``DATES`` (1990–2100);
+                   offset traces: ``TRACE_OFFSET_S`` (0 .. 100 years)
+duration, limit    ``TRACE_DURATION_S`` (0 .. 10 years)
+GPUs, CPUs, nodes  ``TRACE_COUNT`` (0 .. 1,000,000), workers ``TRACE_WORKERS`` (from 1)
+memory             ``TRACE_MEM_MIB`` (0 .. 1 EiB)
 =================  =====================================================================
 
 Every number must also be finite (no ``inf``, no ``NaN``). Job ids must be distinct: a
@@ -26,39 +26,46 @@ import math
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
+from ..ranges import (
+    DATES,
+    EARLIEST,
+    LATEST,
+    TRACE_COUNT,
+    TRACE_DURATION_S,
+    TRACE_MEM_MIB,
+    TRACE_OFFSET_S,
+    TRACE_WORKERS,
+    Range,
+)
 from .record import TimeBase, TraceRecord
 from .rows import BadField
 
-EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
-LATEST = datetime(2100, 1, 1, tzinfo=UTC)
-MAX_OFFSET_S = 100 * 365.25 * 86400.0
-MAX_DURATION_S = 10 * 365.25 * 86400.0
-MAX_COUNT = 1_000_000
-MAX_MEM_MIB = float(1 << 40)
+MAX_OFFSET_S = TRACE_OFFSET_S.hi
+MAX_DURATION_S = TRACE_DURATION_S.hi
+MAX_COUNT = int(TRACE_COUNT.hi)
+MAX_MEM_MIB = TRACE_MEM_MIB.hi
 
 
 def check(rec: TraceRecord, time_base: TimeBase) -> None:
     """Raise :class:`BadField` for the first field of ``rec`` outside its range."""
-    lo, hi = _time_window(time_base)
+    window = _time_window(time_base)
     for name in ("submit", "start", "end"):
         value = getattr(rec, name)
-        if value is None:
-            continue
-        if not _finite(value) or not lo <= value <= hi:
+        if value is not None and value not in window:
             raise BadField(name, _when(value, time_base), _time_problem(time_base))
     for name in ("duration_s", "time_limit_s"):
         value = getattr(rec, name)
-        if value is not None and (not _finite(value) or not 0 <= value <= MAX_DURATION_S):
+        if value is not None and value not in TRACE_DURATION_S:
             raise BadField(
                 name, value, f"must be 0 to {MAX_DURATION_S / 86400 / 365.25:g} years in seconds"
             )
     for name in ("gpus", "cpus", "nodes"):
         value = getattr(rec, name)
-        if value is not None and not 0 <= value <= MAX_COUNT:
+        if value is not None and value not in TRACE_COUNT:
             raise BadField(name, value, f"must be a count from 0 to {MAX_COUNT:,}")
-    if rec.workers is not None and not 1 <= rec.workers <= MAX_COUNT:
+    if rec.workers is not None and rec.workers not in TRACE_WORKERS:
         raise BadField("workers", rec.workers, f"must be a count from 1 to {MAX_COUNT:,}")
-    if rec.mem_mb is not None and (not _finite(rec.mem_mb) or not 0 <= rec.mem_mb <= MAX_MEM_MIB):
+    if rec.mem_mb is not None and rec.mem_mb not in TRACE_MEM_MIB:
         raise BadField("mem_mb", rec.mem_mb, "must be 0 to 1 EiB (in MiB)")
 
 
@@ -78,10 +85,8 @@ def problems(
             yield rec, BadField("job_id", rec.job_id, f"repeats the job id of line {seen}")
 
 
-def _time_window(time_base: TimeBase) -> tuple[float, float]:
-    if time_base == TimeBase.EPOCH:
-        return EARLIEST.timestamp(), LATEST.timestamp()
-    return 0.0, MAX_OFFSET_S
+def _time_window(time_base: TimeBase) -> Range:
+    return DATES if time_base == TimeBase.EPOCH else TRACE_OFFSET_S
 
 
 def _time_problem(time_base: TimeBase) -> str:
