@@ -11,6 +11,13 @@ bench/out/reliability.json.
    tests/traces/test_trace_fuzz.py, another seed): exit codes, and ``error[internal]``.
 3. Waits: a PostgreSQL server that accepts and never answers; a held SQLite lock with a
    3 s busy timeout; a read while the lock is held; slurmctld stopped (SIGSTOP) and down.
+4. Crashes: ``mlsub submit`` killed with SIGKILL at each step of a submission (after its
+   decision was committed and before sbatch; during sbatch, after Slurm took the job),
+   then one ``mlsub reconcile``: decisions left inconsistent with Slurm (the crash tests
+   of tests/integration/test_crash_reconcile.py, repeated).
+5. Hostile job specs: every hostile string of tests/sbatch/test_sbatch_render.py as the
+   job name and as a program argument, through the real renderer, ``bash -n`` and a run
+   with a stand-in srun: refused as input, scripts that do not parse, commands injected.
 
 Needs root and the local cluster (started here if it is not up) and a PostgreSQL server
 binary (tests/storage/postgres.py installs one if missing).
@@ -239,6 +246,75 @@ def waits() -> dict[str, Any]:
     return out
 
 
+def crashes(runs: int = 4) -> dict[str, Any]:
+    """Item 4 of the module docstring: per step, the decisions reconcile left other than
+    the step's one right answer (before sbatch: submit-failed, no job; during sbatch: the
+    Slurm job recorded, found by its tag)."""
+    from tests.integration.mlsub_cli import SMALL_TASKS, Mlsub
+    from tests.integration.test_crash_reconcile import (
+        BEFORE,
+        DURING,
+        crash_while_submitting,
+        wrapper,
+    )
+
+    out: dict[str, Any] = {}
+    for step, template in (("before sbatch", BEFORE), ("during sbatch", DURING)):
+        wrong = 0
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory() as tmp:
+                work = Path(tmp)
+                marker = work / "marker"
+                crashed = Mlsub(work, extra_env=wrapper(work / "bin", template, marker))
+                script = probe_script(
+                    work / "probe.py", f"{SMALL_TASKS} --workers 1 --batches-per-epoch 10"
+                )
+                crash_while_submitting(crashed, script, marker, work)
+                mlsub = Mlsub(work)
+                (row,) = mlsub.json("reconcile")["decisions"]
+                if template is BEFORE:
+                    wrong += int(row["after"] != "submit-failed" or bool(row["slurm_job_id"]))
+                else:
+                    job = marker.read_text().strip().split(";")[0]
+                    wrong += int(row["slurm_job_id"] != job)
+                    subprocess.run(["scancel", job], check=False)
+        out[step] = {"runs": runs, "inconsistent_after_reconcile": wrong}
+    return out
+
+
+def hostile_specs() -> dict[str, Any]:
+    """Item 5 of the module docstring."""
+    from slurm_mlsched.errors import InputError
+    from slurm_mlsched.sbatch.render import render_sbatch
+    from tests.sbatch.test_sbatch_render import COLOCATED, HOSTILE, JOB, run_script, spec
+
+    tried = refused = unparsable = injected = 0
+    for value in HOSTILE:
+        for where in ("job name", "argument"):
+            tried += 1
+            command = ("sh", "-c", 'touch "$PROBE_DIR/$MLSCHED_ROLE-$MLSCHED_RANK.ran"', "x")
+            kw: dict[str, Any] = {"command": (*command, value)}
+            if where == "job name":
+                kw = {"job_name": value, "command": command}
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    script = render_sbatch(COLOCATED, JOB, {}, spec(**kw))
+                except InputError:
+                    refused += 1
+                    continue
+                try:
+                    run_script(script.text, Path(tmp))
+                except AssertionError:
+                    unparsable += 1
+                injected += int((Path(tmp) / "MARKER").exists())
+    return {
+        "specs": tried,
+        "refused_as_input": refused,
+        "scripts_that_fail_bash_n_or_run": unparsable,
+        "commands_injected": injected,
+    }
+
+
 def render(result: dict[str, Any]) -> str:
     m = result["machine"]
     lines = [
@@ -288,6 +364,21 @@ def render(result: dict[str, Any]) -> str:
         times = ", ".join(f"{t:.1f}" for t, _ in w[key])
         exits = ",".join(str(c) for _, c in w[key])
         lines.append(f"| {label} ×3 | {times} s | {exits} |")
+    lines += ["", "**Crashes**: `mlsub submit` killed with SIGKILL at each step, then one "
+              "`mlsub reconcile`:", "", "| step | runs | decisions inconsistent with Slurm "
+              "after reconcile |", "|---|---|---|"]  # fmt: skip
+    for step, c in result.get("crashes", {}).items():
+        lines.append(f"| killed {step} | {c['runs']} | {c['inconsistent_after_reconcile']} |")
+    h = result.get("hostile")
+    if h:
+        lines += [
+            "",
+            f"**Hostile job specs**: {h['specs']} (each hostile string of tests/sbatch as the "
+            f"job name and as a program argument): refused as input {h['refused_as_input']}, "
+            f"rendered scripts that fail `bash -n` or their run "
+            f"{h['scripts_that_fail_bash_n_or_run']}, commands injected "
+            f"**{h['commands_injected']}**.",
+        ]
     return "\n".join(lines)
 
 
@@ -305,6 +396,8 @@ def main() -> None:
         "concurrency": concurrency(),
         "fuzz": fuzz(args.fuzz_cases),
         "waits": waits(),
+        "crashes": crashes(),
+        "hostile": hostile_specs(),
     }
     raw = ROOT / "bench" / "out" / "reliability.json"
     raw.parent.mkdir(exist_ok=True)
