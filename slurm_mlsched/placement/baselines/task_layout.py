@@ -58,21 +58,57 @@ def fewest_machines(
     spread evenly (⌈n/k⌉ or ⌊n/k⌋ per machine; the extra workers on the first machines, the
     extra PSs on the last)."""
     h = room.shape[0]
-    order = np.lexsort((np.arange(h), -fit_counts(room, alpha)))
-    for k in range(1, min(h, workers + ps) + 1):
-        sel = order[:k]
-        w = np.full(k, workers // k, dtype=np.int64)
-        w[: workers % k] += 1
-        s = np.full(k, ps // k, dtype=np.int64)
-        if ps % k:
-            s[k - ps % k :] += 1
-        need = w[:, None] * alpha + s[:, None] * beta
-        if (room[sel] >= need - EPS).all():
+    fits = fit_counts(room, alpha)
+    order = np.lexsort((np.arange(h), -fits))
+    # the first machine takes ⌈workers/k⌉ workers: no k below ⌈workers/(most that fit)⌉
+    # can hold the job (an exact shortcut: the same k is found, sooner)
+    most = int(fits.max()) if h else 0
+    if workers > 0 and most <= 0:
+        return None
+    start = max(1, -(-workers // most)) if workers > 0 else 1
+    stop = min(h, workers + ps)
+    for lo in range(start, stop + 1, _K_BLOCK):  # a block of k values checked at once
+        ks = np.arange(lo, min(lo + _K_BLOCK, stop + 1), dtype=np.int64)
+        ok = _even_spreads_fit(room[order[: int(ks[-1])]], alpha, workers, beta, ps, ks)
+        if ok.any():
+            k = int(ks[int(np.argmax(ok))])
+            w, s = _even(workers, k, extra_first=True), _even(ps, k, extra_first=False)
             out_w = np.zeros(h, dtype=np.int64)
             out_s = np.zeros(h, dtype=np.int64)
-            out_w[sel], out_s[sel] = w, s
+            out_w[order[:k]], out_s[order[:k]] = w, s
             return out_w, out_s
     return None
+
+
+#: k values of :func:`fewest_machines` checked in one array operation.
+_K_BLOCK = 32
+
+
+def _even(n: int, k: int, *, extra_first: bool) -> IntArray:
+    """``n`` tasks over ``k`` machines evenly: ⌊n/k⌋ each, the n mod k extra ones on the
+    first machines (``extra_first``) or on the last."""
+    out = np.full(k, n // k, dtype=np.int64)
+    if n % k:
+        if extra_first:
+            out[: n % k] += 1
+        else:
+            out[k - n % k :] += 1
+    return out
+
+
+def _even_spreads_fit(
+    room: FloatArray, alpha: FloatArray, workers: int, beta: FloatArray, ps: int, ks: IntArray
+) -> npt.NDArray[np.bool_]:
+    """For each k of ``ks``: whether the first k rows of ``room`` hold ``workers`` and
+    ``ps`` tasks spread as :func:`_even` spreads them (one array operation for all k)."""
+    i = np.arange(room.shape[0], dtype=np.int64)[None, :]  # (1, H)
+    k = ks[:, None]  # (K, 1)
+    w = workers // k + (i < workers % k)
+    s = ps // k + (i >= k - ps % k) * (ps % k > 0)
+    need = w[:, :, None] * alpha + s[:, :, None] * beta  # (K, H, 3)
+    fits = (room[None, :, :] >= need - EPS).all(axis=2) | (i >= k)
+    out: npt.NDArray[np.bool_] = np.asarray(fits.all(axis=1), dtype=np.bool_)
+    return out
 
 
 def first_fit(
@@ -112,26 +148,98 @@ def place_one(
 ) -> Allocation | None:
     """The job's tasks on ``room`` (module docstring, step 2), shedding workers until they
     fit (``shed=False``: all ``workers`` or nothing); ``room`` is reduced by what is
-    placed."""
-    alpha, beta = np.asarray(job.worker.as_tuple()), np.asarray(job.ps.as_tuple())
-    lo, hi = job.min_distributed_workers(), job.max_distributed_workers()
-    for w in range(workers, 0 if shed else workers - 1, -1):
-        s = ps if w == workers else ps_for(job, w)
-        colo = spread(room, alpha, w, beta, 1)
-        if colo is not None and (h := _one_machine(*colo)) is not None:
+    placed.
+
+    Shedding finds the most workers that fit (co-located on one machine, else spread) by
+    bisection rather than one worker at a time: both layouts only get easier with fewer
+    workers (each machine's share and the PSs needed never grow), so the largest fitting
+    count is the one the one-at-a-time scan would stop at, and the layout placed there is
+    the same (``tests/unit/test_task_layout.py`` checks it against the scan)."""
+    fit = _Fit(job, ps, room, spread)
+    for w in (workers, *(_shed_to(fit, workers) if shed else ())):
+        done = fit.place(w, workers)
+        if done is not None:
+            return done
+    return None
+
+
+def _shed_to(fit: _Fit, workers: int) -> tuple[int, ...]:
+    """The most workers below ``workers`` that fit, as a one-element tuple (none: ())."""
+    best = max(
+        _largest(lambda w: fit.colocated(w) is not None, 1, min(workers - 1, fit.colo_max)),
+        _largest(fit.distributed_fits, fit.lo, min(workers - 1, fit.hi)),
+    )
+    return (best,) if best >= 1 else ()
+
+
+def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The largest w in [lo, hi] with ``ok(w)`` for a monotone ``ok`` (true up to some w),
+    or 0."""
+    if hi < lo or not ok(lo):
+        return 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class _Fit:
+    """One job's layouts on one room (nothing is placed until :meth:`place`)."""
+
+    def __init__(self, job: JobRequest, ps: int, room: FloatArray, spread: Spread) -> None:
+        self.job, self.ps, self.room, self.spread = job, ps, room, spread
+        self.alpha = np.asarray(job.worker.as_tuple())
+        self.beta = np.asarray(job.ps.as_tuple())
+        self.lo, self.hi = job.min_distributed_workers(), job.max_distributed_workers()
+        # necessary conditions (exact shortcuts): one machine holds w workers and a PS only
+        # if w is at most the most any machine holds beside a PS; any layout needs its
+        # total in the room's total
+        beside = room - self.beta
+        holds_ps = (beside >= -EPS).all(axis=1)
+        fits = np.where(holds_ps, fit_counts(beside, self.alpha), 0)
+        self.colo_max = int(fits.max()) if len(room) else 0
+        self.total = room.sum(axis=0)
+
+    def n_ps(self, w: int, requested: int) -> int:
+        s = self.ps if w == requested else ps_for(self.job, w)
+        return max(s, self.job.ps_needed(w))
+
+    def colocated(self, w: int) -> int | None:
+        """The machine that holds all ``w`` workers and a PS (the spread's choice), or None."""
+        if w > self.colo_max:
+            return None
+        colo = self.spread(self.room, self.alpha, w, self.beta, 1)
+        return None if colo is None else _one_machine(*colo)
+
+    def distributed(self, w: int, n_ps: int) -> tuple[IntArray, IntArray] | None:
+        if not self.lo <= w <= self.hi:
+            return None
+        if (self.alpha * w + self.beta * n_ps > self.total + EPS).any():
+            return None
+        return self.spread(self.room, self.alpha, w, self.beta, n_ps)
+
+    def distributed_fits(self, w: int) -> bool:
+        return self.distributed(w, self.n_ps(w, -1)) is not None
+
+    def place(self, w: int, requested: int) -> Allocation | None:
+        """``w`` workers co-located if one machine holds them, else spread; reduces the
+        room by what is placed."""
+        alpha, beta, room = self.alpha, self.beta, self.room
+        h = self.colocated(w)
+        if h is not None:
             room[h] -= alpha * w + beta
             return Allocation(Mode.COLOCATED, ((h, w),), ((h, 1),))
-        if not lo <= w <= hi:
-            continue
-        dist = spread(room, alpha, w, beta, max(s, job.ps_needed(w)))
+        dist = self.distributed(w, self.n_ps(w, requested))
         if dist is None:
-            continue
+            return None
         room -= dist[0][:, None] * alpha + dist[1][:, None] * beta
         if (h := _one_machine(*dist)) is not None:  # landed on one machine: one PS there
             room[h] += beta * (int(dist[1][h]) - 1)
             return Allocation(Mode.COLOCATED, ((h, w),), ((h, 1),))
         return Allocation(Mode.DISTRIBUTED, _pairs(dist[0]), _pairs(dist[1]))
-    return None
 
 
 def _unchanged(alloc: Allocation, workers: int, ps: int) -> bool:

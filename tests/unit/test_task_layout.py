@@ -1,0 +1,134 @@
+"""Shedding by bisection places exactly what the one-worker-at-a-time scan placed
+(placement/baselines/task_layout.py: both layouts only get easier with fewer workers)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slurm_mlsched.model import Mode, Resources
+from slurm_mlsched.placement.baselines.task_layout import (
+    _one_machine,
+    _pairs,
+    fewest_machines,
+    first_fit,
+    place_one,
+    ps_for,
+)
+from slurm_mlsched.placement.packing import EPS
+from slurm_mlsched.placement.reallocation import Allocation
+from tests.conftest import make_job
+
+
+def scan(job, workers, ps, room, spread):  # type: ignore[no-untyped-def]
+    """The one-at-a-time scan place_one used before (the reference)."""
+    alpha, beta = np.asarray(job.worker.as_tuple()), np.asarray(job.ps.as_tuple())
+    lo, hi = job.min_distributed_workers(), job.max_distributed_workers()
+    for w in range(workers, 0, -1):
+        s = ps if w == workers else ps_for(job, w)
+        colo = spread(room, alpha, w, beta, 1)
+        if colo is not None and (h := _one_machine(*colo)) is not None:
+            room[h] -= alpha * w + beta
+            return Allocation(Mode.COLOCATED, ((h, w),), ((h, 1),))
+        if not lo <= w <= hi:
+            continue
+        dist = spread(room, alpha, w, beta, max(s, job.ps_needed(w)))
+        if dist is None:
+            continue
+        room -= dist[0][:, None] * alpha + dist[1][:, None] * beta
+        if (h := _one_machine(*dist)) is not None:
+            room[h] += beta * (int(dist[1][h]) - 1)
+            return Allocation(Mode.COLOCATED, ((h, w),), ((h, 1),))
+        return Allocation(Mode.DISTRIBUTED, _pairs(dist[0]), _pairs(dist[1]))
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 8), st.integers(0, 32), st.integers(0, 256)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(1, 40),
+    st.integers(0, 4),
+    st.integers(1, 8),
+    st.integers(0, 2),
+    st.sampled_from([None, 1, 2, 3]),
+    st.booleans(),
+)
+def test_bisection_places_what_the_scan_placed(
+    rooms: list[tuple[int, int, int]],
+    workers: int,
+    gpu: int,
+    cpu: int,
+    ps_cpu: int,
+    ps_count: int | None,
+    fewest: bool,
+) -> None:
+    job = make_job(
+        "j",
+        workers=workers,
+        worker=Resources(gpu, cpu, 1024 * cpu),
+        ps=Resources(0, ps_cpu, 2048),
+        ps_count=ps_count,
+    )
+    spread = fewest_machines if fewest else first_fit
+    room = np.array([[g, c, 1024.0 * m] for g, c, m in rooms], dtype=np.float64)
+    ps = ps_for(job, workers)
+    want_room, got_room = room.copy(), room.copy()
+    want = scan(job, workers, ps, want_room, spread)
+    got = place_one(job, workers, ps, got_room, spread)
+    assert got == want
+    assert np.allclose(got_room, want_room, atol=EPS)
+
+
+def fewest_reference(room, alpha, workers, beta, ps):  # type: ignore[no-untyped-def]
+    """fewest_machines as first written: k = 1, 2, … one at a time."""
+    from slurm_mlsched.placement.packing import fit_counts
+
+    h = room.shape[0]
+    order = np.lexsort((np.arange(h), -fit_counts(room, alpha)))
+    for k in range(1, min(h, workers + ps) + 1):
+        sel = order[:k]
+        w = np.full(k, workers // k, dtype=np.int64)
+        w[: workers % k] += 1
+        s = np.full(k, ps // k, dtype=np.int64)
+        if ps % k:
+            s[k - ps % k :] += 1
+        need = w[:, None] * alpha + s[:, None] * beta
+        if (room[sel] >= need - EPS).all():
+            out_w = np.zeros(h, dtype=np.int64)
+            out_s = np.zeros(h, dtype=np.int64)
+            out_w[sel], out_s[sel] = w, s
+            return out_w, out_s
+    return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 8), st.integers(0, 32), st.integers(0, 64)),
+        min_size=1,
+        max_size=80,
+    ),
+    st.integers(1, 120),
+    st.integers(0, 40),
+    st.integers(0, 4),
+    st.integers(0, 8),
+    st.integers(0, 2),
+)
+def test_fewest_machines_in_blocks_is_the_one_at_a_time_search(
+    rooms: list[tuple[int, int, int]], workers: int, ps: int, gpu: int, cpu: int, ps_cpu: int
+) -> None:
+    room = np.array(rooms, dtype=np.float64)
+    alpha = np.array([gpu, cpu, 2.0 * cpu])
+    beta = np.array([0.0, ps_cpu, 3.0])
+    got = fewest_machines(room, alpha, workers, beta, ps)
+    want = fewest_reference(room, alpha, workers, beta, ps)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None
+        assert (got[0] == want[0]).all() and (got[1] == want[1]).all()
