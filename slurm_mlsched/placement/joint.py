@@ -104,12 +104,17 @@ def _horizon(arrs: list[Arrival], res: Residual, now: int) -> int:
 
 
 def _blocks(
-    now: int, stop: int, cuts: tuple[int, ...], max_blocks: int
+    now: int, stop: int, cuts: tuple[int, ...], max_blocks: int, free_after: int | None = None
 ) -> tuple[IntArray, IntArray]:
     """Blocks over [now, stop): fine near now (1, 1, 2, 4, … slots) and at the slots where
-    the running jobs end (the first half of the budget), coarse later."""
+    the running jobs end (the first half of the budget), coarse later. ``free_after`` (the
+    slot from which the cluster is empty) is always a boundary: a block's capacity is its
+    minimum, and the horizon is sized for the jobs to finish on the empty cluster after
+    it, so the last blocks must see it empty (else the LP can be infeasible)."""
     budget = max(2, max_blocks)
     inner = sorted(c for c in dict.fromkeys(cuts) if now < c < stop)[: budget // 2]
+    if free_after is not None and now < free_after < stop and free_after not in inner:
+        inner = [*inner[: budget // 2 - 1], free_after]
     k = 0
     geo: list[int] = []
     while now + (1 << k) < stop and len(geo) < budget:
@@ -127,7 +132,9 @@ def _instance(
     arrs: list[Arrival], res: Residual, params: PlacementParams, now: int
 ) -> tuple[JointInstance, tuple[tuple[int, ...], ...]]:
     groups, colo = _groups(arrs, res, params.joint_top_k)
-    starts, stops = _blocks(now, _horizon(arrs, res, now), res.change_slots(), params.joint_blocks)
+    starts, stops = _blocks(
+        now, _horizon(arrs, res, now), res.change_slots(), params.joint_blocks, res.free_after
+    )
     mins = res.blocks_min(starts, stops)  # (H, 3, B)
     reps = np.array([g[0] for g in groups], dtype=np.int64)
     sizes = np.array([len(g) for g in groups], dtype=np.int64)
