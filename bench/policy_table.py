@@ -175,7 +175,8 @@ def render(res: dict[str, Any]) -> str:
         "and resume) makes no progress for the restart cost, 30 s unless a row says "
         "otherwise. `yu-rr` is the default: non-elastic (what Slurm can run), late binding, "
         "one LP + rounding per job in queue order, and the look-ahead of narrow starts; "
-        "*joint* rows solve one program over the head of the queue instead. Times in hours; *÷ yu-rr* = "
+        "*joint* rows solve one program over the head of the queue instead. Times in hours; "
+        "*÷ yu-rr* = "
         "`yu-rr`'s avg JCT ÷ this row's (< 1: `yu-rr` better). `oasis-x0.5`/`-x2` are left "
         "out: they took the same decisions as `oasis` on these workloads.",
         "",

@@ -9,6 +9,7 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
 
     db_url = "postgresql+psycopg://mlsub@dbhost/mlsub"  # default: SQLite under XDG state
     admins = ["alice", "bob"]          # may see every user's decisions (root always may)
+    slurm_admin_level = "operator"     # and so may users with this Slurm AdminLevel or more
     cluster_name = "default"           # the name reservations are kept under
     reservation_grace_s = 600          # see RESERVATION_GRACE_DOC
     db_busy_timeout_s = 30             # how long to wait for the database lock
@@ -20,11 +21,15 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
     partition = "gpu"                  # the command line); names as in JobOptions
     mem_per_worker = "16G"
 
-``admins`` is the site's alone: only ``/etc/mlsched/config.toml`` sets it, and only when
-that file is owned by root and writable by nobody else; a user's file that sets it is an
-error, and ``MLSUB_ADMINS`` is honoured for root only (docs/admin-guide.md, trust model).
+``admins`` and ``slurm_admin_level`` are the site's alone: only ``/etc/mlsched/config.toml``
+sets them, and only when that file is owned by root and writable by nobody else; a user's
+file that sets one is an error, and ``MLSUB_ADMINS`` and ``MLSUB_SLURM_ADMIN_LEVEL`` are
+honoured for root only (docs/admin-guide.md, trust model). ``slurm_admin_level``
+(``operator`` or ``administrator``; empty = off) makes a user whose Slurm ``AdminLevel``
+(``sacctmgr show user``, read from slurmdbd) is at least that an admin of mlsub too.
 
-Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS`` (root only), ``MLSUB_CLUSTER_NAME``,
+Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS`` and ``MLSUB_SLURM_ADMIN_LEVEL`` (root
+only), ``MLSUB_CLUSTER_NAME``,
 ``MLSUB_RESERVATION_GRACE_S``, ``MLSUB_DB_BUSY_TIMEOUT_S``, ``MLSUB_SLOT_SECONDS``,
 ``MLSUB_REMOTE``, ``MLSUB_REMOTE_DIR``. ``MLSUB_CONFIG`` names the user config file
 instead of the XDG one.
@@ -75,6 +80,9 @@ class Config:
     """SQLAlchemy URL of the decision store; empty = the default SQLite file."""
     admins: tuple[str, ...] = ()
     """Users who may see and manage every user's decisions (root always may)."""
+    slurm_admin_level: str = ""
+    """``operator`` or ``administrator``: users whose Slurm AdminLevel is at least this are
+    admins too (looked up with sacctmgr only for users not already admin); empty = off."""
     cluster_name: str = DEFAULT_CLUSTER_NAME
     """Reservations and the planning lock are kept per cluster name."""
     reservation_grace_s: float = DEFAULT_RESERVATION_GRACE_S
@@ -103,7 +111,7 @@ KEYS = tuple(f.name for f in fields(Config) if f.name != "sources")
 FILE_ONLY = frozenset({"job"})
 #: Keys only the site file sets: who is an admin is the site's to say, never a user's
 #: (``MLSUB_ADMINS`` is honoured for root only, for tests and support).
-SITE_ONLY = frozenset({"admins"})
+SITE_ONLY = frozenset({"admins", "slurm_admin_level"})
 
 
 def default_db_path(env: Mapping[str, str]) -> Path:
@@ -142,12 +150,14 @@ def load_config(
             _check_site_keys(layer, path, site=site, euid=uid)
             config = _apply(config, layer, str(path))
             sources.append(str(path))
-    if env.get(ENV_PREFIX + "ADMINS") and uid != 0:
-        raise InputError(
-            "MLSUB_ADMINS is honoured for root only: who is an admin is the site's setting",
-            hint=f"unset MLSUB_ADMINS; an admin lists admins in {SYSTEM_CONFIG} (root-owned)",
-            context={"variable": "MLSUB_ADMINS"},
-        )
+    for key in sorted(SITE_ONLY):
+        variable = ENV_PREFIX + key.upper()
+        if env.get(variable) and uid != 0:
+            raise InputError(
+                f"{variable} is honoured for root only: who is an admin is the site's setting",
+                hint=f"unset {variable}; an admin sets {key} in {SYSTEM_CONFIG} (root-owned)",
+                context={"variable": variable},
+            )
     from_env = {
         key: env[ENV_PREFIX + key.upper()]
         for key in KEYS
@@ -282,9 +292,26 @@ def _job_table(raw: object, where: str) -> tuple[tuple[str, object], ...]:
     return tuple(sorted((str(k), v) for k, v in raw.items()))
 
 
+ADMIN_LEVELS = ("none", "operator", "administrator")
+"""Slurm's AdminLevel values, lowest first (sacctmgr prints them capitalized)."""
+
+
+def _admin_level(raw: object, where: str) -> str:
+    text = raw.strip().lower() if isinstance(raw, str) else None
+    if text not in ("", "operator", "administrator"):
+        raise InputError(
+            f"{where} must be operator, administrator or empty (off), got {raw!r}",
+            hint='write slurm_admin_level = "operator" (Slurm Operators and Administrators '
+            'are mlsub admins) or "administrator"',
+            context={},
+        )
+    return text or ""
+
+
 _CONVERT = {
     "db_url": _text,
     "admins": _names,
+    "slurm_admin_level": _admin_level,
     "cluster_name": _text,
     "reservation_grace_s": _seconds,
     "db_busy_timeout_s": _seconds,

@@ -31,6 +31,7 @@ from ..services.clock import Clock, FixedClock, WallClock
 from . import cluster as cluster_cli
 from . import output
 from . import plugins as plugins_cli
+from . import remote as remote_cli
 from . import replay as replay_cli
 from .decisions import register
 from .errors import handle_errors
@@ -454,6 +455,7 @@ register(app, clock=_clock, debug=_debug)
 cluster_cli.register(app, clock=_clock, debug=_debug)
 replay_cli.register(app, clock=_clock, debug=_debug)
 plugins_cli.register(app, clock=_clock, debug=_debug)
+remote_cli.register(app, clock=_clock, debug=_debug)
 
 
 def main() -> None:

@@ -51,14 +51,18 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
         """Show the live cluster: capacity and free resources per node, running jobs, and
         the decision store's reservations."""
         with handle_errors(debug=debug()):
-            from ..services.cluster_state import read_cluster_state
-            from ..services.submit import cluster_view
             from .slurm_access import slurm_access
 
             ctx = context({"db_url": db_url, "cluster_name": cluster_name, "remote": remote})
             config = ctx.config
             slot = slot_seconds or config.slot_seconds
             with slurm_access(config.remote, remote_dir=config.remote_dir) as access:
+                # the controller first: an unresponsive one is reported within its 2 s
+                # bound, before the store is opened (or created) and the planner imported
+                access.slurm.ping()
+                from ..services.cluster_state import read_cluster_state
+                from ..services.submit import cluster_view
+
                 source = access.node_state_source()
                 if slurm_only:
                     state = read_cluster_state(source, clock=clock(), slot_seconds=slot)

@@ -25,12 +25,12 @@ from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import InputError
 from ..files.job_options import JobOptions, merge_options, read_script_header
 from ..services.clock import Clock
-from ..services.decisions import Viewer
 from ..services.for_sbatch import SbatchPlacement, plan_for_sbatch
 from ..services.process_id import this_process
 from ..services.provenance import package_versions
 from ..services.reconcile import reconcile, wait_for
 from ..services.submit import JobScript, LiveWiring, SubmitOutcome, submit_job
+from ..services.viewer import Viewer
 from ..slurm.jobs import JobStatusReader
 from ..storage import DecisionState, SqlDecisionStore
 from .slurm_access import SlurmAccess, slurm_access

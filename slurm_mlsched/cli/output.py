@@ -259,6 +259,17 @@ def show_released(row: Mapping[str, Any], *, as_json: bool) -> None:
     _out().print(f"decision {row['decision_id']} released")
 
 
+def show_trusted(row: Mapping[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        show_json(row)
+        return
+    what = f"{row['host']} {row['key_type']} {row['fingerprint']}"
+    if row["added"]:
+        typer.echo(f"trusted {what}: added to {row['known_hosts']}")
+    else:
+        typer.echo(f"{what} is already in {row['known_hosts']}: nothing to do")
+
+
 def show_history(rows: Sequence[Mapping[str, Any]], *, as_json: bool) -> None:
     if as_json:
         show_json(list(rows))

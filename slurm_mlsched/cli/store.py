@@ -15,6 +15,7 @@ import os
 import pwd
 import shlex
 import socket
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from ..config import Config, default_db_path, load_config
 from ..errors import InputError
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) loads when a command opens it
-    from ..services.decisions import Viewer
+    from ..services.viewer import Viewer
     from ..storage import SqlDecisionStore
 
 AS_USER_ENV = "MLSUB_AS_USER"
@@ -39,21 +40,44 @@ class StoreContext:
 
 
 def context(flags: Mapping[str, object] | None = None) -> StoreContext:
-    from ..services.decisions import Viewer
-    from ..storage.database import DEFAULT_UPGRADE_COMMAND, display_url
+    from ..services.viewer import Viewer
 
     env = dict(os.environ)
     config = load_config(env, flags)
     url = config.db_url or f"sqlite:///{default_db_path(env)}"
     user = _user(env)
-    upgrade = DEFAULT_UPGRADE_COMMAND
+    upgrade = "mlsub db upgrade"
     if flags and flags.get("db_url"):
+        from ..storage.database import display_url  # loads SQLAlchemy: only for a given URL
+
         given = str(flags["db_url"])
         shown = display_url(given)
         upgrade += f" --db-url {shlex.quote(shown)}"
         if shown != given:
             upgrade += " (with your password for ***)"
-    return StoreContext(config, url, Viewer(user, config.is_admin(user)), _host(), upgrade)
+    is_admin = config.is_admin(user)
+    if not is_admin and config.slurm_admin_level:
+        is_admin = slurm_admin(user, config.slurm_admin_level)
+    return StoreContext(config, url, Viewer(user, is_admin), _host(), upgrade)
+
+
+def slurm_admin(user: str, required: str) -> bool:
+    """Whether Slurm's AdminLevel of ``user`` is ``required`` or above (the site's
+    ``slurm_admin_level``). When slurmdbd cannot say, the user acts as an ordinary user
+    and a warning says why (never an admin by default)."""
+    from ..errors import SlurmError
+    from ..slurm.admin_level import admin_level, at_least
+    from ..slurm.runner import LocalRunner, SlurmCommands
+
+    try:
+        return at_least(admin_level(user, SlurmCommands(LocalRunner())), required)
+    except SlurmError as err:
+        print(
+            f"warning: cannot read your Slurm AdminLevel ({err.message}); "
+            "acting as an ordinary user",
+            file=sys.stderr,
+        )
+        return False
 
 
 def open_configured(ctx: StoreContext) -> SqlDecisionStore:

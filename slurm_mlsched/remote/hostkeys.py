@@ -54,20 +54,14 @@ def describe_key(key: paramiko.PKey) -> str:
     return f"{key.get_name()} {fingerprint(key)}"
 
 
-def keyscan_type(key_name: str) -> str:
-    """The ``ssh-keyscan -t`` name of a key type (``ssh-ed25519`` → ``ed25519``)."""
-    if key_name.startswith("ecdsa-"):
-        return "ecdsa"
-    if key_name in RSA_ALGORITHMS:
-        return "rsa"
-    return key_name.removeprefix("ssh-")
-
-
-def trust_command(target: SshTarget, key_name: str, known_hosts_file: str) -> str:
-    """The shell command that adds the host's key of this type to ``known_hosts_file``."""
-    port = [] if target.port == 22 else ["-p", str(target.port)]
-    scan = shlex.join(["ssh-keyscan", *port, "-t", keyscan_type(key_name), target.hostname])
-    return f"{scan} >> {_shell_path(known_hosts_file)}"
+def trust_command(target: SshTarget, key: paramiko.PKey, known_hosts_file: str) -> str:
+    """The command that adds exactly this key (pinned by its fingerprint) to
+    ``known_hosts_file``: ``mlsub remote trust`` (:mod:`.trust`), never a blind re-fetch
+    such as ``ssh-keyscan >> known_hosts``."""
+    host = f"[{target.alias}]" if ":" in target.alias else target.alias
+    where = host if target.port == 22 else f"{host}:{target.port}"
+    argv = ["mlsub", "remote", "trust", where, "--fingerprint", fingerprint(key)]
+    return f"{shlex.join(argv)} --known-hosts {_shell_path(known_hosts_file)}"
 
 
 def _shell_path(path: str) -> str:
@@ -235,7 +229,7 @@ def unknown_host_key(
         f"and {listed}; mlsub refuses unknown hosts",
         hint="check that fingerprint with the cluster's admins or its documentation (never "
         "trust it just because it is shown here), then trust the host with:\n  "
-        + trust_command(target, key.get_name(), known_hosts_file)
+        + trust_command(target, key, known_hosts_file)
         + f"\n(or run `{target.ssh_command}` once and answer 'yes' if the fingerprint "
         "matches)",
         context={
@@ -261,7 +255,7 @@ def changed_host_key(
         "new fingerprint is; only if it did, remove the old entry with\n  "
         + remove
         + "\nand trust the new key after checking its fingerprint:\n  "
-        + trust_command(target, offered.get_name(), known_hosts_file),
+        + trust_command(target, offered, known_hosts_file),
         context={
             "host": name,
             "known_hosts": known_hosts_file,

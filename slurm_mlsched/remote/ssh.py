@@ -428,6 +428,19 @@ def _put_atomically(sftp: paramiko.SFTPClient, *, data: bytes, path: str, mode: 
 # --- connecting ---------------------------------------------------------------------------
 
 
+def resolve(target: str, *, ssh_config: Path | None = None) -> SshTarget:
+    """``target`` with its ``~/.ssh/config`` entry (or ``ssh_config``'s) applied."""
+    home = str(Path.home())
+    config_path = ssh_config or Path(home) / ".ssh" / "config"
+    return resolve_target(
+        target,
+        load_ssh_config(config_path),
+        local_user=getpass.getuser(),
+        home=home,
+        config_path=str(config_path),
+    )
+
+
 def connect(
     target: str,
     *,
@@ -450,14 +463,7 @@ def connect(
     login. Raises the typed errors of the module docstring.
     """
     home = str(Path.home())
-    config_path = ssh_config or Path(home) / ".ssh" / "config"
-    resolved = resolve_target(
-        target,
-        load_ssh_config(config_path),
-        local_user=getpass.getuser(),
-        home=home,
-        config_path=str(config_path),
-    )
+    resolved = resolve(target, ssh_config=ssh_config)
     if known_hosts is not None:
         resolved = replace(resolved, known_hosts_files=tuple(str(p) for p in known_hosts))
     keys = key_files_for(

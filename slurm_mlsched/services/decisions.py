@@ -30,17 +30,10 @@ from ..storage import (
 )
 from .clock import Clock
 from .plan import PlanResult, params_for, plan_job
+from .viewer import Viewer
 
 #: Fields of a decision that a re-solve need not reproduce (wall-time measurements).
 NOT_REPRODUCED = ("timings_ms",)
-
-
-@dataclass(frozen=True)
-class Viewer:
-    """Who runs the command."""
-
-    user: str
-    is_admin: bool = False
 
 
 @dataclass(frozen=True)

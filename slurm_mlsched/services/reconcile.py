@@ -52,9 +52,9 @@ from ..slurm.jobs import JobStatus, JobStatusReader
 from ..storage import DecisionState, DecisionStore, DecisionSummary, HistoryFilter
 from ..storage.states import TERMINAL, can_move
 from .clock import Clock
-from .decisions import Viewer
 from .process_id import REMOTE_SETTLE_S, ProcessId, alive
 from .submit import tag_of
+from .viewer import Viewer
 
 S = DecisionState
 #: States ``reconcile`` looks at.

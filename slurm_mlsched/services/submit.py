@@ -63,8 +63,8 @@ from ..storage import (
 )
 from .clock import Clock
 from .cluster_state import ClusterState, build_cluster_state, own_jobs, partitions_of
-from .decisions import Viewer
 from .plan import PlanResult, params_for, plan_job
+from .viewer import Viewer
 
 #: Timeout of ``sbatch`` (it answers in about a second on a healthy controller).
 SBATCH_TIMEOUT_S = 60.0

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # Alembic is imported only when a schema must be created or u
 #: The newest revision in migrations/ (a test checks it against Alembic's head). Every
 #: command compares the database's revision with it in one query, without importing
 #: Alembic (which takes most of a second).
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # slurm_mlsched/
 #: pg_advisory_xact_lock key held while a fresh PostgreSQL database is created.
@@ -250,6 +250,13 @@ _CAUSES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "full",
         ("database or disk is full", "disk full", "no space left"),
         "the file system holding the store is full: free space and retry",
+    ),
+    (
+        "permission",
+        ("row-level security", "permission denied", "insufficient privilege"),
+        "on a PostgreSQL store with row-level security each user's role reads and changes "
+        "only the decisions in its own name (docs/admin-guide.md, trust model); an admin's "
+        "role is a member of mlsub_admins, and the owner upgrades the schema",
     ),
     (
         "timeout",

@@ -12,13 +12,16 @@ from datetime import UTC, datetime
 
 from sqlalchemy import (
     BigInteger,
+    Column,
     DateTime,
     Dialect,
     Float,
     ForeignKey,
     Index,
     Integer,
+    MetaData,
     String,
+    Table,
     Text,
     TypeDecorator,
 )
@@ -157,3 +160,51 @@ class ReplayResultRow(Base):
     metrics_json: Mapped[str] = mapped_column(Text)
 
     run: Mapped[ReplayRunRow] = relationship(back_populates="results")
+
+
+# --- views (revision 0004): what planning reads of every user's open decisions ------------------
+# Outside Base.metadata: Alembic compares tables, and these are views.
+
+views = MetaData()
+
+#: The summary columns of decisions in an open state.
+open_decisions = Table(
+    "open_decisions",
+    views,
+    Column("id", Integer, primary_key=True),
+    Column("cluster", String(200)),
+    Column("created_at", UTCDateTime()),
+    Column("user", String(200)),
+    Column("host", String(255)),
+    Column("job_id", String(255)),
+    Column("job_name", String(255)),
+    Column("policy", String(100)),
+    Column("form", String(20)),
+    Column("mode", String(20)),
+    Column("state", String(20)),
+    Column("start_at", UTCDateTime()),
+    Column("end_at", UTCDateTime()),
+    Column("start_slot", Integer),
+    Column("end_slot", Integer),
+    Column("placement_json", Text),
+    Column("slurm_job_id", String(64)),
+    Column("submitter", String(100)),
+    Column("slurm_user", String(200)),
+)
+
+#: The per-node reservations of decisions in an open state.
+open_reservations = Table(
+    "open_reservations",
+    views,
+    Column("id", Integer, primary_key=True),
+    Column("decision_id", Integer),
+    Column("cluster", String(200)),
+    Column("state", String(20)),
+    Column("decision_end_at", UTCDateTime()),
+    Column("node", String(255)),
+    Column("start_at", UTCDateTime()),
+    Column("end_at", UTCDateTime()),
+    Column("gpu", Float),
+    Column("cpu", Float),
+    Column("mem", Float),
+)

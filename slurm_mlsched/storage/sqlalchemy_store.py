@@ -30,6 +30,8 @@ from .models import (
     ReplayRunRow,
     ReservationRow,
     TransitionRow,
+    open_decisions,
+    open_reservations,
 )
 from .records import (
     DecisionRecord,
@@ -213,12 +215,15 @@ class SqlPlanningSession:
     def summaries(self, decision_ids: Collection[int]) -> tuple[DecisionSummary, ...]:
         if not decision_ids:
             return ()
+        # through the view: on PostgreSQL with row-level security a user must still see
+        # the other users' open decisions whose jobs run on the nodes (migration 0004)
+        v = open_decisions.c
         query = (
-            select(DecisionRow)
-            .where(DecisionRow.cluster == self._cluster, DecisionRow.id.in_(sorted(decision_ids)))
-            .order_by(DecisionRow.id)
+            select(open_decisions)
+            .where(v.cluster == self._cluster, v.id.in_(sorted(decision_ids)))
+            .order_by(v.id)
         )
-        return tuple(_summary(row) for row in self._session.scalars(query))
+        return tuple(_summary(row) for row in self._session.execute(query))
 
 
 # --- rows <-> records --------------------------------------------------------------------------
@@ -232,20 +237,23 @@ def _reservations(
     epoch: datetime,
     slot_seconds: float,
 ) -> tuple[Reservation, ...]:
+    # every user's open reservations, through the view (migration 0004): on PostgreSQL
+    # with row-level security the tables show a user only their own decisions
+    v = open_reservations.c
     query = (
-        select(DecisionRow.id, DecisionRow.end_at, ReservationRow)
-        .join(ReservationRow, ReservationRow.decision_id == DecisionRow.id)
+        select(open_reservations)
         .where(
-            DecisionRow.cluster == cluster,
-            DecisionRow.state.in_([s.value for s in OPEN]),
-            DecisionRow.end_at > now - timedelta(seconds=grace_s),
+            v.cluster == cluster,
+            v.state.in_([s.value for s in OPEN]),
+            v.decision_end_at > now - timedelta(seconds=grace_s),
         )
-        .order_by(DecisionRow.id, ReservationRow.id)
+        .order_by(v.decision_id, v.id)
     )
     by_decision: dict[int, list[TimedReservation]] = defaultdict(list)
     ends: dict[int, datetime] = {}
-    for decision_id, end_at, r in session.execute(query):
-        ends[decision_id] = end_at
+    for r in session.execute(query):
+        decision_id = r.decision_id
+        ends[decision_id] = r.decision_end_at
         usage = Resources(r.gpu, r.cpu, r.mem)
         by_decision[decision_id].append(
             TimedReservation(decision_id, r.node, r.start_at, r.end_at, usage)
@@ -315,7 +323,8 @@ def _placement(rows: tuple[NodeCount, ...]) -> list[dict[str, Any]]:
     return [{"node": r.node, "role": r.role.value, "count": r.count} for r in rows]
 
 
-def _summary(row: DecisionRow) -> DecisionSummary:
+def _summary(row: Any) -> DecisionSummary:
+    """From a ``DecisionRow`` or a row of the ``open_decisions`` view (same names)."""
     placement = tuple(
         NodeCount(p["node"], Role(p["role"]), p["count"]) for p in codec.loads(row.placement_json)
     )

@@ -71,3 +71,46 @@ def test_a_job_that_copies_a_tag_is_not_adopted(
     (update,) = Mlsub(tmp_path).json("reconcile")["decisions"]
     assert update["slurm_job_id"] is None, update  # not adopted
     assert update["after"] == "submit-failed"  # its own process is gone: it never ran
+
+
+CLUSTER = Path(__file__).resolve().parents[2] / "examples" / "cluster.yaml"
+JOB = ("--workers", "2", "--ps", "1", "--gpus-per-worker", "1", "--model", "vgg-16",
+       "--epochs", "1", "--batches-per-epoch", "100")  # fmt: skip
+
+
+def _sacctmgr(*args: str, check: bool = True) -> None:
+    subprocess.run(["sacctmgr", "-i", *args], check=check, capture_output=True, timeout=60)
+
+
+def test_slurm_operators_are_admins_only_when_the_site_says_so(
+    cluster: LabCluster, tmp_path: Path, second_user: str
+) -> None:
+    """``slurm_admin_level``: the real slurmdbd's AdminLevel of the second user decides
+    whether they see the first user's decisions, never their own settings."""
+    from slurm_mlsched.cli.store import slurm_admin
+
+    first = Mlsub(tmp_path)
+    first.json("plan", "--cluster", str(CLUSTER), "--reserve", *JOB)
+    as_second = Mlsub(tmp_path, extra_env={"MLSUB_AS_USER": second_user})
+    assert as_second.json("history") == []  # an ordinary user sees only their own
+    # an association for the user (already there from an earlier run: "nothing new added")
+    _sacctmgr("add", "user", f"name={second_user}", "account=root", check=False)
+    _sacctmgr("modify", "user", f"name={second_user}", "set", "adminlevel=Operator")
+    try:
+        assert slurm_admin(second_user, "operator")
+        assert not slurm_admin(second_user, "administrator")
+        assert as_second.json("history") == []  # the site did not ask for Slurm's levels
+        site = Mlsub(
+            tmp_path,
+            extra_env={"MLSUB_AS_USER": second_user, "MLSUB_SLURM_ADMIN_LEVEL": "operator"},
+        )
+        (row,) = site.json("history")
+        assert row["user"] == "root"
+        strict = Mlsub(
+            tmp_path,
+            extra_env={"MLSUB_AS_USER": second_user, "MLSUB_SLURM_ADMIN_LEVEL": "administrator"},
+        )
+        assert strict.json("history") == []
+    finally:
+        _sacctmgr("modify", "user", f"name={second_user}", "set", "adminlevel=None")
+    assert not slurm_admin(second_user, "operator")

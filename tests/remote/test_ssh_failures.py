@@ -4,6 +4,7 @@ closed ports, names that do not resolve, non-SSH servers, and a server killed mi
 
 from __future__ import annotations
 
+import os
 import shlex
 import socket
 import subprocess
@@ -25,14 +26,19 @@ from slurm_mlsched.errors import (
     UnknownHostKeyError,
 )
 from slurm_mlsched.remote.ssh import connect
+from tests.integration.mlsub_cli import mlsub_executable
 from tests.remote.sshd import HOST, Sshd
 
 pytestmark = pytest.mark.integration
 
 
 def host_fingerprint(sshd: Sshd) -> str:
+    return host_fingerprint_of(f"{sshd.keys.host.private}.pub")
+
+
+def host_fingerprint_of(public_key_file: str) -> str:
     out = subprocess.run(
-        ["ssh-keygen", "-l", "-E", "sha256", "-f", f"{sshd.keys.host.private}.pub"],
+        ["ssh-keygen", "-l", "-E", "sha256", "-f", public_key_file],
         capture_output=True, text=True, check=True, timeout=10,
     )  # fmt: skip
     return out.stdout.split()[1]
@@ -43,8 +49,13 @@ def suggested_commands(hint: str) -> list[str]:
     return [line.strip() for line in hint.splitlines() if line.startswith("  ")]
 
 
-def run_shell(command: str) -> None:
-    subprocess.run(["sh", "-c", command], check=True, capture_output=True, timeout=30)
+def run_shell(command: str) -> subprocess.CompletedProcess[str]:
+    """As a user pastes it, with this venv's ``mlsub`` first on PATH."""
+    path = f"{Path(mlsub_executable()).parent}:{os.environ.get('PATH', '')}"
+    return subprocess.run(
+        ["sh", "-c", command], check=False, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PATH": path},
+    )  # fmt: skip
 
 
 def free_port() -> int:
@@ -66,7 +77,8 @@ def test_unknown_host_is_refused_with_its_fingerprint(sshd: Sshd) -> None:
     assert f"ssh-ed25519 {host_fingerprint(sshd)}" in err.message
     assert "refuses unknown hosts" in err.message
     assert suggested_commands(err.hint) == [
-        f"ssh-keyscan -p {sshd.port} -t ed25519 {HOST} >> {shlex.quote(str(empty))}"
+        f"mlsub remote trust {HOST}:{sshd.port} --fingerprint {host_fingerprint(sshd)} "
+        f"--known-hosts {shlex.quote(str(empty))}"
     ]
     assert empty.read_text() == ""  # nothing was written for the user
 
@@ -76,9 +88,65 @@ def test_the_suggested_command_trusts_the_host(sshd: Sshd) -> None:
     with pytest.raises(UnknownHostKeyError) as info:
         sshd.connect(known_hosts=[known])
     for command in suggested_commands(info.value.hint):
-        run_shell(command)
+        done = run_shell(command)
+        assert done.returncode == 0, done.stderr
+        assert f"trusted [{HOST}]:{sshd.port} ssh-ed25519 {host_fingerprint(sshd)}" in done.stdout
     with sshd.connect(known_hosts=[known]) as runner:
         assert runner.run(["echo", "trusted"], timeout=10).stdout == "trusted\n"
+    assert known.stat().st_mode & 0o777 == 0o644  # an existing file keeps its mode
+    again = run_shell(suggested_commands(info.value.hint)[0] + " --json")
+    assert again.returncode == 0 and '"added": false' in again.stdout
+    assert len(known.read_text().splitlines()) == 1  # trusted once, not twice
+
+
+def test_trust_refuses_a_fingerprint_the_server_does_not_prove(sshd: Sshd, tmp_path: Path) -> None:
+    """A fingerprint that is not the server's (a typo, or another machine answering):
+    nothing is written, and the error lists what the server offered."""
+    known = tmp_path / "kh"
+    other = host_fingerprint_of(f"{sshd.keys.other_host.private}.pub")
+    done = run_shell(
+        shlex.join(["mlsub", "remote", "trust", f"{HOST}:{sshd.port}", "--fingerprint", other,
+                    "--known-hosts", str(known)])
+    )  # fmt: skip
+    assert done.returncode == 8, done.stderr
+    assert "host-key-mismatch" in done.stderr and host_fingerprint(sshd) in done.stderr
+    assert not known.exists()
+
+
+def test_trust_does_not_replace_a_different_key_of_the_same_type(sshd: Sshd) -> None:
+    stale = sshd.write_known_hosts("known_hosts_stale_trust", sshd.keys.other_host)
+    before = stale.read_text()
+    done = run_shell(
+        shlex.join(["mlsub", "remote", "trust", f"{HOST}:{sshd.port}", "--fingerprint",
+                    host_fingerprint(sshd), "--known-hosts", str(stale)])
+    )  # fmt: skip
+    assert done.returncode == 8 and "already holds a different ssh-ed25519 key" in done.stderr
+    assert "ssh-keygen -R" in done.stderr and stale.read_text() == before
+
+
+def test_trust_does_not_write_through_a_symlink(sshd: Sshd, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    link = tmp_path / "known_hosts"
+    link.symlink_to(victim)
+    done = run_shell(
+        shlex.join(["mlsub", "remote", "trust", f"{HOST}:{sshd.port}", "--fingerprint",
+                    host_fingerprint(sshd), "--known-hosts", str(link)])
+    )  # fmt: skip
+    assert done.returncode == 3 and "symlink" in done.stderr, done.stderr
+    assert victim.read_text() == "precious\n"
+
+
+def test_trust_creates_a_private_known_hosts(sshd: Sshd, tmp_path: Path) -> None:
+    fresh = tmp_path / "new-dir" / "known_hosts"
+    done = run_shell(
+        shlex.join(["mlsub", "remote", "trust", f"{HOST}:{sshd.port}", "--fingerprint",
+                    host_fingerprint(sshd), "--known-hosts", str(fresh)])
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert fresh.stat().st_mode & 0o777 == 0o600 and fresh.parent.stat().st_mode & 0o777 == 0o700
+    with sshd.connect(known_hosts=[fresh]) as runner:
+        assert runner.run(["echo", "ok"], timeout=10).stdout == "ok\n"
 
 
 def test_no_known_hosts_file_at_all_is_unknown_too(sshd: Sshd, tmp_path: Path) -> None:

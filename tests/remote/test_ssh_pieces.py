@@ -15,7 +15,6 @@ from slurm_mlsched.remote.hostkeys import (
     KnownHosts,
     changed_host_key,
     fingerprint,
-    keyscan_type,
     parse_known_hosts,
     preferred_key_types,
     trust_command,
@@ -96,22 +95,24 @@ def test_fingerprint_is_the_one_ssh_keygen_prints(keys: dict[str, KeyPair]) -> N
     assert fingerprint(key) == shown[1] and fingerprint(key).startswith("SHA256:")
 
 
-@pytest.mark.parametrize(
-    ("name", "scan"),
-    [("ssh-ed25519", "ed25519"), ("ecdsa-sha2-nistp256", "ecdsa"), ("ssh-rsa", "rsa")],
-)
-def test_keyscan_type(name: str, scan: str) -> None:
-    assert keyscan_type(name) == scan
-
-
-def test_trust_command_scans_the_real_host_and_port() -> None:
+def test_trust_command_pins_the_fingerprint_shown(keys: dict[str, KeyPair]) -> None:
+    """The hint names the key it showed, so trusting adds that key, not one fetched again
+    (``ssh-keyscan >> known_hosts`` would add whatever answers then)."""
+    key = paramiko.PKey.from_path(keys["a"].private)
+    fp = fingerprint(key)
     assert (
-        trust_command(TARGET, "ssh-ed25519", "~/.ssh/known_hosts")
-        == "ssh-keyscan -p 2222 -t ed25519 10.1.2.3 >> ~/.ssh/known_hosts"
+        trust_command(TARGET, key, "~/.ssh/known_hosts")
+        == f"mlsub remote trust login:2222 --fingerprint {fp} --known-hosts ~/.ssh/known_hosts"
     )
     on_22 = SshTarget("h", "h", 22, "u")
-    scan = trust_command(on_22, "ssh-rsa", "/my files/kh")
-    assert scan == "ssh-keyscan -t rsa h >> '/my files/kh'"
+    assert (
+        trust_command(on_22, key, "/my files/kh")
+        == f"mlsub remote trust h --fingerprint {fp} --known-hosts '/my files/kh'"
+    )
+    v6 = SshTarget("::1", "::1", 2200, "u")
+    assert trust_command(v6, key, "/kh").startswith(
+        f"mlsub remote trust '[::1]:2200' --fingerprint {fp}"
+    )
 
 
 def test_unknown_host_shows_type_fingerprint_and_how_to_trust(keys: dict[str, KeyPair]) -> None:
@@ -120,7 +121,11 @@ def test_unknown_host_shows_type_fingerprint_and_how_to_trust(keys: dict[str, Ke
     assert err.code == "host-key-unknown" and err.exit_code == 8
     assert f"ssh-ed25519 {fingerprint(key)}" in err.message
     assert "[10.1.2.3]:2222 is not known" in err.message
-    assert "ssh-keyscan -p 2222 -t ed25519 10.1.2.3 >> /kh" in err.hint
+    assert (
+        f"mlsub remote trust login:2222 --fingerprint {fingerprint(key)} --known-hosts /kh"
+        in err.hint
+    )
+    assert "ssh-keyscan" not in err.hint  # a blind re-fetch would trust whoever answers then
     assert "check that fingerprint" in err.hint and "out of band" not in err.message
     assert err.context["fingerprint"] == fingerprint(key)
 

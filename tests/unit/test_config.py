@@ -90,3 +90,26 @@ def test_paths_follow_xdg() -> None:
     assert user_config_path(env) == Path("/c/mlsched/config.toml")
     assert default_db_path({"HOME": "/home/a"}) == Path("/home/a/.local/state/mlsched/decisions.db")
     assert user_config_path({"MLSUB_CONFIG": "/x.toml"}) == Path("/x.toml")
+
+
+def test_slurm_admin_level_is_the_sites_alone(tmp_path: Path) -> None:
+    paths = {"system_path": tmp_path / "x", "user_path": tmp_path / "y"}
+    assert (
+        load_config({"MLSUB_SLURM_ADMIN_LEVEL": "Operator"}, euid=0, **paths).slurm_admin_level
+        == "operator"
+    )
+    with pytest.raises(InputError, match="MLSUB_SLURM_ADMIN_LEVEL is honoured for root only"):
+        load_config({"MLSUB_SLURM_ADMIN_LEVEL": "operator"}, euid=1000, **paths)
+    user = tmp_path / "user.toml"
+    user.write_text('slurm_admin_level = "operator"\n')
+    with pytest.raises(InputError, match="may only be set in the site file") as err:
+        load_config({}, system_path=tmp_path / "none", user_path=user, euid=1000)
+    assert err.value.context["key"] == "slurm_admin_level"
+    site = tmp_path / "site.toml"
+    site.write_text('slurm_admin_level = "administrator"\n')
+    site.chmod(0o644)
+    cfg = load_config({}, system_path=site, user_path=tmp_path / "none")
+    assert cfg.slurm_admin_level == "administrator"
+    site.write_text('slurm_admin_level = "root"\n')
+    with pytest.raises(InputError, match="must be operator, administrator or empty"):
+        load_config({}, system_path=site, user_path=tmp_path / "none")

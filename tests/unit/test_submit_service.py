@@ -21,9 +21,9 @@ from slurm_mlsched.errors import (
 from slurm_mlsched.files.job_options import JobOptions, merge_options
 from slurm_mlsched.sbatch.tag import DecisionTag, find_tags
 from slurm_mlsched.services.clock import FixedClock
-from slurm_mlsched.services.decisions import Viewer
 from slurm_mlsched.services.reconcile import plan_updates
 from slurm_mlsched.services.submit import JobScript, LiveWiring, submit_job, tag_of
+from slurm_mlsched.services.viewer import Viewer
 from slurm_mlsched.slurm.jobs import JobStatus
 from slurm_mlsched.slurm.nodes import NodeState
 from slurm_mlsched.slurm.parse import JobRecord, NodeAllocation, NodeRecord
@@ -497,3 +497,43 @@ def test_reconcile_reports_a_submit_failed_decision_only_when_it_repairs_it(
     (u,) = run(found)
     assert (u["before"], u["after"], u["slurm_job_id"]) == ("submit-failed", "running", "5")  # type: ignore[index]
     assert store.get(did).state == S.RUNNING
+
+
+def test_an_ordinary_users_reconcile_touches_only_their_own_decisions(
+    store: SqlDecisionStore,
+) -> None:
+    """Trust model: reconcile moves the caller's decisions; an admin's, everyone's."""
+    from slurm_mlsched.services.reconcile import reconcile
+    from slurm_mlsched.slurm.jobs import StatusReport
+
+    class Empty:
+        def queue(self) -> dict[str, JobStatus]:
+            return {}
+
+        def accounting(self, *, since: datetime, job_ids: object = ()) -> StatusReport:
+            return StatusReport({})
+
+    alice, _ = interrupted(store)
+    w = replace(wiring(store, FakeSource(), FakeSubmitter()), viewer=Viewer("bob"))
+
+    class Dies(FakeSubmitter):
+        def submit(self, script: str, job: JobScript, tag: DecisionTag) -> str:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        submit_job(replace(w, submitter=Dies()), opts(), JOB)
+    bob = max(s.decision_id for s in store.history())
+    assert store.get(bob).summary.user == "bob"
+
+    def run(viewer: Viewer) -> set[int]:
+        updates, _ = reconcile(
+            store=store, reader=Empty(), clock=FixedClock(NOW + timedelta(hours=2)),  # type: ignore[arg-type]
+            cluster_name="lab", viewer=viewer,
+        )  # fmt: skip
+        return {u.decision_id for u in updates}
+
+    assert run(Viewer("alice")) == {alice}  # stale: its submitter was not recorded
+    assert store.get(alice).state == S.SUBMIT_FAILED
+    assert store.get(bob).state == S.SUBMITTING  # not alice's to settle
+    assert run(Viewer("carol", is_admin=True)) == {bob}
+    assert store.get(bob).state == S.SUBMIT_FAILED

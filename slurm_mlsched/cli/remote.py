@@ -1,0 +1,74 @@
+"""``mlsub remote``: the SSH side of remote submission (docs/user-guide.md, "Remote
+submission over SSH").
+
+* ``mlsub remote trust TARGET --fingerprint SHA256:…``: add the login node's host key to
+  known_hosts only if it has the fingerprint the user checked (:mod:`..remote.trust`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+
+from ..services.clock import Clock
+from . import output
+from .errors import handle_errors
+
+remote_app = typer.Typer(
+    name="remote",
+    help="Remote submission over SSH: trust a login node's host key.",
+    no_args_is_help=True,
+)
+_debug: Callable[[], bool] = lambda: False  # noqa: E731
+
+
+def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
+    """Add ``remote trust`` to ``app``."""
+    global _debug
+    _debug = debug
+    app.add_typer(remote_app, name="remote")
+
+
+@remote_app.command("trust")
+def trust(
+    target: Annotated[
+        str, typer.Argument(help="[user@]host[:port] or a ~/.ssh/config Host alias.")
+    ],
+    fingerprint: Annotated[
+        str,
+        typer.Option(
+            "--fingerprint",
+            help="The SHA256 fingerprint you checked with the cluster's admins "
+            "(as mlsub's unknown-host error and ssh-keygen -lf print it).",
+        ),
+    ],
+    known_hosts: Annotated[
+        str | None,
+        typer.Option(
+            "--known-hosts",
+            help="The known_hosts file to add it to (default: the host's UserKnownHostsFile "
+            "in ~/.ssh/config, else ~/.ssh/known_hosts).",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option(min=1, max=120, help="Seconds per connection attempt.")
+    ] = 15.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Trust a login node's host key: add it to known_hosts only if the server proves it
+    holds the key with this fingerprint. Nothing is written otherwise."""
+    with handle_errors(debug=_debug()):
+        from ..remote.ssh import resolve
+        from ..remote.trust import trust as trust_host
+
+        resolved = resolve(target)
+        if known_hosts:
+            from dataclasses import replace
+            from pathlib import Path
+
+            path = str(Path(known_hosts).expanduser())
+            resolved = replace(resolved, known_hosts_files=(path, *resolved.known_hosts_files))
+        done = trust_host(resolved, fingerprint, timeout=timeout)
+        output.show_trusted(done.as_dict(), as_json=as_json)
