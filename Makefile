@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test unit lint typecheck bench bench-live bench-agreement bench-policies bench-queue bench-scale clean cluster-up cluster-down
+.PHONY: venv pyslurm demo test unit lint typecheck bench bench-live bench-agreement bench-policies bench-queue bench-scale clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml
 # The main job end to end: local Slurm cluster, mlsub examples/ps_train.py, its result.
 demo: venv
 	bash scripts/demo.sh
+
+# pyslurm built from its release source for this machine's Slurm (cached wheel; minutes once).
+pyslurm: venv
+	PY=$(PY) bash scripts/pyslurm.sh
 
 lint: venv
 	$(VENV)/bin/ruff check slurm_mlsched tests bench examples migrations

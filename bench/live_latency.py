@@ -30,9 +30,14 @@ from typing import Any
 
 from slurm_mlsched.files.job_options import merge_options, read_script_header
 from slurm_mlsched.services.clock import WallClock
-from slurm_mlsched.services.decisions import Viewer
 from slurm_mlsched.services.submit import JobScript, LiveWiring, SbatchSubmitter, submit_job
-from slurm_mlsched.slurm.nodes import SlurmCliSource
+from slurm_mlsched.services.viewer import Viewer
+from slurm_mlsched.slurm.nodes import (
+    NodeStateSource,
+    PyslurmSource,
+    SlurmCliSource,
+    select_source,
+)
 from slurm_mlsched.slurm.runner import LocalRunner, SlurmCommands
 from slurm_mlsched.storage import open_store
 
@@ -80,12 +85,23 @@ def big_cluster_file(path: Path, nodes: int, reservations: int, seed: int) -> No
     path.write_text("\n".join(lines) + "\n")
 
 
-def in_process(n: int, db: Path) -> dict[str, Any]:
+def pyslurm_module() -> Any:
+    """The installed pyslurm when it matches this Slurm (make pyslurm), else None."""
+    choice = select_source(SlurmCommands(LocalRunner()))
+    return choice.source.module if isinstance(choice.source, PyslurmSource) else None
+
+
+def in_process(n: int, db: Path, pyslurm: Any = None) -> dict[str, Any]:
     store = open_store(f"sqlite:///{db}", grace_s=600.0)
     slurm = SlurmCommands(LocalRunner())
     opts = merge_options(read_script_header(EXAMPLE), {})
+    source: NodeStateSource = (
+        PyslurmSource(pyslurm, str(slurm.version()), slurm)
+        if pyslurm is not None
+        else SlurmCliSource(slurm)
+    )
     wiring = LiveWiring(
-        source=SlurmCliSource(slurm),
+        source=source,
         store=store,
         clock=WallClock(),
         submitter=SbatchSubmitter(slurm),  # a dry run only asks where the program is
@@ -109,15 +125,29 @@ def in_process(n: int, db: Path) -> dict[str, Any]:
 
 def render(res: dict[str, Any]) -> str:
     m = res["machine"]
-    inproc, big = res["live_inproc"], res["big"]
+    big = res["big"]
     rows = [
         ("`python -c 'import typer'` (the floor: Python and Typer)", res["typer"]),
         ("`mlsub --version` (process start-up only)", res["startup"]),
         ("`mlsub --help`", res["help"]),
-        ("`mlsub plan examples/ps_train.py --json`, live 4-node cluster", res["live_cli"]),
-        ("in-process dry run: Slurm reads + store + `place()` + script", inproc["total"]),
-        ("  of which Slurm reads (`sinfo -N --json`, `squeue --all --json`)", inproc["slurm_read"]),
-        ("  of which `place()`", inproc["place"]),
+    ]
+    names = {
+        "commands": "the Slurm commands (`sinfo -N --json`, `squeue --all --json`)",
+        "pyslurm": f"pyslurm {res.get('pyslurm_version', '')} (`Nodes.load`, `Jobs.load`)",
+    }
+    for kind, label in names.items():
+        if kind not in res["live_cli"]:
+            continue
+        inproc = res["live_inproc"][kind]
+        rows += [
+            (f"`mlsub plan examples/ps_train.py --json`, live 4-node cluster, via {label}",
+             res["live_cli"][kind]),
+            (f"in-process dry run via {kind}: Slurm reads + store + `place()` + script",
+             inproc["total"]),
+            (f"  of which the node state read via {kind}", inproc["slurm_read"]),
+            ("  of which `place()`", inproc["place"]),
+        ]  # fmt: skip
+    rows += [
         (
             f"`mlsub plan --cluster` {big['nodes']} nodes, {big['reservations']} reservations, "
             "end to end",
@@ -139,6 +169,14 @@ def render(res: dict[str, Any]) -> str:
         lines.append(
             f"| {label} | {s['n']} | {s['p50_s']:.3f} | {s['p95_s']:.3f} | {s['max_s']:.3f} |"
         )
+    reads = {k: v["slurm_read"]["p50_s"] for k, v in res["live_inproc"].items()}
+    if "pyslurm" in reads:
+        lines += [
+            "",
+            f"Node state read, p50: the commands {reads['commands'] * 1000:.1f} ms, pyslurm "
+            f"{reads['pyslurm'] * 1000:.1f} ms (ratio {reads['commands'] / reads['pyslurm']:.1f}, "
+            "measured in this run; the controller was pinged once before, as in a command).",
+        ]
     lines += [
         "",
         "The job is the example's header (4 workers, 1 PS, no GPUs); the 1,024-node plan uses "
@@ -171,8 +209,18 @@ def main() -> None:
         res["typer"] = stats(timed_runs([sys.executable, "-c", "import typer"], args.runs, env))
         res["startup"] = stats(timed_runs([MLSUB, "--version"], args.runs, env))
         res["help"] = stats(timed_runs([MLSUB, "--help"], args.runs, env))
-        res["live_cli"] = stats(timed_runs([MLSUB, "plan", str(EXAMPLE), "--json"], args.runs, env))
-        res["live_inproc"] = in_process(args.runs * 2, Path(tmp) / "inproc.db")
+        plan = [MLSUB, "plan", str(EXAMPLE), "--json"]
+        cli_env = {**env, "MLSUB_SLURM_SOURCE": "cli"}
+        res["live_cli"] = {"commands": stats(timed_runs(plan, args.runs, cli_env))}
+        res["live_inproc"] = {"commands": in_process(args.runs * 2, Path(tmp) / "cli.db")}
+        module = pyslurm_module()
+        if module is not None:
+            res["pyslurm_version"] = str(module.__version__)
+            auto = {**env, "MLSUB_SLURM_SOURCE": "auto"}
+            res["live_cli"]["pyslurm"] = stats(timed_runs(plan, args.runs, auto))
+            res["live_inproc"]["pyslurm"] = in_process(args.runs * 2, Path(tmp) / "py.db", module)
+        else:
+            print("pyslurm is not installed for this Slurm (make pyslurm): commands only")
         big = Path(tmp) / "big.yaml"
         res["big"] = {"nodes": 1024, "reservations": 200, "job": "16-worker ResNet-50"}
         big_cluster_file(big, 1024, 200, args.seed)

@@ -3,6 +3,8 @@
 #
 # 1. starts the lab cluster (scripts/slurm-lab/start-cluster.sh: 4 nodes on this host, as
 #    root; installs Slurm with apt-get if missing; left running: `make cluster-down`);
+#    builds (once) or reuses pyslurm for this Slurm (scripts/pyslurm.sh), the node state
+#    source mlsub prefers when it matches the cluster's Slurm;
 # 2. `mlsub examples/ps_train.py`: reads the live node state, places the job (yu-rr),
 #    stores the decision in the default SQLite store, writes the sbatch script and submits
 #    it, then waits for it to end (--wait);
@@ -20,6 +22,8 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 [ "$(id -u)" = 0 ] || { echo "demo.sh: the local Slurm cluster needs root" >&2; exit 1; }
 say "starting the local Slurm cluster (4 nodes)"
 bash scripts/slurm-lab/start-cluster.sh | tail -n 3
+say "pyslurm for this Slurm (built once from ../shared/vendor/pyslurm, then reused)"
+PY="$PY" bash scripts/pyslurm.sh || echo "(mlsub reads the node state with the Slurm commands instead)"
 
 mkdir -p "$OUT"
 cd "$OUT"

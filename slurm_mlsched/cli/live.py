@@ -31,7 +31,6 @@ from ..services.provenance import package_versions
 from ..services.reconcile import reconcile, wait_for
 from ..services.submit import JobScript, LiveWiring, SubmitOutcome, submit_job
 from ..services.viewer import Viewer
-from ..slurm.jobs import JobStatusReader
 from ..storage import DecisionState, SqlDecisionStore
 from .slurm_access import SlurmAccess, slurm_access
 from .store import StoreContext, context, open_configured
@@ -144,7 +143,7 @@ def _refresher(
     def refresh(decision_ids: Sequence[int] = (), accounting: bool = False) -> object:
         return reconcile(
             store=store,
-            reader=JobStatusReader(access.slurm),
+            reader=access.job_status_reader(),
             clock=clock,
             cluster_name=ctx.config.cluster_name,
             viewer=system,
@@ -170,7 +169,7 @@ def run_reconcile(
         try:
             updates, notes = reconcile(
                 store=store,
-                reader=JobStatusReader(access.slurm),
+                reader=access.job_status_reader(),
                 clock=clock,
                 cluster_name=ctx.config.cluster_name,
                 viewer=Viewer(ctx.viewer.user, ctx.viewer.is_admin),

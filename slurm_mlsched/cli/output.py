@@ -478,7 +478,8 @@ def show_cluster(state: Mapping[str, Any], *, as_json: bool) -> None:
     console.print(
         _text(
             f"Cluster at {_short_time(state['now'])[:19]} UTC: Slurm {version}, "
-            f"read with {state['source']}",
+            f"read with {state['source']}"
+            + (f" ({state['source_reason']})" if state.get("source_reason") else ""),
             style="bold",
         ),
         soft_wrap=True,

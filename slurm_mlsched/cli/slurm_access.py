@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 
 from ..config import DEFAULT_REMOTE_DIR
 from ..errors import InputError
-from ..slurm.nodes import Mode, NodeStateSource, SlurmCliSource, select_source
+from ..slurm.jobs import JobStatusReader
+from ..slurm.nodes import Mode, NodeStateSource, PyslurmSource, SlurmCliSource, select_source
 from ..slurm.runner import LocalRunner, SlurmCommands
 
 if TYPE_CHECKING:  # paramiko is imported only when a remote target is used
@@ -49,6 +50,14 @@ class SlurmAccess:
 
     def node_state_source(self) -> NodeStateSource:
         return node_state_source(self.slurm, remote=self.session is not None)
+
+    def job_status_reader(self) -> JobStatusReader:
+        """Job states from the same source as the node state: the queue through pyslurm
+        when that source is pyslurm, else ``squeue``; accounting always through sacct."""
+        source = self.node_state_source()
+        return JobStatusReader(
+            self.slurm, source.module if isinstance(source, PyslurmSource) else None
+        )
 
     def submitter(self, cluster_name: str) -> Submitter:
         """sbatch here with the script on stdin, or the remote submitter that stages the
@@ -89,7 +98,7 @@ def node_state_source(
     slurm = slurm or SlurmCommands(LocalRunner())
     forced = os.environ.get(SOURCE_ENV, "").strip().lower()
     if forced in _CLI_MODES:
-        return SlurmCliSource(slurm, mode=_CLI_MODES[forced])
+        return SlurmCliSource(slurm, mode=_CLI_MODES[forced], reason=f"{SOURCE_ENV}={forced}")
     if forced not in ("", "auto"):
         raise InputError(
             f"environment variable {SOURCE_ENV} must be auto, cli, json or text, got {forced!r}",
@@ -97,5 +106,5 @@ def node_state_source(
             context={"variable": SOURCE_ENV, "value": forced},
         )
     if remote:
-        return SlurmCliSource(slurm)
+        return SlurmCliSource(slurm, reason="over SSH: the Slurm commands on the login node")
     return select_source(slurm).source

@@ -76,6 +76,7 @@ class ClusterState:
     source: str
     slurm_version: str
     notes: tuple[str, ...] = ()
+    source_reason: str = ""
 
     @property
     def excluded(self) -> tuple[NodeView, ...]:
@@ -89,6 +90,7 @@ class ClusterState:
             "schema": CLUSTER_SCHEMA_VERSION,
             "mlsub_version": __version__,
             "source": self.source,
+            "source_reason": self.source_reason,
             "slurm_version": self.slurm_version,
             "now": self.now.isoformat(),
             "slot_seconds": snap.slot_seconds,
@@ -157,6 +159,7 @@ def build_cluster_state(
         source=state.source,
         slurm_version=state.slurm_version,
         notes=state.notes,
+        source_reason=state.source_reason,
     )
 
 

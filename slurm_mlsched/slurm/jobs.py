@@ -204,12 +204,25 @@ def _sacct_row(job: Mapping[str, Any]) -> ComponentStatus:
 
 
 def _exit_code(value: object) -> str:
-    """``{"status": …, "return_code": n}`` -> ``"n"`` (empty when unknown)."""
+    """``{"status": …, "return_code": n}`` (sacct, squeue of 24.11) -> ``"n"``; a bare
+    number (squeue ``--json`` of 22.05) is Slurm's raw wait status, decoded by
+    :func:`return_code`. Empty when unknown."""
     if not isinstance(value, Mapping):
         number = _int(value)
-        return "" if number is None else str(number)
+        return "" if number is None else str(return_code(number))
     code = _int(value.get("return_code"))
     return "" if code is None else str(code)
+
+
+def return_code(wait_status: int) -> int:
+    """The return code in a raw wait(2) status, as Slurm decodes it (``sacct``'s
+    ``ExitCode`` before the colon; pyslurm's ``Job.exit_code``): ``WEXITSTATUS`` for a
+    normal exit, less 128 when it is 128 or more (a shell reporting a signal), and 0 when
+    a signal ended the job (the signal is not a return code)."""
+    if wait_status & 0x7F:  # signalled (or stopped, or a NO_VAL sentinel)
+        return 0
+    code = (wait_status >> 8) & 0xFF
+    return code - 128 if code >= 128 else code
 
 
 # --- the reader -----------------------------------------------------------------------------
@@ -223,14 +236,55 @@ class StatusReport:
     notes: tuple[str, ...] = ()
 
 
-class JobStatusReader:
-    """Reads job statuses through the one Slurm funnel."""
+def pyslurm_status_rows(module: Any) -> tuple[ComponentStatus, ...]:
+    """The controller's queue through pyslurm's ``Jobs.load()``: the same rows as
+    :func:`parse_squeue_status_json` (the same C fields; tests/integration/
+    test_pyslurm_parity.py checks they agree on the real cluster)."""
+    try:
+        from .nodes import pyslurm_members
 
-    def __init__(self, slurm: SlurmCommands) -> None:
+        return tuple(_pyslurm_row(job) for job in pyslurm_members(module.Jobs.load()))
+    except SlurmError:
+        raise
+    except Exception as exc:  # pyslurm's RPCError and friends: one funnel
+        raise SlurmError(
+            f"pyslurm failed: {type(exc).__name__}: {exc}",
+            hint="check `scontrol ping`, or uninstall pyslurm to use the Slurm commands",
+            context={"source": "pyslurm Jobs.load"},
+        ) from None
+
+
+def _pyslurm_row(job: Any) -> ComponentStatus:
+    job_id, offset = _ids(job.id, job.heterogeneous_id, job.heterogeneous_offset)
+    return ComponentStatus(
+        job_id=job_id,
+        offset=offset,
+        state=_state(job.state),
+        submit=_epoch(job.submit_time),
+        start=_epoch(job.start_time),
+        end=_epoch(job.end_time),
+        nodes=expand_hostlist(str(job.allocated_nodes or "")),
+        comment=str(job.comment or ""),
+        admin_comment=str(job.admin_comment or ""),
+        exit_code="" if job.exit_code is None else str(int(job.exit_code)),  # decoded already
+        user=str(job.user_name or ""),
+    )
+
+
+class JobStatusReader:
+    """Reads job statuses through the one Slurm funnel; the queue through pyslurm when
+    ``pyslurm`` (the imported module, chosen by ``nodes.select_source``) is given."""
+
+    def __init__(self, slurm: SlurmCommands, pyslurm: Any = None) -> None:
         self.slurm = slurm
+        self.pyslurm = pyslurm
 
     def queue(self) -> dict[str, JobStatus]:
         """Every job the controller still lists."""
+        if self.pyslurm is not None:
+            if not self.slurm.reachable:
+                self.slurm.ping()  # the same bounded check as the commands get
+            return fold_components(pyslurm_status_rows(self.pyslurm), "squeue")
         rows = parse_squeue_status_json(self.slurm.run(["squeue", "--all", "--json"]))
         return fold_components(rows, "squeue")
 

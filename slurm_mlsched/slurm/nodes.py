@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -54,6 +55,9 @@ class NodeState:
     source: str
     slurm_version: str = ""
     notes: tuple[str, ...] = ()
+    source_reason: str = ""
+    """Why this source answered (``pyslurm matches the cluster's Slurm 22.05``, ``pyslurm
+    is not installed``, ``MLSUB_SLURM_SOURCE=cli``, …)."""
 
     def usable(self) -> tuple[NodeRecord, ...]:
         return tuple(n for n in self.nodes if n.unusable_reason() is None)
@@ -88,9 +92,12 @@ class SlurmCliSource:
     """The Slurm commands, through a runner. ``mode``: ``auto`` (JSON when the version has
     it), ``json`` or ``text``."""
 
-    def __init__(self, runner: CommandRunner | SlurmCommands, *, mode: Mode = "auto") -> None:
+    def __init__(
+        self, runner: CommandRunner | SlurmCommands, *, mode: Mode = "auto", reason: str = ""
+    ) -> None:
         self.slurm = runner if isinstance(runner, SlurmCommands) else SlurmCommands(runner)
         self.mode: Mode = mode
+        self.reason = reason
 
     @property
     def description(self) -> str:
@@ -122,6 +129,7 @@ class SlurmCliSource:
             source=source,
             slurm_version=str(version),
             notes=notes,
+            source_reason=self.reason,
         )
 
 
@@ -143,18 +151,36 @@ class PyslurmSource:
     attribute names from its ``node.pxd`` / ``job.pxd``). ``module`` is the imported
     ``pyslurm`` (tests pass a stand-in)."""
 
-    def __init__(self, module: Any, slurm_version: str = "") -> None:
+    def __init__(
+        self,
+        module: Any,
+        slurm_version: str = "",
+        slurm: SlurmCommands | None = None,
+        reason: str = "",
+    ) -> None:
         self.module = module
         self.slurm_version = slurm_version
+        self.reason = reason
+        self.slurm = slurm
+        """The Slurm funnel: its bounded ``scontrol ping`` runs before pyslurm's first
+        call (the C library would wait MessageTimeout on an unresponsive controller)."""
 
     @property
     def description(self) -> str:
         return f"pyslurm {getattr(self.module, '__version__', '?')}"
 
     def read(self, now: datetime) -> NodeState:
+        if self.slurm is not None and not self.slurm.reachable:
+            self.slurm.ping()
         try:
-            nodes = tuple(_pyslurm_node(n) for n in _members(self.module.Nodes.load()))
-            jobs = tuple(_pyslurm_job(j) for j in _members(self.module.Jobs.load()))
+            loaded = pyslurm_members(self.module.Nodes.load())
+            jobs = tuple(_pyslurm_job(j) for j in pyslurm_members(self.module.Jobs.load()))
+            in_use: dict[str, int] = defaultdict(int)
+            for job in jobs:
+                if job.holds_resources:
+                    for a in job.allocations:
+                        in_use[a.node] += a.gpus
+            nodes = tuple(_pyslurm_node(n, in_use[str(n.name)]) for n in loaded)
         except SlurmError:
             raise
         except Exception as exc:  # pyslurm raises RPCError and friends: one funnel
@@ -169,12 +195,16 @@ class PyslurmSource:
             jobs=tuple(j for j in jobs if j.holds_resources),
             source=f"{self.description} (Nodes.load, Jobs.load)",
             slurm_version=self.slurm_version,
+            source_reason=self.reason,
         )
 
 
-def _members(collection: Any) -> list[Any]:
-    """pyslurm collections are dicts (name/id -> object) in some releases, lists in others."""
-    if isinstance(collection, Mapping):
+def pyslurm_members(collection: Any) -> list[Any]:
+    """The objects of a pyslurm collection: a mapping (name/id -> object; 22.5's and
+    later ``MultiClusterMap`` is one without being a ``Mapping``, and iterates its keys)
+    or a list in other releases."""
+    values = getattr(collection, "values", None)
+    if isinstance(collection, Mapping) or callable(values):
         return list(collection.values())
     return list(collection)
 
@@ -193,20 +223,26 @@ def _pyslurm_gpus(gres: object) -> int:
     return total
 
 
-def _pyslurm_node(node: Any) -> NodeRecord:
+def _pyslurm_node(node: Any, gpus_in_use: int = 0) -> NodeRecord:
+    """``gpus_in_use``: the GPUs the node's running jobs hold, from their layouts; used
+    when ``allocated_gres`` is empty (pyslurm 22.5 leaves it so while jobs hold GPUs)."""
     state, flags = split_state(str(node.state or "UNKNOWN"))
+    cpus, alloc_cpus = int(node.total_cpus or 0), int(node.allocated_cpus or 0)
+    if state == "ALLOCATED" and 0 < alloc_cpus < cpus:
+        state = "MIXED"  # as sinfo and scontrol derive it (the controller sends ALLOCATED)
     return NodeRecord(
         name=str(node.name),
         state=state,
         flags=flags,
-        cpus=int(node.total_cpus or 0),
+        cpus=cpus,
         memory_mib=float(node.real_memory or 0),
         gpus=_pyslurm_gpus(node.configured_gres),
         address=str(node.address or ""),
         reason=str(node.reason or ""),
-        alloc_cpus=int(node.allocated_cpus or 0),
+        alloc_cpus=alloc_cpus,
         alloc_memory_mib=float(node.allocated_memory or 0),
-        alloc_gpus=_pyslurm_gpus(node.allocated_gres),
+        alloc_gpus=_pyslurm_gpus(node.allocated_gres) or gpus_in_use,
+        partitions=tuple(str(p) for p in (node.partitions or ())),
     )
 
 
@@ -274,22 +310,23 @@ def select_source(
     """pyslurm when it imports and matches the cluster's Slurm ``major.minor``, else the
     Slurm commands. The cluster's version comes from ``sinfo --version``."""
     slurm = runner if isinstance(runner, SlurmCommands) else SlurmCommands(runner)
-    cli = SlurmCliSource(slurm)
+
+    def cli(reason: str) -> SourceChoice:
+        return SourceChoice(SlurmCliSource(slurm, reason=reason), reason)
+
     try:
         module = importer("pyslurm")
     except ImportError:
-        return SourceChoice(cli, "pyslurm is not installed")
+        return cli("pyslurm is not installed")
     except (OSError, RuntimeError) as exc:  # built against another libslurm
-        return SourceChoice(cli, f"pyslurm does not load here ({type(exc).__name__}: {exc})")
+        return cli(f"pyslurm does not load here ({type(exc).__name__}: {exc})")
     theirs = pyslurm_release(str(getattr(module, "__version__", "")))
     ours = slurm.version()
     if theirs != (ours.major, ours.minor):
         shown = ".".join(map(str, theirs)) if theirs else "unknown"
-        return SourceChoice(
-            cli,
+        return cli(
             f"pyslurm {getattr(module, '__version__', '?')} is for Slurm {shown}, "
-            f"the cluster runs Slurm {ours}",
+            f"the cluster runs Slurm {ours}"
         )
-    return SourceChoice(
-        PyslurmSource(module, str(ours)), f"pyslurm matches the cluster's Slurm {ours.release}"
-    )
+    reason = f"pyslurm matches the cluster's Slurm {ours.release}"
+    return SourceChoice(PyslurmSource(module, str(ours), slurm, reason), reason)

@@ -169,6 +169,11 @@ class SlurmCommands:
         self._reachable = False
         self._version: SlurmVersion | None = None
 
+    @property
+    def reachable(self) -> bool:
+        """Whether the controller answered a ping in this command already."""
+        return self._reachable
+
     def ping(self) -> None:
         """Raise :class:`SlurmUnreachableError` unless a controller answers ``is UP``."""
         argv = ["scontrol", "ping"]

@@ -50,7 +50,9 @@ def fake_slurm(
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "MLSUB_FIXED_NOW": NOW,
         "MLSUB_DEBUG": "",
-        "MLSUB_SLURM_SOURCE": "",
+        # the commands: these fakes answer as they would (a pyslurm installed for the lab
+        # cluster's Slurm would read the real cluster instead)
+        "MLSUB_SLURM_SOURCE": "cli",
         "MLSUB_DB_URL": f"sqlite:///{tmp_path / 'decisions.db'}",  # the test's own store
         "MLSUB_CONFIG": str(tmp_path / "no-config.toml"),
     }

@@ -19,9 +19,10 @@ def _install() -> str | None:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         return f"{DEFAULT_LUA} is not installed and this is not a root Debian machine to install it"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", PACKAGE]
+    lock = ["-o", "DPkg::Lock::Timeout=600"]  # scripts/pyslurm.sh may be installing too
+    install = ["apt-get", *lock, "install", "-y", "-qq", "--no-install-recommends", PACKAGE]
     problem = None
-    for cmd in (install, ["apt-get", "update", "-qq"], install):
+    for cmd in (install, ["apt-get", *lock, "update", "-qq"], install):
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             problem = f"{' '.join(cmd)} failed: {done.stderr.strip()[-500:]}"

@@ -98,7 +98,8 @@ def script_probe(tmp_path: Path, shape: str) -> Path:
 def test_remote_plan_is_the_local_plan(cluster: LabCluster, sshd: Sshd, tmp_path: Path) -> None:
     script = script_probe(tmp_path, "--workers 2 --batches-per-epoch 10")
     remote = remote_mlsub(tmp_path, sshd)
-    local = Mlsub(tmp_path)
+    # over SSH the Slurm commands answer; here too (pyslurm reads the same: parity tests)
+    local = Mlsub(tmp_path, extra_env={"MLSUB_SLURM_SOURCE": "cli"})
     now = datetime.now(UTC).replace(microsecond=0).isoformat()
     for fixed in (remote, local):
         fixed.extra_env["MLSUB_FIXED_NOW"] = now  # the same clock for both
@@ -123,8 +124,10 @@ def test_remote_cluster_view_is_the_local_one(
     config = tmp_path / "config.toml"
     config.write_text(f'remote = "{ALIAS}"\n')  # from the config file, this time
     remote.extra_env["MLSUB_CONFIG"] = str(config)
-    over_ssh, here = remote.json("cluster"), Mlsub(tmp_path).json("cluster")
+    here_via_commands = Mlsub(tmp_path, extra_env={"MLSUB_SLURM_SOURCE": "cli"})
+    over_ssh, here = remote.json("cluster"), here_via_commands.json("cluster")
     assert over_ssh["source"] == here["source"]
+    assert over_ssh["source_reason"] == "over SSH: the Slurm commands on the login node"
     assert [(n["name"], n["total"]) for n in over_ssh["nodes"]] == [
         (n["name"], n["total"]) for n in here["nodes"]
     ]

@@ -11,10 +11,12 @@ import pytest
 from slurm_mlsched.errors import SlurmOutputError
 from slurm_mlsched.slurm.jobs import (
     ComponentStatus,
+    _exit_code,
     fold_components,
     parse_sacct_status_json,
     parse_squeue_status_json,
     phase_of,
+    return_code,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -122,3 +124,20 @@ def test_sacct_json_nothing_found_is_an_empty_answer() -> None:
     other = json.dumps({"errors": [{"error_number": 2017, "error": "Invalid user"}], "jobs": []})
     with pytest.raises(SlurmOutputError, match="Invalid user"):
         parse_sacct_status_json(other)
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (0, 0),
+        (3 << 8, 3),  # exit 3: what squeue --json of 22.05 gives as 768
+        (127 << 8, 127),  # command not found: 32512
+        (15, 0),  # killed by SIGTERM: a signal, not a return code
+        (137 << 8, 9),  # a shell reporting SIGKILL as 128 + 9
+        (0xFFFFFFFE, 0),  # NO_VAL (a job that has not ended)
+    ],
+)
+def test_raw_wait_statuses_decode_as_slurm_and_pyslurm_do(raw: int, code: int) -> None:
+    assert return_code(raw) == code
+    assert _exit_code(raw) == str(code)
+    assert _exit_code({"status": ["EXITED"], "return_code": code}) == str(code)  # 24.11 form

@@ -1,6 +1,7 @@
 """Node state sources: the Slurm commands (on real captured output, both versions, both
 formats) and pyslurm (on a stand-in of its documented ``Nodes.load()`` / ``Jobs.load()``
-API, injected: pyslurm 25.11 cannot be built against the Slurm versions we have)."""
+API, injected; the real pyslurm, built for the lab cluster's Slurm, is compared with the
+commands in tests/integration/test_pyslurm_parity.py)."""
 
 from __future__ import annotations
 
@@ -138,6 +139,7 @@ class StandInNode:
         self.allocated_memory = kw.get("allocated_memory", 0)
         self.address = "127.0.0.1"
         self.reason = kw.get("reason")
+        self.partitions = kw.get("partitions", ["gpu"])
 
 
 class StandInJob:
@@ -155,14 +157,34 @@ class StandInJob:
         return self._layout
 
 
-def stand_in(version: str = "22.5.0", *, as_dict: bool = False, fail: bool = False) -> Any:
+class StandInMap:
+    """pyslurm 22.5's ``MultiClusterMap``: ``values()``, iterates its keys, not a Mapping."""
+
+    def __init__(self, items: dict[Any, Any]) -> None:
+        self._items = items
+
+    def __iter__(self) -> Any:
+        return iter(self._items)
+
+    def values(self) -> Any:
+        return self._items.values()
+
+
+def stand_in(
+    version: str = "22.5.0", *, as_dict: bool = False, fail: bool = False, real_22_5: bool = False
+) -> Any:
+    """``real_22_5``: as pyslurm 22.5.3 really answers on Slurm 22.05 (checked against the
+    lab cluster by tests/integration/test_pyslurm_parity.py): collections are
+    ``MultiClusterMap``s, a partly allocated node is ``ALLOCATED`` (sinfo derives MIXED)
+    and ``allocated_gres`` stays empty while jobs hold GPUs."""
     nodes = [
         StandInNode(
             "node1",
-            "MIXED",
+            "ALLOCATED" if real_22_5 else "MIXED",
             allocated_cpus=3,
             allocated_memory=6144,
-            allocated_gres={"gpu": {"count": "2", "indexes": "0-1"}},
+            allocated_gres={} if real_22_5 else {"gpu": {"count": "2", "indexes": "0-1"}},
+            partitions=["gpu", "debug"],
         ),
         StandInNode("node2", "IDLE+DRAIN", reason="disk"),
         StandInNode("node3", "IDLE", configured_gres={"gpu:a100": 2, "gpu:v100": 1, "mps": 5}),
@@ -185,19 +207,26 @@ def stand_in(version: str = "22.5.0", *, as_dict: bool = False, fail: bool = Fal
     def load_nodes() -> Any:
         if fail:
             raise RuntimeError("slurm_load_node: Unable to contact slurm controller")
+        if real_22_5:
+            return StandInMap({n.name: n for n in nodes})
         return {n.name: n for n in nodes} if as_dict else list(nodes)
+
+    def load_jobs() -> Any:
+        by_id = {j.id: j for j in jobs}
+        return StandInMap(by_id) if real_22_5 else by_id
 
     return SimpleNamespace(
         __version__=version,
         Nodes=SimpleNamespace(load=load_nodes),
-        Jobs=SimpleNamespace(load=lambda: {j.id: j for j in jobs}),
+        Jobs=SimpleNamespace(load=load_jobs),
     )
 
 
-@pytest.mark.parametrize("as_dict", [False, True])
-def test_pyslurm_source_adapts_nodes_and_jobs(as_dict: bool) -> None:
-    state = PyslurmSource(stand_in(as_dict=as_dict), "22.05.8").read(NOW)
+@pytest.mark.parametrize(("as_dict", "real_22_5"), [(False, False), (True, False), (False, True)])
+def test_pyslurm_source_adapts_nodes_and_jobs(as_dict: bool, real_22_5: bool) -> None:
+    state = PyslurmSource(stand_in(as_dict=as_dict, real_22_5=real_22_5), "22.05.8").read(NOW)
     nodes = {n.name: n for n in state.nodes}
+    assert nodes["node1"].state == "MIXED" and nodes["node1"].partitions == ("gpu", "debug")
     assert (nodes["node1"].cpus, nodes["node1"].memory_mib, nodes["node1"].gpus) == (8, 65536, 4)
     assert (nodes["node1"].alloc_cpus, nodes["node1"].alloc_gpus) == (3, 2)
     assert nodes["node2"].unusable_reason() == "drained (disk)"
@@ -235,6 +264,8 @@ def test_select_pyslurm_only_when_it_matches_the_cluster_release() -> None:
     )
     assert isinstance(choice.source, SlurmCliSource)
     assert choice.reason == "pyslurm 25.11.0 is for Slurm 25.11, the cluster runs Slurm 24.11.5"
+    # the source carries its reason into what it reads (mlsub cluster's source_reason)
+    assert choice.source.reason == choice.reason
 
 
 def test_select_cli_when_pyslurm_is_missing_or_broken() -> None:

@@ -48,7 +48,11 @@ def _install() -> str | None:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         return "PostgreSQL is not installed and this is not a root Debian machine to install it"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "postgresql"]):
+    lock = ["-o", "DPkg::Lock::Timeout=600"]  # another install may hold dpkg's lock
+    for cmd in (
+        ["apt-get", *lock, "update", "-qq"],
+        ["apt-get", *lock, "install", "-y", "-qq", "postgresql"],
+    ):
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             return f"{' '.join(cmd)} failed: {done.stderr.strip()[-500:]}"
