@@ -8,7 +8,7 @@
 # ../shared/vendor/pyslurm/ (MLSUB_PYSLURM_VENDOR overrides; docs/admin-guide.md).
 #
 #   Slurm 22.05 -> pyslurm 22.5.3  (Cython >= 0.29.30, < 3; setuptools 59.2.0)
-#   Slurm 24.11 -> pyslurm 24.11.0 (Cython >= 0.29.37, < 3; packaging)
+#   Slurm 24.11 -> pyslurm 24.11.0 (Cython 3.0.11+: Debian 13 has Python 3.13; packaging)
 #   Slurm 25.11 -> pyslurm 25.11.* from PyPI (the [pyslurm] extra)
 #
 # The wheel is built once per (pyslurm, Slurm, Python) into
@@ -28,14 +28,19 @@ CACHE=${MLSUB_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mlsub/wheels}
 say() { echo "[pyslurm] $*"; }
 cannot() { say "not installed: $*"; exit 2; }
 
-command -v sinfo >/dev/null || cannot "no Slurm client commands here (sinfo)"
-slurm=$(sinfo --version | awk '{print $2}')          # e.g. 22.05.8
+# the Slurm release: sinfo's (which 24.11 prints only with a configuration), else the
+# installed package's
+slurm=$(sinfo --version 2>/dev/null | awk '{print $2}' || true)            # e.g. 22.05.8
+if [ -z "$slurm" ] && command -v dpkg-query >/dev/null; then
+  slurm=$(dpkg-query -W -f '${Version}' slurm-client 2>/dev/null | sed 's/-.*//' || true)
+fi
+[ -n "$slurm" ] || cannot "no Slurm here (neither sinfo --version nor the slurm-client package)"
 release=$(echo "$slurm" | cut -d. -f1,2)             # e.g. 22.05
 pytag=$("$PY" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
 
 case "$release" in
   22.05) version=22.5.3; build_deps=("Cython>=0.29.30,<3.0" "setuptools==59.2.0" wheel) ;;
-  24.11) version=24.11.0; build_deps=("Cython>=0.29.37,<3.0" "setuptools<70" wheel packaging) ;;
+  24.11) version=24.11.0; build_deps=("Cython>=3.0.11,<3.2" "setuptools>=59.2.0,<80" wheel packaging) ;;
   25.11)
     "$PY" -m pip install -q "pyslurm==25.11.*" || cannot "pip install pyslurm==25.11.* failed"
     say "installed pyslurm from PyPI for Slurm $slurm"; exit 0 ;;
@@ -84,4 +89,12 @@ if [ -z "$wheel" ]; then
   say "built in $(( $(date +%s) - started )) s: $wheel"
 fi
 "$PY" -m pip install -q --no-deps --force-reinstall "$wheel"
-"$PY" -c 'import pyslurm; print("[pyslurm] installed pyslurm", pyslurm.__version__)'
+if "$PY" -c 'import pyslurm; print("[pyslurm] installed pyslurm", pyslurm.__version__)'; then
+  exit 0
+elif ! sinfo --version >/dev/null 2>&1; then
+  # pyslurm, like sinfo, reads Slurm's configuration when it is imported
+  say "installed pyslurm $version; it imports once Slurm is configured here (slurm.conf)"
+else
+  say "installed pyslurm $version, but it does not import (see above)"
+  exit 1
+fi
