@@ -302,6 +302,17 @@ def pyslurm_release(version_text: str) -> tuple[int, int] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
+#: pyslurm releases that import and match their Slurm but cannot read what placement
+#: needs (found by tests/integration/test_pyslurm_parity.py on the real cluster): the
+#: commands are used instead, and ``mlsub cluster`` says why.
+PYSLURM_GAPS: dict[tuple[int, int], str] = {
+    (24, 11): "reads no per-node job allocations on Slurm 24.11 "
+    "(Job.get_resource_layout_per_node() is empty: it needs job_resrcs.core_bitmap, which "
+    "slurmctld 24.11 no longer sends), so running jobs would seem to hold nothing; the "
+    "Slurm commands are used",
+}
+
+
 def select_source(
     runner: CommandRunner | SlurmCommands,
     *,
@@ -322,6 +333,8 @@ def select_source(
         return cli(f"pyslurm does not load here ({type(exc).__name__}: {exc})")
     theirs = pyslurm_release(str(getattr(module, "__version__", "")))
     ours = slurm.version()
+    if theirs in PYSLURM_GAPS and theirs == (ours.major, ours.minor):
+        return cli(f"pyslurm {getattr(module, '__version__', '?')}: {PYSLURM_GAPS[theirs]}")
     if theirs != (ours.major, ours.minor):
         shown = ".".join(map(str, theirs)) if theirs else "unknown"
         return cli(

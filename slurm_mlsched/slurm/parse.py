@@ -262,6 +262,11 @@ class NodeRecord:
     alloc_memory_mib: float | None = None
     alloc_gpus: int | None = None
     partitions: tuple[str, ...] = ()
+    """Sorted, without repeats: the sources list them in different orders (sinfo by its
+    rows, pyslurm by slurm.conf), and the order means nothing."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partitions", tuple(sorted(set(self.partitions))))
 
     @property
     def state_text(self) -> str:

@@ -12,6 +12,7 @@ hetjob.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -27,7 +28,14 @@ from slurm_mlsched.slurm.jobs import (
     parse_squeue_status_json,
     pyslurm_status_rows,
 )
-from slurm_mlsched.slurm.nodes import NodeState, PyslurmSource, SlurmCliSource, select_source
+from slurm_mlsched.slurm.nodes import (
+    PYSLURM_GAPS,
+    NodeState,
+    PyslurmSource,
+    SlurmCliSource,
+    pyslurm_release,
+    select_source,
+)
 from slurm_mlsched.slurm.runner import LocalRunner, SlurmCommands
 from tests.conftest import require_or_skip
 from tests.integration.conftest import NODES, LabCluster, poll
@@ -90,9 +98,16 @@ def _differences(a: Any, b: Any, where: str) -> list[str]:
     return [] if a == b else [f"{where}: commands {a!r} != pyslurm {b!r}"]
 
 
+def gap(pyslurm: ModuleType) -> str:
+    """Why mlsub does not use this pyslurm although it matches (``PYSLURM_GAPS``), or ''."""
+    return PYSLURM_GAPS.get(pyslurm_release(pyslurm.__version__) or (0, 0), "")
+
+
 def assert_same(pyslurm: ModuleType, slurm: SlurmCommands) -> tuple[NodeState, dict[str, Any]]:
     """The two sources agree exactly (three tries, for a job that changes state between
-    the reads); returns the state and queue as read."""
+    the reads); returns the state and queue as read. For a release in ``PYSLURM_GAPS``
+    the disagreement is expected (an xfail naming it); agreement there means the gap
+    closed and the table must lose its entry."""
     problems: list[str] = []
     for _ in range(3):
         cli, py = _read_both(pyslurm, slurm)
@@ -103,13 +118,20 @@ def assert_same(pyslurm: ModuleType, slurm: SlurmCommands) -> tuple[NodeState, d
         queue_cli, queue_py = _queues(pyslurm, slurm)
         problems += _differences(queue_cli, queue_py, "queue")
         if not problems:
+            assert not gap(pyslurm), "the sources agree: remove this release from PYSLURM_GAPS"
             return cli, queue_cli
         time.sleep(1)
+    if gap(pyslurm):
+        kinds = sorted({re.sub(r"\[[^]]*\]", "[]", p.split(":")[0]) for p in problems})
+        pytest.xfail(f"known gap, mlsub uses the commands; differing: {', '.join(kinds)}")
     raise AssertionError("the sources disagree:\n  " + "\n  ".join(problems))
 
 
 def test_selection_picks_pyslurm_for_this_slurm(pyslurm: ModuleType, lab_ready: None) -> None:
     choice = select_source(LocalRunner())
+    if gap(pyslurm):
+        assert isinstance(choice.source, SlurmCliSource) and gap(pyslurm) in choice.reason
+        return
     assert isinstance(choice.source, PyslurmSource), choice.reason
     assert "pyslurm matches the cluster's Slurm" in choice.reason
 
@@ -197,6 +219,9 @@ def test_mlsub_cluster_names_pyslurm_and_why(
     pyslurm: ModuleType, cluster: LabCluster, tmp_path: Path
 ) -> None:
     shown = Mlsub(tmp_path).json("cluster")
+    if gap(pyslurm):
+        assert gap(pyslurm) in shown["source_reason"]
+        return
     assert shown["source"] == f"pyslurm {pyslurm.__version__} (Nodes.load, Jobs.load)"
     assert shown["source_reason"].startswith("pyslurm matches the cluster's Slurm")
     forced = Mlsub(tmp_path, extra_env={"MLSUB_SLURM_SOURCE": "cli"}).json("cluster")

@@ -226,7 +226,7 @@ def stand_in(
 def test_pyslurm_source_adapts_nodes_and_jobs(as_dict: bool, real_22_5: bool) -> None:
     state = PyslurmSource(stand_in(as_dict=as_dict, real_22_5=real_22_5), "22.05.8").read(NOW)
     nodes = {n.name: n for n in state.nodes}
-    assert nodes["node1"].state == "MIXED" and nodes["node1"].partitions == ("gpu", "debug")
+    assert nodes["node1"].state == "MIXED" and nodes["node1"].partitions == ("debug", "gpu")
     assert (nodes["node1"].cpus, nodes["node1"].memory_mib, nodes["node1"].gpus) == (8, 65536, 4)
     assert (nodes["node1"].alloc_cpus, nodes["node1"].alloc_gpus) == (3, 2)
     assert nodes["node2"].unusable_reason() == "drained (disk)"
@@ -266,6 +266,16 @@ def test_select_pyslurm_only_when_it_matches_the_cluster_release() -> None:
     assert choice.reason == "pyslurm 25.11.0 is for Slurm 25.11, the cluster runs Slurm 24.11.5"
     # the source carries its reason into what it reads (mlsub cluster's source_reason)
     assert choice.source.reason == choice.reason
+
+
+def test_a_release_with_a_known_gap_is_not_used() -> None:
+    """pyslurm 24.11.0 on Slurm 24.11: imports and matches, but its job layouts are empty
+    (found on the real 24.11 cluster by the parity tests)."""
+    choice = select_source(
+        VersionRunner("slurm-wlm 24.11.5\n"), importer=lambda _: stand_in("24.11.0")
+    )
+    assert isinstance(choice.source, SlurmCliSource)
+    assert choice.reason.startswith("pyslurm 24.11.0: reads no per-node job allocations")
 
 
 def test_select_cli_when_pyslurm_is_missing_or_broken() -> None:
