@@ -114,12 +114,19 @@ function M.tag_status(comment)
    if type(comment) ~= "string" or not string.find(comment, "mlsched:decision", 1, true) then
       return "none"
    end
-   for _, token in string.gmatch(comment, "mlsched:decision=(%d+):(%x+)") do
+   -- as job_submit.lua's parse_tag: a valid tag counts wherever it is; two different
+   -- valid tags (which decision is this job?) are malformed
+   local found
+   for id, token in string.gmatch(comment, "mlsched:decision=(%d+):(%x+)") do
       if #token == 12 and not string.find(token, "%u") then
-         return "ok"
+         local tag = tonumber(id) .. ":" .. token
+         if found and found ~= tag then
+            return "malformed"
+         end
+         found = tag
       end
    end
-   return "malformed"
+   return found and "ok" or "malformed"
 end
 
 local function is_whole_tag(value)

@@ -73,7 +73,7 @@ function M.parse_tag(comment)
    for id, token in string.gmatch(comment, M.TAG_PATTERN) do
       if #token ~= M.TOKEN_LENGTH or string.find(token, "%u") then
          problem = "the token must be exactly 12 lowercase hex digits"
-      elseif found and (found.id ~= id or found.token ~= token) then
+      elseif found and (tonumber(found.id) ~= tonumber(id) or found.token ~= token) then
          return {
             status = "malformed",
             text = comment,

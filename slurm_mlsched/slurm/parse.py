@@ -35,6 +35,7 @@ from typing import Any
 from ..errors import SlurmOutputError
 from ..model.units import parse_mem_mib
 from .hostlist import expand_hostlist
+from .values import slurm_number
 
 SINFO_TEXT_FORMAT = "%N|%T|%c|%m|%G"
 #: job id, state, node list, node count, CPUs, memory per node, TRES per node, time left, name
@@ -222,18 +223,8 @@ def parse_duration(text: str) -> timedelta | None:
 
 
 def _number(value: object) -> float | None:
-    """A JSON number: plain (22.05) or ``{"set", "infinite", "number"}`` (24.11)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, Mapping):
-        if not value.get("set", True) or value.get("infinite", False):
-            return None
-        return _number(value.get("number"))
-    if isinstance(value, str) and value.strip().isdigit():
-        return float(value)
-    return None
+    """A JSON number of either layout, sentinels as ``None`` (:mod:`.values`)."""
+    return slurm_number(value)
 
 
 def _epoch(value: object) -> datetime | None:

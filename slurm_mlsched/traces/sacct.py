@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..slurm.values import SlurmValueError, slurm_number
 from .record import JobState, SkippedLine, TimeBase, Trace, TraceRecord
 from .rows import BadField, LineErrors, ReadOptions, StateWords, quote
 from .values import (
@@ -560,24 +561,13 @@ def _path(entry: Mapping[str, Any], path: str, required: bool = True) -> Any:
 
 #: Slurm's NO_VAL and INFINITE (32 and 64 bits): 24.11 prints a never-started job's
 #: ``time.start`` as 4294967294.
-_SENTINELS = frozenset({0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF})
-
-
 def _number(value: Any, path: str) -> float | None:
-    """A JSON number of either layout: plain (22.05) or ``{set, infinite, number}`` (24.11).
-
-    ``None``, unset, infinite and Slurm's NO_VAL/INFINITE sentinels read as ``None``."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise BadField(path, value, "expected a number")
-    if isinstance(value, int | float):
-        return None if value in _SENTINELS else float(value)
-    if isinstance(value, dict) and "number" in value:
-        if not value.get("set", True) or value.get("infinite", False):
-            return None
-        return _number(value["number"], path)
-    raise BadField(path, value, "expected a number or {set, infinite, number}")
+    """A JSON number of either layout, sentinels as ``None`` (``slurm/values.py``, the
+    one decoder of the live readers too); anything else is a bad field of this row."""
+    try:
+        return slurm_number(value, path)
+    except SlurmValueError as exc:
+        raise BadField(path, value, exc.reason) from None
 
 
 def _json_ids(entry: Mapping[str, Any]) -> tuple[str, int | None]:

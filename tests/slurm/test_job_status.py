@@ -134,10 +134,15 @@ def test_sacct_json_nothing_found_is_an_empty_answer() -> None:
         (127 << 8, 127),  # command not found: 32512
         (15, 0),  # killed by SIGTERM: a signal, not a return code
         (137 << 8, 9),  # a shell reporting SIGKILL as 128 + 9
-        (0xFFFFFFFE, 0),  # NO_VAL (a job that has not ended)
     ],
 )
 def test_raw_wait_statuses_decode_as_slurm_and_pyslurm_do(raw: int, code: int) -> None:
     assert return_code(raw) == code
     assert _exit_code(raw) == str(code)
     assert _exit_code({"status": ["EXITED"], "return_code": code}) == str(code)  # 24.11 form
+
+
+def test_an_unknown_exit_code_is_empty_not_zero() -> None:
+    """NO_VAL and an unset 24.11 value: not known (slurm/values.py's sentinel policy)."""
+    assert _exit_code(0xFFFFFFFE) == "" and _exit_code(None) == ""
+    assert _exit_code({"status": [], "return_code": {"set": False, "number": 0}}) == ""
