@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import SlurmError
 from .hostlist import expand_hostlist
-from .parse import _bad, _epoch, _load_json, _number
+from .parse import SqueueRow, _bad, _epoch, _load_json, _number, parse_squeue_rows
 from .runner import SlurmCommands
 
 #: Slurm job states by what they mean for a decision.
@@ -146,29 +146,25 @@ def _ids(job_id: object, het_id: object, het_offset: object) -> tuple[str, int]:
 
 
 def parse_squeue_status_json(text: str) -> tuple[ComponentStatus, ...]:
-    """``squeue --all --json`` -> one row per job or component."""
-    command = "squeue --all --json"
-    data = _load_json(text, command)
-    try:
-        return tuple(_squeue_row(job) for job in data["jobs"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise _bad(command, f"unexpected layout ({type(exc).__name__}: {exc})") from None
+    """``squeue --all --json`` -> one row per job or component: the job state's projection
+    of the one squeue reader (``parse.parse_squeue_rows``)."""
+    return tuple(status_row(row) for row in parse_squeue_rows(text))
 
 
-def _squeue_row(job: Mapping[str, Any]) -> ComponentStatus:
-    job_id, offset = _ids(job["job_id"], job.get("het_job_id"), job.get("het_job_offset"))
+def status_row(row: SqueueRow) -> ComponentStatus:
+    """An squeue entry as a status row: the leader's id and the component's offset."""
     return ComponentStatus(
-        job_id=job_id,
-        offset=offset,
-        state=_state(job.get("job_state")),
-        submit=_epoch(job.get("submit_time")),
-        start=_epoch(job.get("start_time")),
-        end=_epoch(job.get("end_time")),
-        nodes=expand_hostlist(str(job.get("nodes") or "")),
-        comment=str(job.get("comment") or ""),
-        admin_comment=str(job.get("admin_comment") or ""),
-        exit_code=_exit_code(job.get("exit_code")),
-        user=str(job.get("user_name") or ""),
+        job_id=str(row.het_id or row.job_id),
+        offset=row.het_offset if row.het_id else 0,
+        state=_state(row.state),
+        submit=row.submit,
+        start=row.start,
+        end=row.end,
+        nodes=row.nodes,
+        comment=row.comment,
+        admin_comment=row.admin_comment,
+        exit_code=_exit_code(row.exit_code),
+        user=row.user,
     )
 
 

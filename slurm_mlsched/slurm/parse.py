@@ -561,37 +561,82 @@ class JobRecord:
         return self.state in HOLDING_STATES and bool(self.allocations)
 
 
-def parse_squeue_json(text: str) -> tuple[JobRecord, ...]:
-    """``squeue --json``, 22.05 (plain numbers, ``allocated_nodes``) and 24.11
-    (``{"set", "number"}`` numbers, ``job_resources.nodes.allocation``) layouts.
+@dataclass(frozen=True)
+class SqueueRow:
+    """One entry of ``squeue --json`` (a job or one hetjob component), read once: the node
+    state projects it to a :class:`JobRecord` (:meth:`job_record`), the job state to a
+    status row (``jobs.status_row``)."""
 
-    Every job Slurm lists is returned, finished ones too (22.05 keeps them for
-    ``MinJobAge``); use :attr:`JobRecord.holds_resources` to keep the running ones.
-    """
-    command = "squeue --json"
+    job_id: int
+    het_id: int | None  # the leader's id for a hetjob component, else None
+    het_offset: int
+    name: str
+    state: str  # as Slurm wrote it, first word of a list (``RUNNING``, ``CANCELLED``)
+    allocations: tuple[NodeAllocation, ...]
+    unlimited: bool  # no time limit
+    submit: datetime | None
+    start: datetime | None
+    end: datetime | None
+    nodes: tuple[str, ...]
+    comment: str
+    admin_comment: str
+    exit_code: object  # raw: a wait status (22.05) or {status, return_code} (24.11)
+    user: str
+
+    def job_record(self) -> JobRecord:
+        """The node state's view: ``12+1`` ids, the expected end unless unlimited."""
+        job_id = f"{self.het_id}+{self.het_offset}" if self.het_id else str(self.job_id)
+        return JobRecord(
+            job_id=job_id,
+            name=self.name,
+            state=self.state.upper(),
+            allocations=self.allocations,
+            end_time=None if self.unlimited else self.end,
+            comment=self.comment,
+            nodes=self.nodes,
+            user=self.user,
+        )
+
+
+def parse_squeue_rows(text: str, command: str = "squeue --all --json") -> tuple[SqueueRow, ...]:
+    """``squeue --json``, 22.05 (plain numbers, ``allocated_nodes``) and 24.11
+    (``{"set", "number"}`` numbers, ``job_resources.nodes.allocation``) layouts: every
+    entry, finished ones too (22.05 keeps them for ``MinJobAge``)."""
     data = _load_json(text, command)
     try:
-        return tuple(_job_json(job) for job in data["jobs"])
+        return tuple(_squeue_row(job) for job in data["jobs"])
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(command, f"unexpected layout ({type(exc).__name__}: {exc})") from None
 
 
-def _job_json(job: Mapping[str, Any]) -> JobRecord:
+def parse_squeue_json(text: str) -> tuple[JobRecord, ...]:
+    """The node state's projection of :func:`parse_squeue_rows`; use
+    :attr:`JobRecord.holds_resources` to keep the running ones."""
+    return tuple(row.job_record() for row in parse_squeue_rows(text, "squeue --json"))
+
+
+def _squeue_row(job: Mapping[str, Any]) -> SqueueRow:
     state = job["job_state"]
-    state = str(state[0] if isinstance(state, list) else state).upper()
-    het_id, het_offset = _number(job.get("het_job_id")), _number(job.get("het_job_offset"))
-    job_id = str(job["job_id"])
-    if het_id:
-        job_id = f"{int(het_id)}+{int(het_offset or 0)}"
-    unlimited = _number(job.get("time_limit")) is None
-    return JobRecord(
-        job_id=job_id,
+    state = str(state[0] if isinstance(state, list) else state)
+    job_id = _number(job["job_id"])
+    if job_id is None:
+        raise ValueError(f"a job without its job_id: {str(job)[:100]}")
+    het_id = _number(job.get("het_job_id"))
+    return SqueueRow(
+        job_id=int(job_id),
+        het_id=int(het_id) if het_id else None,
+        het_offset=int(_number(job.get("het_job_offset")) or 0),
         name=str(job.get("name") or ""),
         state=state,
         allocations=_allocations_json(job),
-        end_time=None if unlimited else _epoch(job.get("end_time")),
-        comment=str(job.get("comment") or ""),
+        unlimited=_number(job.get("time_limit")) is None,
+        submit=_epoch(job.get("submit_time")),
+        start=_epoch(job.get("start_time")),
+        end=_epoch(job.get("end_time")),
         nodes=expand_hostlist(str(job.get("nodes") or "")),
+        comment=str(job.get("comment") or ""),
+        admin_comment=str(job.get("admin_comment") or ""),
+        exit_code=job.get("exit_code"),
         user=str(job.get("user_name") or ""),
     )
 
