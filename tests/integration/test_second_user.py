@@ -114,3 +114,23 @@ def test_slurm_operators_are_admins_only_when_the_site_says_so(
     finally:
         _sacctmgr("modify", "user", f"name={second_user}", "set", "adminlevel=None")
     assert not slurm_admin(second_user, "operator")
+
+
+def test_a_second_user_cannot_open_the_first_users_sqlite_store(
+    tmp_path: Path, second_user: str
+) -> None:
+    """The default store is the user's own file (0600 in a 0700 directory): even in a
+    directory everybody may enter, the second user can neither read nor write it."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    tmp_path.chmod(0o755)
+    db = shared / "state" / "decisions.db"
+    open_store(f"sqlite:///{db}", grace_s=0).close()
+    assert db.stat().st_mode & 0o777 == 0o600 and db.parent.stat().st_mode & 0o777 == 0o700
+    for mode in ("rb", "ab"):
+        tried = subprocess.run(
+            ["runuser", "-u", second_user, "--", "python3", "-c", f"open({str(db)!r}, {mode!r})"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert tried.returncode != 0 and "Permission denied" in tried.stderr, tried.stderr
