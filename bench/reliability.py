@@ -347,7 +347,7 @@ def render(result: dict[str, Any]) -> str:
         f"`error[internal]`: **{f['internal_errors']}**.",
         "",
         "**Waits** (whole `mlsub` processes, start-up included; the bounds themselves: "
-        "PostgreSQL connect 3 s, SQLite busy timeout as set, `scontrol ping` 2 s):",
+        "PostgreSQL connect 2 s, SQLite busy timeout as set, `scontrol ping` 2 s):",
         "",
         "| situation | took | exit |",
         "|---|---|---|",

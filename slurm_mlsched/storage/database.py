@@ -55,7 +55,7 @@ DEFAULT_UPGRADE_COMMAND = "mlsub db upgrade"
 #: (deferred) transaction, which takes no write lock.
 READ_ONLY_OPTION = "mlsub_read_only"
 #: Seconds PostgreSQL may take to accept a connection and answer its start-up.
-PG_CONNECT_TIMEOUT_S = 3
+PG_CONNECT_TIMEOUT_S = 2  # libpq's smallest; a silent server fails the command in ~3 s
 
 
 def migrations_dir() -> Path:
