@@ -36,7 +36,7 @@ from . import replay as replay_cli
 from .decisions import register
 from .errors import handle_errors
 from .highs_banner import silence_highs_banner
-from .options import RemoteOption
+from .options import DB_URL_HELP, RemoteOption
 
 FIXED_NOW_ENV = "MLSUB_FIXED_NOW"
 DEBUG_ENV = "MLSUB_DEBUG"
@@ -173,7 +173,7 @@ FormOpt = Annotated[
 ClusterName = Annotated[
     str | None, typer.Option(help="Cluster the decision is kept under.", rich_help_panel=STORE)
 ]
-DbUrl = Annotated[str | None, typer.Option(help="Decision store URL.", rich_help_panel=STORE)]
+DbUrl = Annotated[str | None, typer.Option("--db-url", help=DB_URL_HELP, rich_help_panel=STORE)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
 ScriptArgs = Annotated[
     list[str] | None,

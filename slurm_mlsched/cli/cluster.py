@@ -17,7 +17,7 @@ import typer
 from ..services.clock import Clock
 from . import output
 from .errors import handle_errors
-from .options import RemoteOption
+from .options import AsJson, DbUrl, RemoteOption
 from .store import context, open_configured
 
 
@@ -34,7 +34,7 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                 min=1,
             ),
         ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+        as_json: AsJson = False,
         remote: RemoteOption = None,
         slurm_only: Annotated[
             bool,
@@ -46,7 +46,7 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
         cluster_name: Annotated[
             str | None, typer.Option(help="Cluster name the decisions are kept under.")
         ] = None,
-        db_url: Annotated[str | None, typer.Option(help="Decision store URL.")] = None,
+        db_url: DbUrl = None,
     ) -> None:
         """Show the live cluster: capacity and free resources per node, running jobs, and
         the decision store's reservations."""

@@ -21,17 +21,13 @@ from ..services.clock import Clock, FixedClock, WallClock
 from . import output
 from .errors import handle_errors
 from .highs_banner import silence_highs_banner
+from .options import AsJson, DbUrl
 from .store import StoreContext, context, open_configured
 
 if TYPE_CHECKING:  # the services and the store load when a command runs
     from ..storage import DecisionState, HistoryFilter
 
 
-DbUrl = Annotated[
-    str | None,
-    typer.Option("--db-url", help="Decision store URL (default: config, MLSUB_DB_URL, SQLite)."),
-]
-AsJson = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
 DecisionId = Annotated[int, typer.Argument(help="Decision id (see mlsub history).")]
 
 

@@ -17,3 +17,12 @@ RemoteOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+DB_URL_HELP = "Decision store URL (default: config, MLSUB_DB_URL, SQLite)."
+
+#: The decision store of the commands that read or write it (one declaration, one help).
+DbUrl = Annotated[str | None, typer.Option("--db-url", help=DB_URL_HELP)]
+
+#: ``--json`` of every command that reports.
+AsJson = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
