@@ -544,7 +544,7 @@ def replay_progress(*, enabled: bool = True) -> Iterator[Callable[[str, int, int
 def show_replay(report: Mapping[str, Any], *, as_json: bool) -> None:
     """Render a replay's ``metrics.json`` document: its ``summary.json`` part as JSON, or a
     table of the policies, the counts, the notes and the files written."""
-    from ..services.replay_report import COLUMNS, format_value
+    from ..services.replay.report import COLUMNS, format_value
 
     if as_json:
         show_json({k: report[k] for k in ("trace", "jobs", "skipped", "unplaceable", "policies")})

@@ -23,7 +23,7 @@ from .errors import handle_errors
 from .highs_banner import silence_highs_banner
 
 if TYPE_CHECKING:  # the replay services load when the command runs
-    from ..services.replay_array import SlurmReplayOptions
+    from ..services.replay.array import SlurmReplayOptions
 
 RESTART_S = PlacementParams().restart_s
 
@@ -295,7 +295,7 @@ def _slurm_options(
             hint="give the seeds to replay as --seeds 0,1,2",
             context={"option": "--seeds"},
         )
-    from ..services.replay_array import SlurmReplayOptions, parse_seeds
+    from ..services.replay.array import SlurmReplayOptions, parse_seeds
 
     return SlurmReplayOptions(
         seeds=parse_seeds(seeds) if seeds is not None else (seed,),

@@ -1,8 +1,8 @@
 """``mlsub replay --on-slurm`` and ``mlsub replay --merge DIR``, and the hidden command
 ``mlsub replay-cell DIR K`` that each array task runs.
 
-Wiring only (the services are :mod:`slurm_mlsched.services.replay_array` and
-:mod:`~slurm_mlsched.services.replay_merge`): here the Slurm funnel is picked (the Slurm
+Wiring only (the services are :mod:`slurm_mlsched.services.replay.array` and
+:mod:`~slurm_mlsched.services.replay.merge`): here the Slurm funnel is picked (the Slurm
 commands of this machine), the tasks' interpreter (this one, ``sys.executable``), the
 sleep between polls, and what a cell records of where it ran (host, Slurm ids).
 """
@@ -27,7 +27,7 @@ from .highs_banner import silence_highs_banner
 
 if TYPE_CHECKING:  # the replay services load when a command runs
     from ..services.replay import ReplayOptions
-    from ..services.replay_array import SlurmReplayOptions
+    from ..services.replay.array import SlurmReplayOptions
 
 #: Environment variables a cell records (where it ran).
 CELL_ENV = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURMD_NODENAME")
@@ -42,8 +42,8 @@ def run_on_slurm(
     clock: Clock,
 ) -> None:
     """Plan, submit, and (with ``wait``) wait for the cells and merge them."""
-    from ..services.replay_array import prepare_array, submit_array, wait_array
-    from ..services.replay_merge import merge_command, merge_dir
+    from ..services.replay.array import prepare_array, submit_array, wait_array
+    from ..services.replay.merge import merge_command, merge_dir
     from ..slurm.arrays import ArrayStatusReader
     from ..slurm.runner import LocalRunner, SlurmCommands
 
@@ -81,8 +81,8 @@ def run_on_slurm(
 
 def run_merge(out_dir: Path, *, as_json: bool) -> None:
     """``mlsub replay --merge DIR``: merge the cells of an earlier ``--no-wait`` run."""
-    from ..services.replay_cells import read_plan
-    from ..services.replay_merge import merge_dir, read_submission
+    from ..services.replay.cells import read_plan
+    from ..services.replay.merge import merge_dir, read_submission
 
     plan = read_plan(out_dir)
     job_id = read_submission(out_dir).get("job_id")
@@ -119,7 +119,7 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
         # A cell's log is read by people chasing a failure: let tracebacks through.
         with handle_errors(debug=True):
             silence_highs_banner()
-            from ..services.replay_cells import run_cell
+            from ..services.replay.cells import run_cell
 
             where = {k: os.environ[k] for k in CELL_ENV if k in os.environ}
             where["host"] = socket.gethostname()

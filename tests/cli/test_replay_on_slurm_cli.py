@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from slurm_mlsched.cli.app import app
 from slurm_mlsched.services.replay import ReplayOptions
-from slurm_mlsched.services.replay_array import SlurmReplayOptions, prepare_array
-from slurm_mlsched.services.replay_cells import cell_path
+from slurm_mlsched.services.replay.array import SlurmReplayOptions, prepare_array
+from slurm_mlsched.services.replay.cells import cell_path
 from tests.conftest import replay_jobs_file as jobs_file
 
 runner = CliRunner()

@@ -27,14 +27,14 @@ import pytest
 from slurm_mlsched.errors import ReplayCellsFailed
 from slurm_mlsched.services.clock import WallClock
 from slurm_mlsched.services.replay import ReplayOptions
-from slurm_mlsched.services.replay_array import (
+from slurm_mlsched.services.replay.array import (
     SlurmReplayOptions,
     prepare_array,
     submit_array,
     wait_array,
 )
-from slurm_mlsched.services.replay_cells import cell_path, log_path
-from slurm_mlsched.services.replay_merge import merge_dir
+from slurm_mlsched.services.replay.cells import cell_path, log_path
+from slurm_mlsched.services.replay.merge import merge_dir
 from slurm_mlsched.sim import SUMMARY_KEYS
 from slurm_mlsched.slurm.arrays import ArrayStatusReader, parse_array_states
 from tests.integration.conftest import LabCluster, poll

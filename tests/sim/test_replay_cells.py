@@ -1,5 +1,5 @@
-"""``mlsub replay --on-slurm`` without Slurm: the cells (services/replay_cells.py) run in
-this process, then the merge (services/replay_merge.py).
+"""``mlsub replay --on-slurm`` without Slurm: the cells (services/replay/cells.py) run in
+this process, then the merge (services/replay/merge.py).
 
 * one slice and one seed give exactly the local replay's report (summary, per-job JCTs,
   series), except the measured times;
@@ -26,14 +26,14 @@ from slurm_mlsched.model import Form
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.services.clock import FixedClock
 from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs, run_replay
-from slurm_mlsched.services.replay_array import (
+from slurm_mlsched.services.replay.array import (
     SlurmReplayOptions,
     parse_seeds,
     prepare_array,
     submit_array,
     wait_array,
 )
-from slurm_mlsched.services.replay_cells import (
+from slurm_mlsched.services.replay.cells import (
     ArrayPlan,
     Cell,
     absolute_options,
@@ -46,7 +46,7 @@ from slurm_mlsched.services.replay_cells import (
     run_cell,
     slice_range,
 )
-from slurm_mlsched.services.replay_merge import (
+from slurm_mlsched.services.replay.merge import (
     mean_over_seeds,
     merge_dir,
     metrics_from_cells,

@@ -2,13 +2,13 @@
 
 1. **prepare** (:func:`prepare_array`): check the options, read the input once (the first
    seed) so that a bad trace fails here rather than in every task, plan the cells
-   (policy × seed × slice, :mod:`.replay_cells`), write ``DIR/plan.json`` and the array
+   (policy × seed × slice, :mod:`.cells`), write ``DIR/plan.json`` and the array
    script ``DIR/replay-array.sbatch`` (:mod:`slurm_mlsched.sbatch.replay_array`);
 2. **submit** (:func:`submit_array`): ``sbatch --parsable DIR/replay-array.sbatch``
    through the Slurm funnel; the job id goes to ``DIR/submission.json``;
 3. **wait** (:func:`wait_array`): poll the tasks' states (squeue, then sacct for tasks that
    left the queue) until every task has ended;
-4. **merge** (:func:`.replay_merge.merge_dir`): the cells' results into the report files,
+4. **merge** (:func:`.merge.merge_dir`): the cells' results into the report files,
    or one loud error naming the cells that failed.
 
 Cells run on the compute nodes and read and write ``DIR``, so ``DIR``, the trace and the
@@ -23,14 +23,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..errors import InputError
-from ..sbatch.replay_array import DEFAULT_MEM, ArrayScript, check_array_script, render_replay_array
-from ..slurm.jobs import phase_of
-from ..slurm.parse import parse_sbatch_parsable
-from ..slurm.runner import SlurmCommands
-from .clock import Clock
-from .replay import ReplayJobs, ReplayOptions, _policies, prepare_jobs
-from .replay_cells import (
+from ...errors import InputError
+from ...sbatch.replay_array import DEFAULT_MEM, ArrayScript, check_array_script, render_replay_array
+from ...slurm.jobs import phase_of
+from ...slurm.parse import parse_sbatch_parsable
+from ...slurm.runner import SlurmCommands
+from ..clock import Clock
+from .cells import (
     CELLS_DIR,
     SCRIPT_FILE,
     SUBMISSION_FILE,
@@ -40,6 +39,8 @@ from .replay_cells import (
     plan_path,
     write_json_atomic,
 )
+from .run import _policies, prepare_jobs
+from .types import ReplayJobs, ReplayOptions
 
 #: Seconds sbatch may take (it answers in about a second on a healthy controller).
 SBATCH_TIMEOUT_S = 60.0

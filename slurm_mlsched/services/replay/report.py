@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..sim.metrics import SUMMARY_KEYS, PolicyMetrics
+from ...errors import InputError
+from ...sim.metrics import SUMMARY_KEYS, PolicyMetrics
 
 if TYPE_CHECKING:
-    from .replay import ReplayReport
+    from .types import ReplayReport
 
 MAX_POINTS = 1500
 LINE_STYLES = ("-", "--", ":", "-.")

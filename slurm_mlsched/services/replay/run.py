@@ -15,7 +15,7 @@ Steps (docs/replay-guide.md, "Simulator, baselines and metrics"):
 5. for each policy, ``sim.simulate`` timed with the injected clock, then
    ``sim.compute_metrics``;
 6. ``summary.json``, ``metrics.json``, the plots and ``report.html`` in the output
-   directory (:mod:`.replay_report`).
+   directory (:mod:`.report`).
 
 Counting: every distinct job of the input is exactly one of *jobs* (replayed), *skipped*
 (malformed lines under ``--skip-bad``, and records synthesis could not make a job of,
@@ -25,22 +25,19 @@ e.g. never ran) and *unplaceable*.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..errors import InputError
-from ..files.cluster_file import load_cluster
-from ..files.job_list import is_job_list, read_job_list
-from ..model import ClusterSnapshot, Form, JobRequest
-from ..placement import Binding, PlacementParams, policy_names
-from ..placement.registry import policy_function
-from ..sim import (
-    LowerBound,
+from ...errors import InputError
+from ...files.cluster_file import load_cluster
+from ...files.job_list import is_job_list, read_job_list
+from ...model import ClusterSnapshot
+from ...placement import PlacementParams, policy_names
+from ...placement.registry import policy_function
+from ...sim import (
     PolicyMetrics,
-    SimJob,
-    Unplaceable,
     admit,
     compute_metrics,
     draw_utilities,
@@ -50,115 +47,21 @@ from ..sim import (
     sim_jobs,
     simulate,
 )
-from ..sim.cluster import DEFAULT_SLOT_SECONDS
-from ..sim.limits import DEFAULT_NODES, LP_MAX_JOBS
-from .clock import Clock
+from ...sim.cluster import DEFAULT_SLOT_SECONDS
+from ...sim.limits import DEFAULT_NODES
+from ..clock import Clock
+from .types import (
+    CPU_JOBS,
+    QUEUE_PROGRAMS,
+    ProgressFn,
+    ReplayInput,
+    ReplayJobs,
+    ReplayOptions,
+    ReplayReport,
+)
 
 if TYPE_CHECKING:
-    from ..traces.record import Trace
-
-ProgressFn = Callable[[str, int, int], None]
-"""``progress(policy, done, total)``: jobs placed so far by the policy being replayed."""
-
-
-RESTART_S = PlacementParams().restart_s
-QUEUE_PROGRAMS = ("per-job", "joint")
-CPU_JOBS = ("off", "per-node", "per-cores")
-
-
-@dataclass(frozen=True)
-class ReplayOptions:
-    trace: Path
-    policies: tuple[str, ...]
-    out_dir: Path | None = None
-    nodes: str | None = None  # NxG; DEFAULT_NODES when neither nodes nor cluster is given
-    cluster: Path | None = None
-    seed: int = 0
-    form: Form = Form.NON_ELASTIC
-    binding: Binding = Binding.LATE
-    queue_program: str = "per-job"
-    lookahead: bool = True
-    restart_s: float = RESTART_S
-    slot_seconds: float | None = None
-    limit: int | None = None
-    lp_max_jobs: int = LP_MAX_JOBS
-    cpu_jobs: str = "off"  # synthesis of records without GPUs (traces.synthesis.CpuJobs)
-    cores_per_worker: int = 8
-    trace_format: str = "auto"
-    columns: str | None = None
-    skip_bad: bool = False
-    tz: str | None = None  # zone of trace times written without one (None: the format's)
-
-
-@dataclass(frozen=True)
-class ReplayInput:
-    """Jobs with submit times (s after ``epoch``), and what did not become a job."""
-
-    name: str
-    source: str  # "job-list" or the trace format
-    entries: tuple[tuple[JobRequest, float], ...]
-    skipped: int
-    epoch: datetime
-    notes: tuple[str, ...] = ()
-    skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    rows: dict[str, int | str] | None = None  # where every physical row went (trace input)
-
-
-@dataclass(frozen=True)
-class ReplayReport:
-    trace: str
-    source: str
-    cluster: ClusterSnapshot
-    cluster_label: str
-    params: PlacementParams
-    jobs: int
-    skipped: int
-    unplaceable: tuple[Unplaceable, ...]
-    bound: LowerBound
-    metrics: dict[str, PolicyMetrics]
-    notes: tuple[str, ...]
-    skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)
-    input_rows: dict[str, int | str] | None = None
-
-    def summary(self) -> dict[str, Any]:
-        """``summary.json`` (issue 3 item 5): exactly trace, jobs, skipped, unplaceable,
-        policies: {policy: the 13 metrics}."""
-        return {
-            "trace": self.trace,
-            "jobs": self.jobs,
-            "skipped": self.skipped,
-            "unplaceable": len(self.unplaceable),
-            "policies": {name: m.summary() for name, m in self.metrics.items()},
-        }
-
-    def details(self) -> dict[str, Any]:
-        """``metrics.json``: the summary, plus everything behind it."""
-        total = self.cluster.total_capacity()
-        return {
-            **self.summary(),
-            "schema": 1,
-            "source": self.source,
-            "skipped_by_reason": dict(self.skipped_by_reason),
-            "input_rows": None if self.input_rows is None else dict(self.input_rows),
-            "cluster": {
-                "label": self.cluster_label,
-                "nodes": len(self.cluster.machines),
-                "gpus": total.gpu,
-                "cpus": total.cpu,
-                "mem_mib": total.mem,
-                "slot_seconds": self.cluster.slot_seconds,
-                "epoch": self.cluster.epoch.isoformat(),
-            },
-            "params": self.params.as_dict(),
-            "lp_bound": {"value": self.bound.value, "note": self.bound.note},
-            "unplaceable_jobs": [
-                {"job_id": u.job.job_id, "reason": u.reason} for u in self.unplaceable
-            ],
-            "notes": list(self.notes),
-            "details": {name: m.as_dict() for name, m in self.metrics.items()},
-            "files": dict(self.files),
-        }
+    from ...traces.record import Trace
 
 
 def _policies(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -233,8 +136,8 @@ def load_input(opts: ReplayOptions) -> ReplayInput:
 
 
 def _load_trace(opts: ReplayOptions) -> ReplayInput:
-    from ..traces import TimeBase, read_trace
-    from ..traces.synthesis import SYNTHESIS_VERSION, CpuJobs, SynthesisParams, synthesize_trace
+    from ...traces import TimeBase, read_trace
+    from ...traces.synthesis import SYNTHESIS_VERSION, CpuJobs, SynthesisParams, synthesize_trace
 
     trace = read_trace(
         opts.trace,
@@ -321,19 +224,6 @@ def _rows_note(rows: Mapping[str, int | str]) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class ReplayJobs:
-    """The input of a replay, ready for the simulator (steps 1–3 of the module docstring):
-    the empty cluster, the admitted jobs in submission order and the unplaceable ones."""
-
-    data: ReplayInput
-    cluster: ClusterSnapshot
-    cluster_label: str
-    cluster_notes: tuple[str, ...]
-    admitted: tuple[SimJob, ...]
-    unplaceable: tuple[Unplaceable, ...]
-
-
 def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
     """The parameters every policy of a replay runs with (form, binding, restart cost)."""
     if not (opts.restart_s >= 0 and opts.restart_s < float("inf")):
@@ -391,7 +281,7 @@ def run_replay(
     write: Callable[[ReplayReport, Path], dict[str, str]] | None = None,
 ) -> ReplayReport:
     """Replay ``opts.trace`` under each policy (module docstring); ``write`` (the report
-    writer, :func:`.replay_report.write_outputs` by default) puts the files in
+    writer, :func:`.report.write_outputs` by default) puts the files in
     ``opts.out_dir`` when that is set."""
     policies = _policies(opts.policies)
     params = replay_params(opts, opts.seed)  # bad options fail before the trace is read
@@ -432,7 +322,7 @@ def run_replay(
     if opts.out_dir is None:
         return report
     if write is None:
-        from .replay_report import write_outputs
+        from .report import write_outputs
 
         write = write_outputs
     return replace(report, files=write(report, opts.out_dir))

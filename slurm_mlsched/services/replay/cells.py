@@ -34,14 +34,15 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..errors import InputError
-from ..model import Form, Mode
-from ..placement import Binding
-from ..sim import LowerBound, SimResult, draw_utilities, lower_bound, simulate, total_utility
-from ..sim.metrics import algorithm_stats
-from .clock import Clock
-from .replay import ReplayJobs, ReplayOptions, _prepared, prepare_jobs, replay_params
+from ... import __version__
+from ...errors import InputError
+from ...model import Form, Mode
+from ...placement import Binding
+from ...sim import LowerBound, SimResult, draw_utilities, lower_bound, simulate, total_utility
+from ...sim.metrics import algorithm_stats
+from ..clock import Clock
+from .run import _prepared, prepare_jobs, replay_params
+from .types import ReplayJobs, ReplayOptions
 
 PLAN_FILE = "plan.json"
 CELLS_DIR = "cells"

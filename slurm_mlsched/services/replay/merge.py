@@ -19,7 +19,7 @@
    the JCT CDF and the time series plotted are the first seed's.
 5. **The report**: counts, cluster and notes from the first seed's input, read again here
    (or handed over by the caller) and checked against the cells; the files of
-   :mod:`.replay_report`; ``metrics.json`` gets an ``on_slurm`` section (the job, the
+   :mod:`.report`; ``metrics.json`` gets an ``on_slurm`` section (the job, the
    cells, per-seed metrics and counts).
 """
 
@@ -34,13 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, ReplayCellsFailed
-from ..placement import PlacementParams
-from ..sim import SUMMARY_KEYS, LowerBound, PolicyMetrics, draw_utilities
-from ..sim.metrics import JobRows, combine_algorithm, metrics_of_rows
-from ..slurm.jobs import phase_of
-from .replay import ReplayJobs, ReplayReport, prepare_jobs
-from .replay_cells import (
+from ...errors import InputError, ReplayCellsFailed
+from ...placement import PlacementParams
+from ...sim import SUMMARY_KEYS, LowerBound, PolicyMetrics, draw_utilities
+from ...sim.metrics import JobRows, combine_algorithm, metrics_of_rows
+from ...slurm.jobs import phase_of
+from .cells import (
     CELL_KIND,
     CELL_SCHEMA,
     PLACED_COLUMNS,
@@ -54,6 +53,8 @@ from .replay_cells import (
     read_plan,
     write_json_atomic,
 )
+from .run import prepare_jobs
+from .types import ReplayJobs, ReplayReport
 
 #: Cells described in full in a failure message; the others are listed by index.
 SHOWN_FAILURES = 5
@@ -495,7 +496,7 @@ def merge_dir(
     if prepared is None:
         prepared = prepare_jobs(plan.options_for(plan.seeds[0]))
     report, on_slurm = merge_report(plan, docs, prepared, job_id)
-    from .replay_report import write_outputs
+    from .report import write_outputs
 
     files = write_outputs(report, out_dir)
     metrics_path = Path(files["metrics"])

@@ -1,0 +1,132 @@
+"""The replay's types: its options, its input, the jobs ready for the simulator and the
+report (a module of its own so that the report writer and the runner do not import each
+other)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ...model import ClusterSnapshot, Form, JobRequest
+from ...placement import Binding, PlacementParams
+from ...sim import LowerBound, PolicyMetrics, SimJob, Unplaceable
+from ...sim.limits import LP_MAX_JOBS
+
+ProgressFn = Callable[[str, int, int], None]
+"""``progress(policy, done, total)``: jobs placed so far by the policy being replayed."""
+
+
+RESTART_S = PlacementParams().restart_s
+QUEUE_PROGRAMS = ("per-job", "joint")
+CPU_JOBS = ("off", "per-node", "per-cores")
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    trace: Path
+    policies: tuple[str, ...]
+    out_dir: Path | None = None
+    nodes: str | None = None  # NxG; DEFAULT_NODES when neither nodes nor cluster is given
+    cluster: Path | None = None
+    seed: int = 0
+    form: Form = Form.NON_ELASTIC
+    binding: Binding = Binding.LATE
+    queue_program: str = "per-job"
+    lookahead: bool = True
+    restart_s: float = RESTART_S
+    slot_seconds: float | None = None
+    limit: int | None = None
+    lp_max_jobs: int = LP_MAX_JOBS
+    cpu_jobs: str = "off"  # synthesis of records without GPUs (traces.synthesis.CpuJobs)
+    cores_per_worker: int = 8
+    trace_format: str = "auto"
+    columns: str | None = None
+    skip_bad: bool = False
+    tz: str | None = None  # zone of trace times written without one (None: the format's)
+
+
+@dataclass(frozen=True)
+class ReplayInput:
+    """Jobs with submit times (s after ``epoch``), and what did not become a job."""
+
+    name: str
+    source: str  # "job-list" or the trace format
+    entries: tuple[tuple[JobRequest, float], ...]
+    skipped: int
+    epoch: datetime
+    notes: tuple[str, ...] = ()
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    rows: dict[str, int | str] | None = None  # where every physical row went (trace input)
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    trace: str
+    source: str
+    cluster: ClusterSnapshot
+    cluster_label: str
+    params: PlacementParams
+    jobs: int
+    skipped: int
+    unplaceable: tuple[Unplaceable, ...]
+    bound: LowerBound
+    metrics: dict[str, PolicyMetrics]
+    notes: tuple[str, ...]
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    input_rows: dict[str, int | str] | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """``summary.json`` (issue 3 item 5): exactly trace, jobs, skipped, unplaceable,
+        policies: {policy: the 13 metrics}."""
+        return {
+            "trace": self.trace,
+            "jobs": self.jobs,
+            "skipped": self.skipped,
+            "unplaceable": len(self.unplaceable),
+            "policies": {name: m.summary() for name, m in self.metrics.items()},
+        }
+
+    def details(self) -> dict[str, Any]:
+        """``metrics.json``: the summary, plus everything behind it."""
+        total = self.cluster.total_capacity()
+        return {
+            **self.summary(),
+            "schema": 1,
+            "source": self.source,
+            "skipped_by_reason": dict(self.skipped_by_reason),
+            "input_rows": None if self.input_rows is None else dict(self.input_rows),
+            "cluster": {
+                "label": self.cluster_label,
+                "nodes": len(self.cluster.machines),
+                "gpus": total.gpu,
+                "cpus": total.cpu,
+                "mem_mib": total.mem,
+                "slot_seconds": self.cluster.slot_seconds,
+                "epoch": self.cluster.epoch.isoformat(),
+            },
+            "params": self.params.as_dict(),
+            "lp_bound": {"value": self.bound.value, "note": self.bound.note},
+            "unplaceable_jobs": [
+                {"job_id": u.job.job_id, "reason": u.reason} for u in self.unplaceable
+            ],
+            "notes": list(self.notes),
+            "details": {name: m.as_dict() for name, m in self.metrics.items()},
+            "files": dict(self.files),
+        }
+
+
+@dataclass(frozen=True)
+class ReplayJobs:
+    """The input of a replay, ready for the simulator (steps 1–3 of the module docstring):
+    the empty cluster, the admitted jobs in submission order and the unplaceable ones."""
+
+    data: ReplayInput
+    cluster: ClusterSnapshot
+    cluster_label: str
+    cluster_notes: tuple[str, ...]
+    admitted: tuple[SimJob, ...]
+    unplaceable: tuple[Unplaceable, ...]
