@@ -18,7 +18,7 @@ from ..services.clock import Clock
 from . import output
 from .errors import handle_errors
 from .options import AsJson, DbUrl, RemoteOption
-from .store import context, open_configured
+from .store import context, opened
 
 
 def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
@@ -67,8 +67,7 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                 if slurm_only:
                     state = read_cluster_state(source, clock=clock(), slot_seconds=slot)
                 else:
-                    store = open_configured(ctx)
-                    try:
+                    with opened(ctx) as store:
                         state = cluster_view(
                             source,
                             store,
@@ -76,6 +75,4 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
                             cluster_name=config.cluster_name,
                             slot_seconds=slot,
                         )
-                    finally:
-                        store.close()
             output.show_cluster(state.as_dict(), as_json=as_json)

@@ -22,7 +22,7 @@ from . import output
 from .errors import handle_errors
 from .highs_banner import silence_highs_banner
 from .options import AsJson, DbUrl
-from .store import StoreContext, context, open_configured
+from .store import StoreContext, context, opened
 
 if TYPE_CHECKING:  # the services and the store load when a command runs
     from ..storage import DecisionState, HistoryFilter
@@ -77,8 +77,7 @@ def plan_reserved(
     from ..services import decisions as svc
 
     ctx = _ctx(db_url, cluster_name=cluster_name)
-    store = open_configured(ctx)
-    try:
+    with opened(ctx) as store:
         reserved = svc.plan_and_reserve(
             script=script,
             cluster=cluster,
@@ -90,8 +89,6 @@ def plan_reserved(
             host=ctx.host,
             packages=_package_versions(),
         )
-    finally:
-        store.close()
     return reserved.as_dict()
 
 
@@ -104,11 +101,8 @@ def release(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = Fal
 
     with handle_errors(debug=_wiring.debug()):
         ctx = _ctx(db_url)
-        store = open_configured(ctx)
-        try:
+        with opened(ctx) as store:
             row = svc.release(store, ctx.viewer, decision_id, _wiring.clock().now())
-        finally:
-            store.close()
         output.show_released(row, as_json=as_json)
 
 
@@ -128,11 +122,8 @@ def history(
     with handle_errors(debug=_wiring.debug()):
         where = _filter(user, since, state, limit)
         ctx = _ctx(db_url)
-        store = open_configured(ctx)
-        try:
+        with opened(ctx) as store:
             rows = svc.history(store, ctx.viewer, where)
-        finally:
-            store.close()
         output.show_history(rows, as_json=as_json)
 
 
@@ -142,11 +133,8 @@ def show(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False)
 
     with handle_errors(debug=_wiring.debug()):
         ctx = _ctx(db_url)
-        store = open_configured(ctx)
-        try:
+        with opened(ctx) as store:
             data = svc.show(store, ctx.viewer, decision_id)
-        finally:
-            store.close()
         output.show_decision(data, as_json=as_json)
 
 
@@ -164,11 +152,8 @@ def explain(
     with handle_errors(debug=_wiring.debug()):
         silence_highs_banner()
         ctx = _ctx(db_url)
-        store = open_configured(ctx)
-        try:
+        with opened(ctx) as store:
             data = svc.explain(store, ctx.viewer, decision_id)
-        finally:
-            store.close()
         output.show_explanation(data, as_json=as_json, all_trials=trials)
 
 
@@ -191,12 +176,9 @@ def export(
             )
         where = _filter(user, since, state, None)
         ctx = _ctx(db_url)
-        store = open_configured(ctx)
-        try:
+        with opened(ctx) as store:
             use_case = svc.export if fmt == "json" else svc.history
             rows = use_case(store, ctx.viewer, where)
-        finally:
-            store.close()
         output.show_export(rows, fmt=fmt)
 
 

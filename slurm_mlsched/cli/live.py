@@ -33,7 +33,7 @@ from ..services.submit import JobScript, LiveWiring, SubmitOutcome, submit_job
 from ..services.viewer import Viewer
 from ..storage import DecisionState, SqlDecisionStore
 from .slurm_access import SlurmAccess, slurm_access
-from .store import StoreContext, context, open_configured
+from .store import StoreContext, context, opened
 
 
 @dataclass(frozen=True)
@@ -74,28 +74,27 @@ def _live(request: LiveRequest, clock: Clock, *, refresh_first: bool) -> Iterato
         header_source=f"{path} '# mlsub:' header",
         config_defaults=dict(ctx.config.job),
     )
-    with slurm_access(ctx.config.remote, remote_dir=ctx.config.remote_dir) as access:
-        store = open_configured(ctx)
-        try:
-            refresh = _refresher(access, store, ctx, clock)
-            wiring = LiveWiring(
-                refresh=refresh if refresh_first else None,
-                source=access.node_state_source(),
-                store=store,
-                clock=clock,
-                submitter=access.submitter(ctx.config.cluster_name),
-                cluster_name=ctx.config.cluster_name,
-                slot_seconds=ctx.config.slot_seconds,
-                viewer=ctx.viewer,
-                host=ctx.host,
-                packages=package_versions(),
-                reconcile_command=access.reconcile_command,
-                process=str(this_process(remote=access.session is not None)),
-                slurm_user=_slurm_user(access),
-            )
-            yield _Live(wiring, opts, path.resolve(), refresh)
-        finally:
-            store.close()
+    with (
+        slurm_access(ctx.config.remote, remote_dir=ctx.config.remote_dir) as access,
+        opened(ctx) as store,
+    ):
+        refresh = _refresher(access, store, ctx, clock)
+        wiring = LiveWiring(
+            refresh=refresh if refresh_first else None,
+            source=access.node_state_source(),
+            store=store,
+            clock=clock,
+            submitter=access.submitter(ctx.config.cluster_name),
+            cluster_name=ctx.config.cluster_name,
+            slot_seconds=ctx.config.slot_seconds,
+            viewer=ctx.viewer,
+            host=ctx.host,
+            packages=package_versions(),
+            reconcile_command=access.reconcile_command,
+            process=str(this_process(remote=access.session is not None)),
+            slurm_user=_slurm_user(access),
+        )
+        yield _Live(wiring, opts, path.resolve(), refresh)
 
 
 def run_submit(
@@ -164,20 +163,19 @@ def run_reconcile(
     remote: str | None = None,
 ) -> dict[str, Any]:
     ctx = context({"db_url": db_url, "cluster_name": cluster_name, "remote": remote})
-    with slurm_access(ctx.config.remote, remote_dir=ctx.config.remote_dir) as access:
-        store = open_configured(ctx)
-        try:
-            updates, notes = reconcile(
-                store=store,
-                reader=access.job_status_reader(),
-                clock=clock,
-                cluster_name=ctx.config.cluster_name,
-                viewer=Viewer(ctx.viewer.user, ctx.viewer.is_admin),
-                stale_after_s=stale_after_s,
-                decision_ids=decision_ids,
-            )
-        finally:
-            store.close()
+    with (
+        slurm_access(ctx.config.remote, remote_dir=ctx.config.remote_dir) as access,
+        opened(ctx) as store,
+    ):
+        updates, notes = reconcile(
+            store=store,
+            reader=access.job_status_reader(),
+            clock=clock,
+            cluster_name=ctx.config.cluster_name,
+            viewer=Viewer(ctx.viewer.user, ctx.viewer.is_admin),
+            stale_after_s=stale_after_s,
+            decision_ids=decision_ids,
+        )
     return {
         "cluster_name": ctx.config.cluster_name,
         "decisions": [u.as_dict() for u in updates],

@@ -16,7 +16,8 @@ import pwd
 import shlex
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -78,6 +79,16 @@ def slurm_admin(user: str, required: str) -> bool:
             file=sys.stderr,
         )
         return False
+
+
+@contextmanager
+def opened(ctx: StoreContext) -> Iterator[SqlDecisionStore]:
+    """The configured store for a ``with`` block, closed however the block ends."""
+    store = open_configured(ctx)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def open_configured(ctx: StoreContext) -> SqlDecisionStore:
