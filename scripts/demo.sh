@@ -25,6 +25,9 @@ bash scripts/slurm-lab/start-cluster.sh | tail -n 3
 say "pyslurm for this Slurm (built once from ../shared/vendor/pyslurm, then reused)"
 PY="$PY" bash scripts/pyslurm.sh || echo "(mlsub reads the node state with the Slurm commands instead)"
 
+say "the decision store (the default SQLite file; brought to this mlsub's schema)"
+"$MLSUB" db upgrade
+
 mkdir -p "$OUT"
 cd "$OUT"
 say "mlsub examples/ps_train.py  (workers, PSs and resources from its '# mlsub:' lines)"
