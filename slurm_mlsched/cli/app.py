@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -36,6 +37,7 @@ from . import replay as replay_cli
 from .decisions import register
 from .errors import handle_errors
 from .highs_banner import silence_highs_banner
+from .job_flags import with_job_options
 from .options import DB_URL_HELP, RemoteOption
 
 FIXED_NOW_ENV = "MLSUB_FIXED_NOW"
@@ -90,86 +92,6 @@ def _root(
 
 # --- job options, shared by plan and submit ----------------------------------------------------
 
-Workers = Annotated[int | None, typer.Option(help="Workers (N, at most).", rich_help_panel=JOB)]
-Ps = Annotated[str | None, typer.Option(help="PSs: 'auto' or a count.", rich_help_panel=JOB)]
-GpusPerWorker = Annotated[
-    int | None, typer.Option(help="GPUs per worker (default 1).", rich_help_panel=JOB)
-]
-CpusPerWorker = Annotated[
-    int | None, typer.Option(help="CPUs per worker (default 4).", rich_help_panel=JOB)
-]
-MemPerWorker = Annotated[
-    str | None,
-    typer.Option(
-        help="Memory per worker, Slurm-style (8G; bare = MiB) (default 16G).",
-        rich_help_panel=JOB,
-    ),
-]
-CpusPerPs = Annotated[
-    int | None, typer.Option(help="CPUs per PS (default 2).", rich_help_panel=JOB)
-]
-MemPerPs = Annotated[
-    str | None,
-    typer.Option(help="Memory per PS, Slurm-style (default 8G).", rich_help_panel=JOB),
-]
-Epochs = Annotated[int | None, typer.Option(help="Epochs (default 1).", rich_help_panel=JOB)]
-BatchesPerEpoch = Annotated[
-    int | None, typer.Option(help="Mini-batches per epoch.", rich_help_panel=JOB)
-]
-Model = Annotated[
-    str | None, typer.Option(help="Profiled model (see the user guide).", rich_help_panel=JOB)
-]
-StepTime = Annotated[
-    float | None, typer.Option(help="Seconds per mini-batch (τ).", rich_help_panel=JOB)
-]
-ModelSize = Annotated[float | None, typer.Option(help="Model size in MB (g).", rich_help_panel=JOB)]
-BwEx = Annotated[
-    float | None,
-    typer.Option(
-        help="Network MB/s per worker (default: the model's, else 100).", rich_help_panel=JOB
-    ),
-]
-BwIn = Annotated[
-    float | None,
-    typer.Option(
-        help="Internal MB/s per worker (default: the model's, else 1000).", rich_help_panel=JOB
-    ),
-]
-Name = Annotated[str | None, typer.Option(help="Job name.", rich_help_panel=JOB)]
-Partition = Annotated[
-    str | None, typer.Option(help="Slurm partition (live: its nodes only).", rich_help_panel=JOB)
-]
-TimeLimit = Annotated[
-    str | None,
-    typer.Option("--time", help="Slurm time limit (90, 1:30:00, 2-00:00:00).", rich_help_panel=JOB),
-]
-Output = Annotated[
-    str | None,
-    typer.Option(
-        "--output",
-        "--output-pattern",
-        help="sbatch --output pattern (default mlsub-ID-%j.out); the header's key is --output too.",
-        rich_help_panel=JOB,
-    ),
-]
-Interpreter = Annotated[
-    str | None,
-    typer.Option(
-        help="Runs the script on each task (default: python3 for *.py).", rich_help_panel=JOB
-    ),
-]
-Policy = Annotated[
-    str | None, typer.Option(help="Placement policy (default yu-rr).", rich_help_panel=POLICY)
-]
-Seed = Annotated[
-    int | None, typer.Option(help="Rounding seed (default 0).", rich_help_panel=POLICY)
-]
-FormOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--form", help="elastic | non-elastic (default non-elastic).", rich_help_panel=POLICY
-    ),
-]
 ClusterName = Annotated[
     str | None, typer.Option(help="Cluster the decision is kept under.", rich_help_panel=STORE)
 ]
@@ -182,6 +104,7 @@ ScriptArgs = Annotated[
 
 
 @app.command()
+@with_job_options
 def plan(
     script: Annotated[
         Path | None,
@@ -196,28 +119,6 @@ def plan(
             show_default=False,
         ),
     ] = None,
-    workers: Workers = None,
-    ps: Ps = None,
-    gpus_per_worker: GpusPerWorker = None,
-    cpus_per_worker: CpusPerWorker = None,
-    mem_per_worker: MemPerWorker = None,
-    cpus_per_ps: CpusPerPs = None,
-    mem_per_ps: MemPerPs = None,
-    epochs: Epochs = None,
-    batches_per_epoch: BatchesPerEpoch = None,
-    model: Model = None,
-    step_time: StepTime = None,
-    model_size: ModelSize = None,
-    bw_ex: BwEx = None,
-    bw_in: BwIn = None,
-    name: Name = None,
-    partition: Partition = None,
-    time_limit: TimeLimit = None,
-    output_pattern: Output = None,
-    interpreter: Interpreter = None,
-    policy: Policy = None,
-    seed: Seed = None,
-    form: FormOpt = None,
     as_json: AsJson = False,
     reserve: Annotated[
         bool,
@@ -242,13 +143,14 @@ def plan(
     db_url: DbUrl = None,
     remote: RemoteOption = None,
     args: ScriptArgs = None,
+    job_options: Mapping[str, object] | None = None,
 ) -> None:
     """Plan where and when a job would run (nothing is submitted).
 
     On the cluster file given with --cluster, or on the live Slurm cluster: a dry run of
     submit that shows the decision and the sbatch script and records nothing.
     """
-    overrides = _overrides(locals())
+    overrides = dict(job_options or {})
     if cluster is None and not for_sbatch and (script is None or reserve):  # usage: exit 2
         raise typer.BadParameter(
             "plan needs --cluster FILE"
@@ -306,33 +208,12 @@ def plan(
 
 
 @app.command()
+@with_job_options
 def submit(
     script: Annotated[
         Path, typer.Argument(help="Training script; its '# mlsub:' header lines are read.")
     ],
     args: ScriptArgs = None,
-    workers: Workers = None,
-    ps: Ps = None,
-    gpus_per_worker: GpusPerWorker = None,
-    cpus_per_worker: CpusPerWorker = None,
-    mem_per_worker: MemPerWorker = None,
-    cpus_per_ps: CpusPerPs = None,
-    mem_per_ps: MemPerPs = None,
-    epochs: Epochs = None,
-    batches_per_epoch: BatchesPerEpoch = None,
-    model: Model = None,
-    step_time: StepTime = None,
-    model_size: ModelSize = None,
-    bw_ex: BwEx = None,
-    bw_in: BwIn = None,
-    name: Name = None,
-    partition: Partition = None,
-    time_limit: TimeLimit = None,
-    output_pattern: Output = None,
-    interpreter: Interpreter = None,
-    policy: Policy = None,
-    seed: Seed = None,
-    form: FormOpt = None,
     show_script: Annotated[
         bool, typer.Option("--show-script", help="Also print the sbatch script.")
     ] = False,
@@ -348,12 +229,13 @@ def submit(
     cluster_name: ClusterName = None,
     db_url: DbUrl = None,
     remote: RemoteOption = None,
+    job_options: Mapping[str, object] | None = None,
 ) -> None:
     """Place a job on the live cluster, record the decision, submit it (mlsub SCRIPT).
 
     Arguments after -- go to the program verbatim.
     """
-    overrides = _overrides(locals())
+    overrides = dict(job_options or {})
     with handle_errors(debug=_debug()):
         silence_highs_banner()
         from ..storage.states import DecisionState
@@ -417,22 +299,6 @@ def reconcile_cmd(
             remote=remote,
         )
         output.show_reconciled(report, as_json=as_json)
-
-
-_JOB_FIELDS = (
-    "workers", "ps", "gpus_per_worker", "cpus_per_worker", "mem_per_worker", "cpus_per_ps",
-    "mem_per_ps", "epochs", "batches_per_epoch", "model", "step_time", "model_size", "bw_ex",
-    "bw_in", "name", "partition", "policy", "seed", "form", "interpreter",
-)  # fmt: skip
-#: Parameter name -> job option, where they differ.
-_RENAMED = {"time_limit": "time_limit", "output_pattern": "output"}
-
-
-def _overrides(params: dict[str, object]) -> dict[str, object]:
-    """The job options a command was given (None = not given), by JobOptions field."""
-    out = {f: params[f] for f in _JOB_FIELDS}
-    out.update({field: params[p] for p, field in _RENAMED.items()})
-    return out
 
 
 def _plan_only(overrides: dict[str, object]) -> dict[str, object]:

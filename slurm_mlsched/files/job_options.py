@@ -205,31 +205,68 @@ def _form(option: str, value: object) -> Form:
 #: not a request; they keep every number the placement program sees finite).
 MAX_TASKS = int(ranges.TASKS.hi)
 
+
+@dataclass(frozen=True)
+class JobOptionSpec:
+    """One job option, declared once: the ``JobOptions`` field, the flag (the same in the
+    ``# mlsub:`` header, on the command line and, as ``field``, in the config's ``[job]``
+    table), the converter every source goes through, and what the command line shows (the
+    value type Typer parses, help, panel ``job`` or ``placement``, extra aliases)."""
+
+    field: str
+    flag: str
+    convert: Converter
+    cli_type: type
+    help: str
+    panel: str = "job"
+    aliases: tuple[str, ...] = ()
+
+
+SPECS: tuple[JobOptionSpec, ...] = (
+    JobOptionSpec("workers", "--workers", _integer(ranges.TASKS), int, "Workers (N, at most)."),
+    JobOptionSpec("ps", "--ps", _ps, str, "PSs: 'auto' or a count."),
+    JobOptionSpec("gpus_per_worker", "--gpus-per-worker", _integer(ranges.GPUS_PER_TASK), int,
+                  "GPUs per worker (default 1)."),
+    JobOptionSpec("cpus_per_worker", "--cpus-per-worker", _integer(ranges.CPUS_PER_TASK), int,
+                  "CPUs per worker (default 4)."),
+    JobOptionSpec("mem_per_worker", "--mem-per-worker", _memory, str,
+                  "Memory per worker, Slurm-style (8G; bare = MiB) (default 16G)."),
+    JobOptionSpec("cpus_per_ps", "--cpus-per-ps", _integer(ranges.CPUS_PER_TASK), int,
+                  "CPUs per PS (default 2)."),
+    JobOptionSpec("mem_per_ps", "--mem-per-ps", _memory, str,
+                  "Memory per PS, Slurm-style (default 8G)."),
+    JobOptionSpec("epochs", "--epochs", _integer(ranges.BATCHES), int, "Epochs (default 1)."),
+    JobOptionSpec("batches_per_epoch", "--batches-per-epoch", _integer(ranges.BATCHES), int,
+                  "Mini-batches per epoch."),
+    JobOptionSpec("model", "--model", _text, str, "Profiled model (see the user guide)."),
+    JobOptionSpec("step_time", "--step-time", _positive_float(ranges.STEP_TIME_S), float,
+                  "Seconds per mini-batch (τ)."),
+    JobOptionSpec("model_size", "--model-size", _positive_float(ranges.MODEL_MB), float,
+                  "Model size in MB (g)."),
+    JobOptionSpec("bw_ex", "--bw-ex", _positive_float(ranges.BANDWIDTH_MBPS), float,
+                  "Network MB/s per worker (default: the model's, else 100)."),
+    JobOptionSpec("bw_in", "--bw-in", _positive_float(ranges.BANDWIDTH_MBPS), float,
+                  "Internal MB/s per worker (default: the model's, else 1000)."),
+    JobOptionSpec("name", "--name", _text, str, "Job name."),
+    JobOptionSpec("partition", "--partition", _text, str,
+                  "Slurm partition (live: its nodes only)."),
+    JobOptionSpec("time_limit", "--time", _time_limit, str,
+                  "Slurm time limit (90, 1:30:00, 2-00:00:00)."),
+    JobOptionSpec("output", "--output", _text, str,
+                  "sbatch --output pattern (default mlsub-ID-%j.out); the header's key is "
+                  "--output too.", aliases=("--output-pattern",)),
+    JobOptionSpec("interpreter", "--interpreter", _command, str,
+                  "Runs the script on each task (default: python3 for *.py)."),
+    JobOptionSpec("policy", "--policy", _text, str, "Placement policy (default yu-rr).",
+                  panel="placement"),
+    JobOptionSpec("seed", "--seed", _integer(ranges.SEED), int, "Rounding seed (default 0).",
+                  panel="placement"),
+    JobOptionSpec("form", "--form", _form, str, "elastic | non-elastic (default non-elastic).",
+                  panel="placement"),
+)  # fmt: skip
+
 #: field name -> (command-line option, converter). The header accepts exactly these.
-OPTIONS: dict[str, tuple[str, Converter]] = {
-    "workers": ("--workers", _integer(ranges.TASKS)),
-    "ps": ("--ps", _ps),
-    "gpus_per_worker": ("--gpus-per-worker", _integer(ranges.GPUS_PER_TASK)),
-    "cpus_per_worker": ("--cpus-per-worker", _integer(ranges.CPUS_PER_TASK)),
-    "mem_per_worker": ("--mem-per-worker", _memory),
-    "cpus_per_ps": ("--cpus-per-ps", _integer(ranges.CPUS_PER_TASK)),
-    "mem_per_ps": ("--mem-per-ps", _memory),
-    "epochs": ("--epochs", _integer(ranges.BATCHES)),
-    "batches_per_epoch": ("--batches-per-epoch", _integer(ranges.BATCHES)),
-    "model": ("--model", _text),
-    "step_time": ("--step-time", _positive_float(ranges.STEP_TIME_S)),
-    "model_size": ("--model-size", _positive_float(ranges.MODEL_MB)),
-    "bw_ex": ("--bw-ex", _positive_float(ranges.BANDWIDTH_MBPS)),
-    "bw_in": ("--bw-in", _positive_float(ranges.BANDWIDTH_MBPS)),
-    "policy": ("--policy", _text),
-    "seed": ("--seed", _integer(ranges.SEED)),
-    "name": ("--name", _text),
-    "partition": ("--partition", _text),
-    "form": ("--form", _form),
-    "time_limit": ("--time", _time_limit),
-    "output": ("--output", _text),
-    "interpreter": ("--interpreter", _command),
-}
+OPTIONS: dict[str, tuple[str, Converter]] = {s.field: (s.flag, s.convert) for s in SPECS}
 _BY_FLAG = {flag: name for name, (flag, _) in OPTIONS.items()}
 assert set(OPTIONS) == {f.name for f in fields(JobOptions)}, "OPTIONS out of sync"
 
