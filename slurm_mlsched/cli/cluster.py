@@ -57,9 +57,6 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
             config = ctx.config
             slot = slot_seconds or config.slot_seconds
             with slurm_access(config.remote, remote_dir=config.remote_dir) as access:
-                # the controller first: an unresponsive one is reported within its 2 s
-                # bound, before the store is opened (or created) and the planner imported
-                access.slurm.ping()
                 from ..services.cluster_state import read_cluster_state
                 from ..services.submit import cluster_view
 

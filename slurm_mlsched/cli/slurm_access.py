@@ -17,6 +17,7 @@ matches the cluster's Slurm, else the Slurm commands; over SSH always the comman
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 from collections.abc import Iterator
@@ -48,13 +49,18 @@ class SlurmAccess:
     target: str = ""
     """The remote target as the user gave it (empty: this machine)."""
 
-    def node_state_source(self) -> NodeStateSource:
+    @functools.cached_property
+    def _source(self) -> NodeStateSource:
         return node_state_source(self.slurm, remote=self.session is not None)
+
+    def node_state_source(self) -> NodeStateSource:
+        """The node state source, chosen once per command."""
+        return self._source
 
     def job_status_reader(self) -> JobStatusReader:
         """Job states from the same source as the node state: the queue through pyslurm
         when that source is pyslurm, else ``squeue``; accounting always through sacct."""
-        source = self.node_state_source()
+        source = self._source
         return JobStatusReader(
             self.slurm, source.module if isinstance(source, PyslurmSource) else None
         )
@@ -80,15 +86,22 @@ class SlurmAccess:
 
 @contextmanager
 def slurm_access(remote: str, *, remote_dir: str = DEFAULT_REMOTE_DIR) -> Iterator[SlurmAccess]:
-    """The runner for ``remote`` (empty: this machine); an SSH connection is open for the
-    ``with`` block only. ``remote_dir`` is where remote submissions stage their files."""
+    """The runner for ``remote`` (empty: this machine), the controller already pinged; an
+    SSH connection is open for the ``with`` block only. ``remote_dir`` is where remote
+    submissions stage their files."""
     if not remote:
-        yield SlurmAccess(SlurmCommands(LocalRunner()))
+        slurm = SlurmCommands(LocalRunner())
+        # the controller first: every command here needs it, and an unresponsive one is
+        # reported within the ping's bound, before a store is opened or a planner imported
+        slurm.ensure_reachable()
+        yield SlurmAccess(slurm)
         return
     from ..remote.session import open_session
 
     with open_session(remote, staging_root=remote_dir) as session:
-        yield SlurmAccess(SlurmCommands(session.runner), session, remote)
+        slurm = SlurmCommands(session.runner)
+        slurm.ensure_reachable()
+        yield SlurmAccess(slurm, session, remote)
 
 
 def node_state_source(

@@ -5,8 +5,8 @@
 * identity: the effective Unix user (``pwd``, not ``$USER``). Root may act as another
   user with ``MLSUB_AS_USER=name`` (as ``runuser`` would; for tests and support); anyone
   else setting it is refused;
-* the store: :func:`slurm_mlsched.storage.open_store` at the configured URL (default: the
-  SQLite file under the XDG state directory).
+* the store: :func:`opened`, :func:`slurm_mlsched.storage.open_store` at the configured
+  URL (default: the SQLite file under the XDG state directory), for a ``with`` block.
 """
 
 from __future__ import annotations
@@ -84,22 +84,18 @@ def slurm_admin(user: str, required: str) -> bool:
 @contextmanager
 def opened(ctx: StoreContext) -> Iterator[SqlDecisionStore]:
     """The configured store for a ``with`` block, closed however the block ends."""
-    store = open_configured(ctx)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-def open_configured(ctx: StoreContext) -> SqlDecisionStore:
     from ..storage import open_store
 
-    return open_store(
+    store = open_store(
         ctx.url,
         grace_s=ctx.config.reservation_grace_s,
         busy_timeout_s=ctx.config.db_busy_timeout_s,
         upgrade_command=ctx.upgrade_command,
     )
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def _user(env: Mapping[str, str]) -> str:

@@ -562,18 +562,6 @@ def _login(
         raise _connect_error(
             target, f"{where} is unreachable", "check the network route to the host"
         ) from None
-    except socket.gaierror as exc:
-        raise _connect_error(
-            target,
-            f"cannot resolve the host name {target.hostname!r}: {exc.strerror or exc}",
-            "check the spelling, or the HostName of this Host in ~/.ssh/config",
-        ) from None
-    except TimeoutError:
-        raise _connect_error(
-            target,
-            f"no answer from {where} within {timeout:g} s",
-            "the host may be down, or a firewall may drop the connection",
-        ) from None
     except (paramiko.SSHException, EOFError) as exc:
         raise _connect_error(
             target,
@@ -581,9 +569,33 @@ def _login(
             "is it an SSH server? `ssh -v` to the same host shows more",
         ) from None
     except OSError as exc:
-        raise _connect_error(
-            target, f"cannot connect to {where}: {_reason(exc)}", "check the network route"
-        ) from None
+        raise connect_failure(target, exc, timeout) from None
+
+
+def connect_failure(target: SshTarget, exc: OSError, timeout: float) -> RemoteConnectError:
+    """What a failed TCP connection to ``target`` means, for every way mlsub connects."""
+    where = f"{target.hostname}:{target.port}"
+    if isinstance(exc, socket.gaierror):
+        return _connect_error(
+            target,
+            f"cannot resolve the host name {target.hostname!r}: {exc.strerror or exc}",
+            "check the spelling, or the HostName of this Host in ~/.ssh/config",
+        )
+    if isinstance(exc, TimeoutError):
+        return _connect_error(
+            target,
+            f"no answer from {where} within {timeout:g} s",
+            "the host may be down, or a firewall may drop the connection",
+        )
+    if exc.errno == errno.ECONNREFUSED:
+        return _connect_error(
+            target,
+            f"connection refused by {where}",
+            "is an SSH server listening there? check the host name and the port",
+        )
+    return _connect_error(
+        target, f"cannot connect to {where}: {_reason(exc)}", "check the network route"
+    )
 
 
 def _connect_error(target: SshTarget, what: str, hint: str) -> RemoteConnectError:

@@ -28,6 +28,7 @@ import paramiko
 
 from ..errors import InputError, RemoteError
 from .hostkeys import describe_key, fingerprint, read_known_hosts
+from .ssh import connect_failure
 from .target import SshTarget
 
 #: Host key algorithms asked for, in ssh(1)'s order; ``rsa-sha2-512`` fetches the RSA key.
@@ -84,12 +85,7 @@ def host_keys(target: SshTarget, *, timeout: float, stop_at: str = "") -> list[p
         try:
             sock = socket.create_connection((target.hostname, target.port), timeout=timeout)
         except OSError as exc:
-            raise RemoteError(
-                f"cannot connect to {target.hostname}:{target.port}: {exc.strerror or exc}",
-                hint="check the host name and port, and that sshd runs there",
-                context={"host": target.hostname, "port": target.port},
-                code="ssh-unreachable",
-            ) from None
+            raise connect_failure(target, exc, timeout) from None
         transport = paramiko.Transport(sock)
         try:
             transport.get_security_options().key_types = (algorithm,)

@@ -278,8 +278,7 @@ class JobStatusReader:
     def queue(self) -> dict[str, JobStatus]:
         """Every job the controller still lists."""
         if self.pyslurm is not None:
-            if not self.slurm.reachable:
-                self.slurm.ping()  # the same bounded check as the commands get
+            self.slurm.ensure_reachable()  # the same bounded check as the commands get
             return fold_components(pyslurm_status_rows(self.pyslurm), "squeue")
         rows = parse_squeue_status_json(self.slurm.run(["squeue", "--all", "--json"]))
         return fold_components(rows, "squeue")

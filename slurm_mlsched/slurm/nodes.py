@@ -170,8 +170,8 @@ class PyslurmSource:
         return f"pyslurm {getattr(self.module, '__version__', '?')}"
 
     def read(self, now: datetime) -> NodeState:
-        if self.slurm is not None and not self.slurm.reachable:
-            self.slurm.ping()
+        if self.slurm is not None:
+            self.slurm.ensure_reachable()
         try:
             loaded = pyslurm_members(self.module.Nodes.load())
             jobs = tuple(_pyslurm_job(j) for j in pyslurm_members(self.module.Jobs.load()))

@@ -222,9 +222,8 @@ def parse_duration(text: str) -> timedelta | None:
     return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
 
 
-def _number(value: object) -> float | None:
-    """A JSON number of either layout, sentinels as ``None`` (:mod:`.values`)."""
-    return slurm_number(value)
+#: A JSON number of either layout, sentinels as ``None``: the one decoder (:mod:`.values`).
+_number = slurm_number
 
 
 def _epoch(value: object) -> datetime | None:

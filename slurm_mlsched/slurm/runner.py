@@ -169,10 +169,11 @@ class SlurmCommands:
         self._reachable = False
         self._version: SlurmVersion | None = None
 
-    @property
-    def reachable(self) -> bool:
-        """Whether the controller answered a ping in this command already."""
-        return self._reachable
+    def ensure_reachable(self) -> None:
+        """Ping the controller unless it answered already in this command (before the
+        first command that needs it, and before pyslurm's first call)."""
+        if not self._reachable:
+            self.ping()
 
     def ping(self) -> None:
         """Raise :class:`SlurmUnreachableError` unless a controller answers ``is UP``."""
@@ -193,8 +194,7 @@ class SlurmCommands:
         self, argv: Sequence[str], *, timeout: float | None = None, input: str | None = None
     ) -> str:
         """Run a command that talks to the controller; return its stdout."""
-        if not self._reachable:
-            self.ping()
+        self.ensure_reachable()
         return self.run_local(argv, timeout=timeout, input=input)
 
     def run_local(

@@ -25,8 +25,8 @@ class PgServer:
     host: str
     port: int
 
-    def url(self, database: str) -> str:
-        return f"postgresql+psycopg://{USER}@{self.host}:{self.port}/{database}"
+    def url(self, database: str, role: str = USER) -> str:
+        return f"postgresql+psycopg://{role}@{self.host}:{self.port}/{database}"
 
     def create_database(self, name: str) -> str:
         import psycopg

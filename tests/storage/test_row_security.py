@@ -36,7 +36,7 @@ class Site:
     database: str
 
     def url(self, role: str) -> str:
-        return f"postgresql+psycopg://{role}@{self.server.host}:{self.server.port}/{self.database}"
+        return self.server.url(self.database, role)
 
     def sql(self, role: str, statement: str) -> list[tuple[object, ...]]:
         import psycopg
