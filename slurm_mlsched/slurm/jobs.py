@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import SlurmError
 from .hostlist import expand_hostlist
 from .parse import SqueueRow, _bad, _epoch, _load_json, _number, parse_squeue_rows
+from .pyslurm_calls import pyslurm_errors, pyslurm_members
 from .runner import SlurmCommands
 
 #: Slurm job states by what they mean for a decision.
@@ -236,18 +237,8 @@ def pyslurm_status_rows(module: Any) -> tuple[ComponentStatus, ...]:
     """The controller's queue through pyslurm's ``Jobs.load()``: the same rows as
     :func:`parse_squeue_status_json` (the same C fields; tests/integration/
     test_pyslurm_parity.py checks they agree on the real cluster)."""
-    try:
-        from .nodes import pyslurm_members
-
+    with pyslurm_errors("pyslurm Jobs.load"):
         return tuple(_pyslurm_row(job) for job in pyslurm_members(module.Jobs.load()))
-    except SlurmError:
-        raise
-    except Exception as exc:  # pyslurm's RPCError and friends: one funnel
-        raise SlurmError(
-            f"pyslurm failed: {type(exc).__name__}: {exc}",
-            hint="check `scontrol ping`, or uninstall pyslurm to use the Slurm commands",
-            context={"source": "pyslurm Jobs.load"},
-        ) from None
 
 
 def _pyslurm_row(job: Any) -> ComponentStatus:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from ..errors import SlurmError
 from .parse import (
     HOLDING_STATES,
     SQUEUE_COMMENT_FORMAT,
@@ -40,6 +39,7 @@ from .parse import (
     parse_squeue_text,
     split_state,
 )
+from .pyslurm_calls import pyslurm_errors, pyslurm_members
 from .runner import CommandRunner, SlurmCommands
 
 #: ``squeue -t`` states whose jobs hold an allocation (text mode asks only for these).
@@ -172,7 +172,7 @@ class PyslurmSource:
     def read(self, now: datetime) -> NodeState:
         if self.slurm is not None:
             self.slurm.ensure_reachable()
-        try:
+        with pyslurm_errors(self.description):
             loaded = pyslurm_members(self.module.Nodes.load())
             jobs = tuple(_pyslurm_job(j) for j in pyslurm_members(self.module.Jobs.load()))
             in_use: dict[str, int] = defaultdict(int)
@@ -181,15 +181,6 @@ class PyslurmSource:
                     for a in job.allocations:
                         in_use[a.node] += a.gpus
             nodes = tuple(_pyslurm_node(n, in_use[str(n.name)]) for n in loaded)
-        except SlurmError:
-            raise
-        except Exception as exc:  # pyslurm raises RPCError and friends: one funnel
-            raise SlurmError(
-                f"pyslurm failed: {type(exc).__name__}: {exc}",
-                hint="the error came from the Slurm C library through pyslurm; check "
-                "`scontrol ping`, or uninstall pyslurm to use the Slurm commands",
-                context={"source": self.description},
-            ) from None
         return NodeState(
             nodes=nodes,
             jobs=tuple(j for j in jobs if j.holds_resources),
@@ -197,16 +188,6 @@ class PyslurmSource:
             slurm_version=self.slurm_version,
             source_reason=self.reason,
         )
-
-
-def pyslurm_members(collection: Any) -> list[Any]:
-    """The objects of a pyslurm collection: a mapping (name/id -> object; 22.5's and
-    later ``MultiClusterMap`` is one without being a ``Mapping``, and iterates its keys)
-    or a list in other releases."""
-    values = getattr(collection, "values", None)
-    if isinstance(collection, Mapping) or callable(values):
-        return list(collection.values())
-    return list(collection)
 
 
 def _pyslurm_gpus(gres: object) -> int:
