@@ -301,6 +301,47 @@ def reconcile_cmd(
         output.show_reconciled(report, as_json=as_json)
 
 
+@app.command()
+def replan(
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print nothing unless something fails.")
+    ] = False,
+    as_json: AsJson = False,
+    cluster_name: ClusterName = None,
+    db_url: DbUrl = None,
+) -> None:
+    """Re-plan the queue of waiting (held) jobs and start those that can start now.
+
+    Run by every submit and release, by slurmctld's EpilogSlurmctld at every job end
+    (plugins/epilog_slurmctld.sh) and periodically as a safety net; safe to run at any
+    time and from several hosts at once (one store lock).
+    """
+    with handle_errors(debug=_debug()):
+        silence_highs_banner()
+        from .live import ReplanRequest, run_replan
+
+        report = run_replan(ReplanRequest(cluster_name, db_url), clock=_clock())
+        output.show_replanned(report, as_json=as_json, quiet=quiet)
+
+
+@app.command()
+def queue(
+    everyone: Annotated[
+        bool, typer.Option("--all", help="Every user's queued jobs (admins only).")
+    ] = False,
+    as_json: AsJson = False,
+    cluster_name: ClusterName = None,
+    db_url: DbUrl = None,
+) -> None:
+    """List your jobs waiting in mlsub's queue: position, estimated start, what they wait for."""
+    with handle_errors(debug=_debug()):
+        silence_highs_banner()
+        from .live import ReplanRequest, run_queue
+
+        view = run_queue(ReplanRequest(cluster_name, db_url), clock=_clock(), everyone=everyone)
+        output.show_queue(view, as_json=as_json)
+
+
 def _plan_only(overrides: dict[str, object]) -> dict[str, object]:
     """Plan against a cluster file: the submission-only options play no part."""
     return {k: v for k, v in overrides.items() if k not in ("time_limit", "output", "interpreter")}

@@ -17,19 +17,19 @@ import pwd
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULT_STALE_AFTER_S
-from ..errors import InputError
+from ..errors import InputError, MlschedError
 from ..files.job_options import JobOptions, merge_options, read_script_header
 from ..services.clock import Clock
 from ..services.for_sbatch import SbatchPlacement, plan_for_sbatch
 from ..services.process_id import this_process
 from ..services.provenance import package_versions
 from ..services.reconcile import reconcile, wait_for
-from ..services.submit import JobScript, LiveWiring, SubmitOutcome, submit_job
+from ..services.submit import JobScript, LiveWiring, SbatchSubmitter, SubmitOutcome, submit_job
 from ..services.viewer import Viewer
 from ..storage import DecisionState, SqlDecisionStore
 from .slurm_access import SlurmAccess, slurm_access
@@ -52,6 +52,7 @@ class _Live:
     opts: JobOptions
     script: Path
     refresh: Callable[..., object]
+    access: SlurmAccess
 
 
 @contextmanager
@@ -79,12 +80,13 @@ def _live(request: LiveRequest, clock: Clock, *, refresh_first: bool) -> Iterato
         opened(ctx) as store,
     ):
         refresh = _refresher(access, store, ctx, clock)
+        submitter = access.submitter(ctx.config.cluster_name)
         wiring = LiveWiring(
             refresh=refresh if refresh_first else None,
             source=access.node_state_source(),
             store=store,
             clock=clock,
-            submitter=access.submitter(ctx.config.cluster_name),
+            submitter=submitter,
             cluster_name=ctx.config.cluster_name,
             slot_seconds=ctx.config.slot_seconds,
             viewer=ctx.viewer,
@@ -93,8 +95,10 @@ def _live(request: LiveRequest, clock: Clock, *, refresh_first: bool) -> Iterato
             reconcile_command=access.reconcile_command,
             process=str(this_process(remote=access.session is not None)),
             slurm_user=_slurm_user(access),
+            held_submitter=submitter if isinstance(submitter, SbatchSubmitter) else None,
+            env_dir=queued_env_dir(os.environ),
         )
-        yield _Live(wiring, opts, path.resolve(), refresh)
+        yield _Live(wiring, opts, path.resolve(), refresh, access)
 
 
 def run_submit(
@@ -109,6 +113,8 @@ def run_submit(
     with _live(request, clock, refresh_first=not dry_run) as live:
         job = JobScript(live.script, tuple(request.script_args))
         outcome = submit_job(live.wiring, live.opts, job, dry_run=dry_run)
+        if not dry_run and outcome.record is not None:
+            outcome = _then_replan(live, outcome)
         if wait is None or outcome.record is None:
             return outcome, None
         decision_id = outcome.record.decision_id
@@ -121,6 +127,32 @@ def run_submit(
             return state
 
         return outcome, wait_for(decision_id, poll=poll, sleep=time.sleep)
+
+
+def queued_env_dir(env: Mapping[str, str]) -> Path:
+    """Where a queued job's environment is kept until a re-plan submits it: the user's
+    XDG state directory (``~/.local/state/mlsched/queued-env``), mode 0700."""
+    base = env.get("XDG_STATE_HOME") or str(
+        Path(env.get("HOME", "~")).expanduser() / ".local/state"
+    )
+    return Path(base) / "mlsched" / "queued-env"
+
+
+def _then_replan(live: _Live, outcome: SubmitOutcome) -> SubmitOutcome:
+    """Every submission is an event of the queue: re-plan it (starts what the new job's
+    arrival does not delay; issue 19). A failure here is a warning: the job is submitted."""
+    if live.access.session is not None:
+        return outcome
+    from ..services.replan import SlurmStarter, replan
+
+    try:
+        replan(replace(live.wiring, refresh=None), SlurmStarter(live.access.slurm))
+    except MlschedError as err:
+        return replace(
+            outcome,
+            warnings=(*outcome.warnings, f"the queue was not re-planned: {err.message}"),
+        )
+    return outcome
 
 
 def _slurm_user(access: SlurmAccess) -> str:
@@ -188,3 +220,56 @@ def run_for_sbatch(request: LiveRequest, *, clock: Clock) -> SbatchPlacement:
     for the user's own sbatch (services/for_sbatch.py)."""
     with _live(request, clock, refresh_first=True) as live:
         return plan_for_sbatch(live.wiring, live.opts, live.script)
+
+
+@dataclass(frozen=True)
+class ReplanRequest:
+    cluster_name: str | None
+    db_url: str | None
+
+
+def run_replan(request: ReplanRequest, *, clock: Clock) -> Any:
+    """``mlsub replan``: reconcile from squeue, re-plan the queue, start what can start
+    (services/replan.py). Local Slurm only (the epilog and the safety net run on a host
+    with the Slurm commands)."""
+    from ..services.replan import SlurmStarter, replan
+
+    ctx = context({"db_url": request.db_url, "cluster_name": request.cluster_name})
+    with slurm_access("") as access, opened(ctx) as store:
+        refresh = _refresher(access, store, ctx, clock)
+        wiring = LiveWiring(
+            refresh=refresh,
+            source=access.node_state_source(),
+            store=store,
+            clock=clock,
+            submitter=access.submitter(ctx.config.cluster_name),
+            cluster_name=ctx.config.cluster_name,
+            slot_seconds=ctx.config.slot_seconds,
+            viewer=ctx.viewer,
+            host=ctx.host,
+        )
+        return replan(wiring, SlurmStarter(access.slurm))
+
+
+def run_queue(request: ReplanRequest, *, clock: Clock, everyone: bool) -> Any:
+    """``mlsub queue``: the waiting jobs in queue order with their estimated start and
+    why they wait, read without starting anything (a re-plan's step, not committed)."""
+    from ..services.replan import queue_view
+
+    ctx = context({"db_url": request.db_url, "cluster_name": request.cluster_name})
+    if everyone and not ctx.viewer.is_admin:
+        raise InputError(
+            "mlsub queue --all lists every user's queued jobs: admins only",
+            hint="without --all it lists your own",
+            context={"option": "--all"},
+        )
+    with slurm_access("") as access, opened(ctx) as store:
+        state = access.node_state_source().read(clock.now())
+        return queue_view(
+            store,
+            state,
+            clock=clock,
+            cluster_name=ctx.config.cluster_name,
+            slot_seconds=ctx.config.slot_seconds,
+            user=None if everyone else ctx.viewer.user,
+        )

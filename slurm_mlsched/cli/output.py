@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+    from ..services.replan import QueueView, ReplanReport
+
 
 def _out() -> Console:
     from rich.console import Console
@@ -747,3 +749,59 @@ def waiting(*, enabled: bool) -> Iterator[Callable[[str], None]]:
 def show_lines(lines: Sequence[str]) -> None:
     """Plain lines on stdout, nothing else (``plan --for-sbatch``: a machine reads them)."""
     sys.stdout.write("".join(f"{line}\n" for line in lines))
+
+
+# --- the queue (late binding) ------------------------------------------------------------------
+
+
+def show_replanned(report: ReplanReport, *, as_json: bool, quiet: bool = False) -> None:
+    """``mlsub replan``: the jobs it started, then the queue it left."""
+    if as_json:
+        show_json(report.to_json())
+        return
+    if quiet:
+        return
+    console = _out()
+    if report.started:
+        table = _table("decision", "user", "slurm job", "started", "on", "note")
+        for s in report.started:
+            table.add_row(
+                str(s.decision_id), s.user, s.slurm_job_id or "", s.action, s.placement, s.note
+            )
+        console.print(table)
+    else:
+        console.print("no queued job can start now")
+    if report.waiting:
+        console.print(f"{len(report.waiting)} job(s) still wait (mlsub queue)")
+    for note in report.notes:
+        _err().print(f"note: {note}")
+    if report.skipped:
+        _err().print(
+            f"note: {len(report.skipped)} queued job(s) of other users were left to their "
+            "owners' or root's re-plan"
+        )
+
+
+def show_queue(view: QueueView, *, as_json: bool) -> None:
+    """``mlsub queue``: queue position, estimated start, what each job waits for."""
+    if as_json:
+        show_json(view.to_json())
+        return
+    console = _out()
+    rows = [*view.would_start, *view.waiting]
+    if not rows:
+        console.print("no queued jobs")
+        return
+    table = _table("pos", "decision", "user", "job", "slurm job", "est. start", "waits for")
+    for w in rows:
+        start = "" if w.estimated_start is None else f"{w.estimated_start:%m-%d %H:%M}"
+        table.add_row(
+            str(w.position) if w.position else "now",
+            str(w.decision_id),
+            w.user,
+            w.job_name,
+            w.slurm_job_id or "",
+            start,
+            w.reason,
+        )
+    console.print(table)

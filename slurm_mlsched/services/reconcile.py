@@ -58,7 +58,7 @@ from .viewer import Viewer
 
 S = DecisionState
 #: States ``reconcile`` looks at.
-OPEN_FOR_SLURM = (S.SUBMITTING, S.SUBMITTED, S.RUNNING)
+OPEN_FOR_SLURM = (S.SUBMITTING, S.SUBMITTED, S.RUNNING, S.QUEUED, S.STARTING)
 #: ``submit-failed`` decisions this recent (and without a job id) are looked up by their tag,
 #: so that one whose job appeared after all is repaired.
 REPAIR_WINDOW_S = 86400.0
@@ -133,6 +133,20 @@ def plan_updates(
     out = []
     for d in decisions:
         status: JobStatus | None = statuses.get(d.slurm_job_id) if d.slurm_job_id else None
+        if d.state == S.STARTING:
+            # a re-plan submitted the new layout's script: a job of this user with the tag
+            # that is not the held one (which it cancels once the new one is recorded)
+            status = next(
+                (
+                    j
+                    for j in by_tag.get(tags.get(d.decision_id, ""), ())
+                    if j.job_id != d.slurm_job_id
+                    and not j.held
+                    and j.phase != "cancelled"
+                    and (not j.user or j.user == d.job_owner)
+                ),
+                status,
+            )
         if status is None and d.state in (S.SUBMITTING, S.SUBMIT_FAILED):
             # only a job Slurm says is the decision's user's: a copied tag adopts nothing
             status = next(
@@ -170,10 +184,31 @@ def _update(
     steps: list[Step] = []
     state = d.state
     job = status.job_id
+    if status.held and state in (S.SUBMITTING, S.SUBMIT_FAILED):
+        at = status.submit or d.created_at
+        steps.append(Step(S.QUEUED, at, f"reconcile: found held job {job} by its tag", job))
+        return Update(d.decision_id, d.state, tuple(steps), job, status.source)
+    if status.held and state in (S.QUEUED, S.STARTING):
+        note = (
+            ""
+            if state == S.QUEUED
+            else f"job {job} is still held: the next `mlsub replan` starts it on the "
+            "layout this decision names"
+        )
+        return Update(d.decision_id, d.state, (), job, status.source, note)
     if state in (S.SUBMITTING, S.SUBMIT_FAILED):
         at = status.submit or d.created_at
         how = "by its tag" if state == S.SUBMITTING else "by its tag after all (repaired)"
         steps.append(Step(S.SUBMITTED, at, f"reconcile: found job {job} {how}", job))
+        state = S.SUBMITTED
+    elif state in (S.QUEUED, S.STARTING) and status.phase != "cancelled":
+        how = (
+            "released outside mlsub: it runs on the tentative layout this decision names"
+            if state == S.QUEUED
+            else ("re-submitted by a re-plan" if job != d.slurm_job_id else "released by a re-plan")
+        )
+        steps.append(Step(S.SUBMITTED, status.submit or d.created_at, f"reconcile: job {job} "
+                          f"{how}", job))  # fmt: skip
         state = S.SUBMITTED
     phase = status.phase
     nodes = ",".join(status.nodes)

@@ -48,6 +48,9 @@ from typing import Any, Protocol
 
 from ..errors import InputError, InvalidTransitionError, RemoteError, SlurmError, StoreError
 from ..files.job_options import JobOptions
+from ..model import ClusterSnapshot
+from ..placement.registry import get_queue
+from ..sbatch.launch import Launch
 from ..sbatch.render import RenderedScript, ScriptSpec, begin_time, port_base, render_sbatch
 from ..sbatch.tag import DecisionTag, decision_tag
 from ..slurm.nodes import NodeState, NodeStateSource
@@ -113,6 +116,20 @@ class SbatchSubmitter:
         )
         return str(parse_sbatch_parsable(out).job_id)
 
+    def submit_held(self, script: str, job: JobScript, tag: DecisionTag) -> str:
+        """``sbatch --hold``: the job waits in Slurm's queue, held, until a re-plan starts
+        it (``services/replan.py``)."""
+        out = self.slurm.run(
+            ["env", "TZ=UTC", "sbatch", "--parsable", "--hold"], input=script, timeout=self.timeout
+        )
+        return str(parse_sbatch_parsable(out).job_id)
+
+
+class HeldSubmitter(Protocol):
+    """A submitter that can also submit a job held (late binding; local Slurm only)."""
+
+    def submit_held(self, script: str, job: JobScript, tag: DecisionTag) -> str: ...
+
 
 @dataclass(frozen=True)
 class JobScript:
@@ -165,6 +182,12 @@ class LiveWiring:
     slurm_user: str | None = None
     """The Slurm user the job will run as (the effective Unix user here, the SSH user of a
     remote submission); stored with the decision for the owner check on tags."""
+    held_submitter: HeldSubmitter | None = None
+    """Late binding (``services/replan.py``): a job whose policy has a queue form and that
+    cannot start now is submitted held through this and waits ``queued``. None (a remote
+    submission): such a job is booked at its planned start (``--begin``), as before."""
+    env_dir: Path | None = None
+    """Where a queued job's environment is kept (private to the user) until it starts."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +200,9 @@ class SubmitOutcome:
     slurm_job_id: str | None
     warnings: tuple[str, ...] = ()
     """Things that went wrong after Slurm queued the job (the job is queued all the same)."""
+    waits: bool = False
+    """The job cannot start now: it waits held in Slurm's queue (decision ``queued``) until
+    a re-plan starts it; :attr:`plan` is its tentative plan (the estimated start)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON of ``mlsub submit --json`` / ``mlsub plan SCRIPT --json``: the plan's
@@ -191,6 +217,7 @@ class SubmitOutcome:
                 "state": None if self.record is None else str(self.record.state),
                 "tag": None if self.tag is None else str(self.tag),
                 "slurm_job_id": self.slurm_job_id,
+                "waits": self.waits,
                 "warnings": list(self.warnings),
                 "begin": _iso(begin_time(self.plan.decision, self.plan.snapshot)),
                 "tasks": [
@@ -216,20 +243,32 @@ def submit_job(
     name = opts.name or job.path.stem
     with wiring.store.planning(wiring.cluster_name) as tx:
         cluster, plan = plan_live(wiring, tx, state, opts, name)
+        waits = False
+        if wiring.held_submitter is not None and get_queue(opts.policy, plan.params):
+            plan, waits = bind_late(tx, cluster.snapshot, plan)
         if dry_run:
             program = wiring.submitter.program_path(job, None)
-            script = _render(plan, cluster, job, opts, name, program, decision_id=0, tag=None)
-            return SubmitOutcome(plan, cluster, script, None, None, None)
-        record = record_submitting(wiring, tx, plan)
+            script = _render(
+                plan, cluster, job, opts, name, program, decision_id=0, tag=None, waits=waits
+            )
+            return SubmitOutcome(plan, cluster, script, None, None, None, waits=waits)
+        record = record_submitting(wiring, tx, plan, holds=not waits)
         tag = tag_of(wiring.cluster_name, record.summary)
         program = wiring.submitter.program_path(job, tag)
-        script = _render(
-            plan, cluster, job, opts, name, program, decision_id=record.decision_id, tag=tag
-        )
-        tx.attach_script(record.decision_id, script.text)
+        spec = _spec(plan, job, opts, name, program, decision_id=record.decision_id, tag=tag)
+        script = _render_spec(plan, cluster, spec, waits=waits)
+        launch = None
+        if waits:
+            env_file = keep_environment(wiring.env_dir, wiring.cluster_name, record.decision_id)
+            launch = Launch(spec, os.getcwd(), None if env_file is None else str(env_file))
+        tx.attach_script(record.decision_id, script.text, launch)
     # committed: from here on the decision exists whatever happens to this process
     try:
-        slurm_job_id = wiring.submitter.submit(script.text, job, tag)
+        if waits:
+            assert wiring.held_submitter is not None
+            slurm_job_id = wiring.held_submitter.submit_held(script.text, job, tag)
+        else:
+            slurm_job_id = wiring.submitter.submit(script.text, job, tag)
     except SUBMIT_ERRORS as err:
         err.context.setdefault("decision_id", record.decision_id)
         if err.may_have_run:  # timed out or cut off: Slurm may have queued the job
@@ -241,7 +280,47 @@ def submit_job(
             raise
         _record_failure(wiring, record.decision_id, err)
         raise
-    return _queued(wiring, plan, cluster, script, record, tag, slurm_job_id)
+    return _queued(wiring, plan, cluster, script, record, tag, slurm_job_id, waits=waits)
+
+
+def bind_late(
+    tx: PlanningSession, snapshot: ClusterSnapshot, plan: PlanResult
+) -> tuple[PlanResult, bool]:
+    """Late binding at a submission: the new job joins the stored queue (behind it in
+    arrival order; the queue order decides) and one queue step is taken (the replay's
+    ``replan_queue``). If the new job starts now, its plan is the step's decision; else it
+    waits, and its plan is the per-job plan (the estimated start, tentative)."""
+    from .replan import QueueEntry, queue_step, rebased
+
+    entries = [rebased(r, snapshot) for r in tx.queued()]
+    policy = plan.decision.policy
+    new = QueueEntry(
+        replace(plan.request, job_id="new"), plan.decision.seed, plan.params, None, policy
+    )
+    entries = [e for e in entries if e.params_policy == policy]
+    step, _ = queue_step([*entries, new], snapshot)
+    for d in step.started:
+        if d.job_id == "new":
+            return replace(plan, decision=replace(d, job_id=plan.request.job_id)), False
+    return plan, True
+
+
+def keep_environment(env_dir: Path | None, cluster: str, decision_id: int) -> Path | None:
+    """Write this process's environment (what sbatch gives the job) to a file only the
+    user may read, for the re-plan that submits the job again on another layout
+    (``sbatch --export-file``: NUL-separated ``NAME=value``). None without ``env_dir``."""
+    if env_dir is None:
+        return None
+    env_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(env_dir, 0o700)
+    path = env_dir / f"{cluster}-{decision_id}.env"
+    data = b"".join(
+        k.encode() + b"=" + v.encode() + b"\0" for k, v in os.environ.items() if "\0" not in v
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    return path
 
 
 def _record_failure(wiring: LiveWiring, decision_id: int, err: SlurmError | RemoteError) -> None:
@@ -275,6 +354,8 @@ def _queued(
     record: DecisionRecord,
     tag: DecisionTag,
     slurm_job_id: str,
+    *,
+    waits: bool = False,
 ) -> SubmitOutcome:
     """Slurm queued the job: record it. From here nothing may turn into a failure: the job
     exists, so a store that cannot be written now is a warning (reconcile finds the job by
@@ -285,9 +366,11 @@ def _queued(
     try:
         wiring.store.transition(
             record.decision_id,
-            DecisionState.SUBMITTED,
+            DecisionState.QUEUED if waits else DecisionState.SUBMITTED,
             wiring.clock.now(),
-            f"sbatch: job {slurm_job_id}",
+            f"sbatch --hold: job {slurm_job_id} waits in the queue"
+            if waits
+            else f"sbatch: job {slurm_job_id}",
             slurm_job_id=slurm_job_id,
         )
         stored = wiring.store.get(record.decision_id)
@@ -297,7 +380,9 @@ def _queued(
             f"updated ({err.message}); it stays '{stored.state}' until "
             f"`{wiring.reconcile_command}` records the job from its tag ({tag})"
         )
-    return SubmitOutcome(plan, cluster, script, stored, tag, slurm_job_id, tuple(warnings))
+    return SubmitOutcome(
+        plan, cluster, script, stored, tag, slurm_job_id, tuple(warnings), waits=waits
+    )
 
 
 def read_live_state(wiring: LiveWiring, opts: JobOptions) -> NodeState:
@@ -325,8 +410,11 @@ def plan_live(
     return cluster, plan
 
 
-def record_submitting(wiring: LiveWiring, tx: PlanningSession, plan: PlanResult) -> DecisionRecord:
-    """Record ``plan`` as ``submitting`` (the decision exists before any sbatch runs)."""
+def record_submitting(
+    wiring: LiveWiring, tx: PlanningSession, plan: PlanResult, *, holds: bool = True
+) -> DecisionRecord:
+    """Record ``plan`` as ``submitting`` (the decision exists before any sbatch runs);
+    ``holds`` false for a job that will wait held (its layout reserves nothing)."""
     return tx.record(
         NewDecision(
             request=plan.request,
@@ -340,6 +428,7 @@ def record_submitting(wiring: LiveWiring, tx: PlanningSession, plan: PlanResult)
             state=DecisionState.SUBMITTING,
             submitter=wiring.process,
             slurm_user=wiring.slurm_user,
+            holds=holds,
         )
     )
 
@@ -433,22 +522,43 @@ def _render(
     *,
     decision_id: int,
     tag: DecisionTag | None,
+    waits: bool = False,
 ) -> RenderedScript:
-    addresses = {n.record.name: n.record.address or n.record.name for n in cluster.nodes}
+    spec = _spec(plan, job, opts, name, program, decision_id=decision_id, tag=tag)
+    return _render_spec(plan, cluster, spec, waits=waits)
+
+
+def _spec(
+    plan: PlanResult,
+    job: JobScript,
+    opts: JobOptions,
+    name: str,
+    program: str,
+    *,
+    decision_id: int,
+    tag: DecisionTag | None,
+) -> ScriptSpec:
     n_tasks = sum(r.count for r in plan.decision.placement)
     label = str(decision_id) if decision_id else "dry-run"
-    spec = ScriptSpec(
+    return ScriptSpec(
         command=job.command(opts.interpreter, program),
         job_name=name,
         decision_id=label,
         comment=None if tag is None else str(tag),
         partition=opts.partition,
-        begin=begin_time(plan.decision, plan.snapshot),
         time_limit_minutes=opts.time_limit,
         output=opts.output or f"mlsub-{label}-%j.out",
         base_port=port_base(decision_id, n_tasks),
     )
-    return render_sbatch(plan.decision, plan.request, addresses, spec)
+
+
+def _render_spec(
+    plan: PlanResult, cluster: ClusterState, spec: ScriptSpec, *, waits: bool
+) -> RenderedScript:
+    """The script; a job that waits held has no ``--begin`` (a re-plan releases it)."""
+    addresses = {n.record.name: n.record.address or n.record.name for n in cluster.nodes}
+    begin = None if waits else begin_time(plan.decision, plan.snapshot)
+    return render_sbatch(plan.decision, plan.request, addresses, replace(spec, begin=begin))
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -54,6 +54,11 @@ class ComponentStatus:
     admin_comment: str = ""
     exit_code: str = ""
     user: str = ""  # the job's owner; empty when the source does not say
+    reason: str = ""  # squeue's state reason (``JobHeldUser``); empty from sacct
+
+
+#: The state reasons of a held job (``sbatch --hold``, ``scontrol hold``).
+HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class JobStatus:
     exit_code: str
     source: str  # "squeue" or "sacct"
     user: str = ""  # the job's owner (Slurm user name); empty when the source does not say
+    held: bool = False  # pending and held (every component waits with a hold reason)
 
     @property
     def phase(self) -> str:
@@ -121,6 +127,7 @@ def fold_components(rows: Iterable[ComponentStatus], source: str) -> dict[str, J
             exit_code=parts[chosen].exit_code,
             source=source,
             user=lead.user,
+            held=all(phase_of(p.state) == "pending" and p.reason in HELD_REASONS for p in parts),
         )
     return out
 
@@ -166,6 +173,7 @@ def status_row(row: SqueueRow) -> ComponentStatus:
         admin_comment=row.admin_comment,
         exit_code=_exit_code(row.exit_code),
         user=row.user,
+        reason=row.reason,
     )
 
 
@@ -255,6 +263,7 @@ def _pyslurm_row(job: Any) -> ComponentStatus:
         admin_comment=str(job.admin_comment or ""),
         exit_code="" if job.exit_code is None else str(int(job.exit_code)),  # decoded already
         user=str(job.user_name or ""),
+        reason=str(getattr(job, "state_reason", "") or ""),
     )
 
 

@@ -581,6 +581,7 @@ class SqueueRow:
     admin_comment: str
     exit_code: object  # raw: a wait status (22.05) or {status, return_code} (24.11)
     user: str
+    reason: str = ""  # why it is pending (``state_reason``: ``JobHeldUser``, ``Resources``)
 
     def job_record(self) -> JobRecord:
         """The node state's view: ``12+1`` ids, the expected end unless unlimited."""
@@ -637,6 +638,7 @@ def _squeue_row(job: Mapping[str, Any]) -> SqueueRow:
         admin_comment=str(job.get("admin_comment") or ""),
         exit_code=job.get("exit_code"),
         user=str(job.get("user_name") or ""),
+        reason=str(job.get("state_reason") or ""),
     )
 
 

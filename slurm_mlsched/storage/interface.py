@@ -20,8 +20,8 @@ Contract
    (PostgreSQL) or one after the other (SQLite locks the whole file).
 4. **Reservations.** ``reservations(cluster, now, epoch=, slot_seconds=)`` returns, on the
    slot grid of ``epoch`` and ``slot_seconds`` (start floored, end ceiled), the usage of
-   every decision of ``cluster`` whose state is open (planned, submitting, submitted,
-   running) and that
+   every decision of ``cluster`` whose state reserves (planned, submitting, submitted,
+   running, starting; not ``queued``: a waiting job holds nothing) and that
    has not ended more than ``grace_s`` ago. Usage that ended by ``now`` is left out; a
    decision that is past its predicted end but inside the grace holds the resources of its
    last slot until end + grace (see :func:`.records.held`). Terminal decisions
@@ -48,7 +48,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
-from ..model import Reservation
+from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
+from ..sbatch.launch import Launch
 from .records import (
     DecisionRecord,
     DecisionSummary,
@@ -70,9 +71,31 @@ class PlanningSession(Protocol):
 
     def record(self, new: NewDecision) -> DecisionRecord: ...
 
-    def attach_script(self, decision_id: int, script: str) -> None: ...
+    def attach_script(
+        self, decision_id: int, script: str, launch: Launch | None = None
+    ) -> None: ...
 
     def summaries(self, decision_ids: Collection[int]) -> tuple[DecisionSummary, ...]: ...
+
+    def queued(self) -> tuple[DecisionRecord, ...]:
+        """The cluster's ``queued`` decisions (that the caller may see), oldest first."""
+        ...
+
+    def start(
+        self,
+        decision_id: int,
+        *,
+        request: JobRequest,
+        snapshot: ClusterSnapshot,
+        decision: Decision,
+        script: str,
+        at: datetime,
+        detail: str,
+    ) -> DecisionRecord:
+        """A re-plan starts a ``queued`` decision: its plan becomes ``decision`` (taken
+        against ``snapshot``), its script ``script``, it reserves that layout from now on
+        and is ``starting``. Raises InvalidTransitionError when it is no longer queued."""
+        ...
 
 
 class DecisionStore(Protocol):

@@ -87,6 +87,8 @@ class DecisionRow(Base):
     state_detail: Mapped[str] = mapped_column(Text)
     submitter: Mapped[str | None] = mapped_column(String(100))  # revision 0003
     slurm_user: Mapped[str | None] = mapped_column(String(200))  # revision 0003
+    launch_json: Mapped[str | None] = mapped_column(Text)  # revision 0005
+    earlier_job_ids_json: Mapped[str | None] = mapped_column(Text)  # revision 0005
 
     reservations: Mapped[list[ReservationRow]] = relationship(
         back_populates="decision", order_by="ReservationRow.id"

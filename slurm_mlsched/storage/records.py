@@ -9,6 +9,7 @@ from typing import Any
 
 from ..model import ClusterSnapshot, Decision, JobRequest, NodeCount, Reservation, Resources
 from ..placement.params import PlacementParams
+from ..sbatch.launch import Launch
 from .states import DecisionState
 
 
@@ -44,6 +45,11 @@ class NewDecision:
     """The Slurm user its job will run as (the local user, or the SSH user of a remote
     submission): a job carrying its tag counts as its job only when Slurm says it belongs
     to this user."""
+    holds: bool = True
+    """Whether it reserves its layout: false for a job submitted held to wait in the queue
+    (late binding: its layout is tentative and holds nothing until a re-plan starts it)."""
+    launch: Launch | None = None
+    """How to render and submit it again (a queued job; ``sbatch/launch.py``)."""
 
     @property
     def start(self) -> datetime:
@@ -112,6 +118,10 @@ class DecisionRecord:
     packages: tuple[tuple[str, str], ...]
     script: str | None
     transitions: tuple[Transition, ...]
+    launch: Launch | None = None
+    earlier_job_ids: tuple[str, ...] = ()
+    """Slurm job ids the decision had before its current one (a queued job submitted
+    again on the layout its re-plan chose), oldest first."""
 
     @property
     def decision_id(self) -> int:

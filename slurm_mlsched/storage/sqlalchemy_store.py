@@ -20,7 +20,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
 from ..errors import InvalidTransitionError, NotFoundError, StoreError
-from ..model import NodeCount, Reservation, Resources, Role
+from ..model import ClusterSnapshot, Decision, JobRequest, NodeCount, Reservation, Resources, Role
+from ..sbatch.launch import Launch
 from . import codec
 from .database import READ_ONLY_OPTION, db_errors
 from .models import (
@@ -46,7 +47,7 @@ from .records import (
     held,
     to_slots,
 )
-from .states import OPEN, DecisionState, can_move, reached
+from .states import RESERVING, DecisionState, can_move, reached
 
 
 class SqlDecisionStore:
@@ -152,6 +153,9 @@ class SqlDecisionStore:
                 )
             row.state, row.state_changed_at, row.state_detail = state.value, at, detail
             if slurm_job_id is not None:
+                if row.slurm_job_id is not None and row.slurm_job_id != slurm_job_id:
+                    earlier = codec.loads(row.earlier_job_ids_json or "[]")
+                    row.earlier_job_ids_json = codec.dumps([*earlier, row.slurm_job_id])
                 row.slurm_job_id = slurm_job_id
             session.add(TransitionRow(decision_id=row.id, state=state.value, at=at, detail=detail))
             session.flush()
@@ -205,12 +209,53 @@ class SqlPlanningSession:
         self._rows[row.id] = row
         return _record(row)
 
-    def attach_script(self, decision_id: int, script: str) -> None:
+    def attach_script(self, decision_id: int, script: str, launch: Launch | None = None) -> None:
         row = self._rows.get(decision_id)
         if row is None:
             raise ValueError(f"decision {decision_id} was not recorded in this planning block")
         row.script = script
+        if launch is not None:
+            row.launch_json = codec.dumps(launch.to_json())
         self._session.flush()
+
+    def queued(self) -> tuple[DecisionRecord, ...]:
+        query = (
+            select(DecisionRow)
+            .where(
+                DecisionRow.cluster == self._cluster,
+                DecisionRow.state == DecisionState.QUEUED.value,
+            )
+            .options(selectinload(DecisionRow.transitions))
+            .order_by(DecisionRow.id)
+        )
+        return tuple(_record(row) for row in self._session.scalars(query))
+
+    def start(
+        self,
+        decision_id: int,
+        *,
+        request: JobRequest,
+        snapshot: ClusterSnapshot,
+        decision: Decision,
+        script: str,
+        at: datetime,
+        detail: str,
+    ) -> DecisionRecord:
+        row = self._session.get(DecisionRow, decision_id, with_for_update=True)
+        if row is None or row.cluster != self._cluster:
+            raise NotFoundError(f"no decision {decision_id} on this cluster")
+        if row.state != DecisionState.QUEUED.value:
+            raise InvalidTransitionError(
+                f"decision {decision_id} is {row.state}; only a queued one is started",
+                context={"decision_id": decision_id, "state": row.state},
+            )
+        _set_plan(row, request, snapshot, decision)
+        row.script = script
+        row.reservations.extend(_reservation_rows(request, snapshot, decision))
+        row.state, row.state_changed_at, row.state_detail = DecisionState.STARTING.value, at, detail
+        row.transitions.append(TransitionRow(state=row.state, at=at, detail=detail))
+        self._session.flush()
+        return _record(row)
 
     def summaries(self, decision_ids: Collection[int]) -> tuple[DecisionSummary, ...]:
         if not decision_ids:
@@ -244,7 +289,7 @@ def _reservations(
         select(open_reservations)
         .where(
             v.cluster == cluster,
-            v.state.in_([s.value for s in OPEN]),
+            v.state.in_([s.value for s in RESERVING]),
             v.decision_end_at > now - timedelta(seconds=grace_s),
         )
         .order_by(v.decision_id, v.id)
@@ -265,46 +310,28 @@ def _reservations(
     return tuple(out)
 
 
-def _new_row(new: NewDecision, cluster: str) -> DecisionRow:
-    d, snap = new.decision, new.snapshot
+def _set_plan(row: DecisionRow, request: JobRequest, snap: ClusterSnapshot, d: Decision) -> None:
+    """The columns that hold one plan of the decision (its first, or a re-plan's)."""
     snapshot_json = codec.dumps(codec.encode_snapshot(snap))
-    row = DecisionRow(
-        cluster=cluster,
-        created_at=new.created_at,
-        user=new.user,
-        host=new.host,
-        job_id=new.request.job_id,
-        job_name=new.request.name,
-        policy=d.policy,
-        form=d.form.value,
-        mode=d.mode.value,
-        seed=d.seed,
-        params_json=codec.dumps(codec.encode_params(new.params)),
-        request_json=codec.dumps(codec.encode_request(new.request)),
-        snapshot_json=snapshot_json,
-        snapshot_sha256=codec.digest(snapshot_json),
-        decision_json=codec.dumps(codec.encode_decision(d)),
-        placement_json=codec.dumps(_placement(d.placement)),
-        solver=d.solver,
-        solver_version=d.solver_version,
-        packages_json=codec.dumps([[k, v] for k, v in new.packages]),
-        lp_deadline_slot=d.lp_deadline,
-        lp_value=d.lp_value,
-        trials=d.trials,
-        repair_actions_json=codec.dumps(list(d.repair_actions)),
-        start_slot=d.start_slot,
-        end_slot=d.end_slot,
-        start_at=new.start,
-        end_at=new.end,
-        script=new.script,
-        slurm_job_id=None,
-        state=new.state.value,
-        state_changed_at=new.created_at,
-        state_detail="",
-        submitter=new.submitter,
-        slurm_user=new.slurm_user,
-    )
-    row.reservations = [
+    row.job_id, row.job_name = request.job_id, request.name
+    row.policy, row.form, row.mode, row.seed = d.policy, d.form.value, d.mode.value, d.seed
+    row.request_json = codec.dumps(codec.encode_request(request))
+    row.snapshot_json = snapshot_json
+    row.snapshot_sha256 = codec.digest(snapshot_json)
+    row.decision_json = codec.dumps(codec.encode_decision(d))
+    row.placement_json = codec.dumps(_placement(d.placement))
+    row.solver, row.solver_version = d.solver, d.solver_version
+    row.lp_deadline_slot, row.lp_value, row.trials = d.lp_deadline, d.lp_value, d.trials
+    row.repair_actions_json = codec.dumps(list(d.repair_actions))
+    row.start_slot, row.end_slot = d.start_slot, d.end_slot
+    row.start_at = snap.slot_start(d.start_slot)
+    row.end_at = snap.slot_start(d.end_slot + 1)
+
+
+def _reservation_rows(
+    request: JobRequest, snap: ClusterSnapshot, d: Decision
+) -> list[ReservationRow]:
+    return [
         ReservationRow(
             node=r.machine,
             start_at=snap.slot_start(r.start_slot),
@@ -313,8 +340,31 @@ def _new_row(new: NewDecision, cluster: str) -> DecisionRow:
             cpu=r.usage.cpu,
             mem=r.usage.mem,
         )
-        for r in d.reservations(new.request)
+        for r in d.reservations(request)
     ]
+
+
+def _new_row(new: NewDecision, cluster: str) -> DecisionRow:
+    row = DecisionRow(
+        cluster=cluster,
+        created_at=new.created_at,
+        user=new.user,
+        host=new.host,
+        params_json=codec.dumps(codec.encode_params(new.params)),
+        packages_json=codec.dumps([[k, v] for k, v in new.packages]),
+        launch_json=None if new.launch is None else codec.dumps(new.launch.to_json()),
+        script=new.script,
+        slurm_job_id=None,
+        state=new.state.value,
+        state_changed_at=new.created_at,
+        state_detail="",
+        submitter=new.submitter,
+        slurm_user=new.slurm_user,
+    )
+    _set_plan(row, new.request, new.snapshot, new.decision)
+    row.reservations = (
+        _reservation_rows(new.request, new.snapshot, new.decision) if new.holds else []
+    )
     row.transitions = [TransitionRow(state=new.state.value, at=new.created_at, detail="")]
     return row
 
@@ -366,8 +416,12 @@ def _record(row: DecisionRow) -> DecisionRecord:
             transitions=tuple(
                 Transition(DecisionState(t.state), t.at, t.detail) for t in row.transitions
             ),
+            launch=None
+            if row.launch_json is None
+            else Launch.from_json(codec.loads(row.launch_json)),
+            earlier_job_ids=tuple(str(j) for j in codec.loads(row.earlier_job_ids_json or "[]")),
         )
-    except (codec.CodecError, ValueError) as exc:
+    except (codec.CodecError, ValueError, KeyError, TypeError) as exc:
         raise StoreError(
             f"decision {row.id} is stored in a form this mlsub cannot read: {exc}",
             hint="the row may have been edited by hand; see: mlsub export --format json",

@@ -13,6 +13,17 @@
     submit-failed ──► submitted | running | completed | failed | cancelled
                       (repair: ``mlsub reconcile`` found a job with its exact tag)
 
+    submitting ──► queued ──► starting ──► submitted | running | completed | failed | cancelled
+                     │  └──► submitted | running | …   (its held job released by hand)
+                     └──► cancelled                     (scancel of the held job)
+
+Late binding (issue 19, ``services/replan.py``): a job that cannot start now is submitted
+*held* and its decision is ``queued``: it holds nothing (its layout is only tentative)
+until a re-plan starts it. The re-plan records the layout it chose as ``starting`` (from
+then on it reserves) *before* it releases the held job or submits the new script, and
+``submitted`` after; a ``starting`` decision left by a re-plan that stopped is finished by
+the next re-plan or ``mlsub reconcile`` (never turned back: its nodes are held for it).
+
 ``mlsub plan --reserve`` records a decision as ``planned``; ``mlsub submit`` records it as
 ``submitting`` (committed before ``sbatch`` runs) and moves it to ``submitted`` with the
 Slurm job id, or to ``submit-failed`` with Slurm's message. A decision left in
@@ -45,6 +56,8 @@ class DecisionState(StrEnum):
     CANCELLED = "cancelled"
     SUBMIT_FAILED = "submit-failed"
     RELEASED = "released"
+    QUEUED = "queued"
+    STARTING = "starting"
 
 
 S = DecisionState
@@ -52,14 +65,19 @@ S = DecisionState
 TERMINAL: frozenset[DecisionState] = frozenset(
     {S.COMPLETED, S.FAILED, S.CANCELLED, S.SUBMIT_FAILED, S.RELEASED}
 )
-#: States whose decisions still reserve capacity (until predicted end + grace).
+#: States that are not over (reconcile and the queue look at them).
 OPEN: frozenset[DecisionState] = frozenset(set(DecisionState) - TERMINAL)
+#: States whose decisions reserve capacity (until predicted end + grace): every open one
+#: but ``queued`` (a waiting job holds nothing under late binding).
+RESERVING: frozenset[DecisionState] = OPEN - {DecisionState.QUEUED}
 
 ALLOWED: dict[DecisionState, frozenset[DecisionState]] = {
     S.PLANNED: frozenset({S.SUBMITTED, S.SUBMIT_FAILED, S.RELEASED, S.CANCELLED}),
     S.SUBMITTING: frozenset(
-        {S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED, S.SUBMIT_FAILED}
+        {S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED, S.SUBMIT_FAILED, S.QUEUED}
     ),
+    S.QUEUED: frozenset({S.STARTING, S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
+    S.STARTING: frozenset({S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
     S.SUBMITTED: frozenset({S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
     S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.CANCELLED}),
     **{t: frozenset() for t in TERMINAL},
@@ -71,6 +89,8 @@ ALLOWED: dict[DecisionState, frozenset[DecisionState]] = {
 _PROGRESS: dict[DecisionState, int] = {
     S.PLANNED: 0,
     S.SUBMITTING: 1,
+    S.QUEUED: 1,
+    S.STARTING: 1,
     S.SUBMITTED: 2,
     S.RUNNING: 3,
     S.COMPLETED: 4,

@@ -19,6 +19,7 @@ def test_renderer_is_pure() -> None:
     assert violations("render.py") == []
     assert violations("replay_array.py") == []  # the job array of replay --on-slurm
     assert violations("__init__.py") == []
+    assert violations("launch.py") == []  # what a re-plan renders a queued job from
 
 
 def test_only_the_template_loader_touches_files() -> None:
@@ -26,4 +27,6 @@ def test_only_the_template_loader_touches_files() -> None:
         "imports from pathlib (I/O module pathlib)"
     ]
     names = sorted(p.name for p in (SRC / "sbatch").glob("*.py"))
-    assert names == ["__init__.py", "render.py", "replay_array.py", "tag.py", "templates.py"]
+    assert names == [
+        "__init__.py", "launch.py", "render.py", "replay_array.py", "tag.py", "templates.py"
+    ]

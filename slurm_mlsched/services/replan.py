@@ -1,0 +1,509 @@
+"""``mlsub replan``: late binding on the live cluster — the queue re-planned at every event.
+
+A job that cannot start when it is submitted waits *held* in Slurm (``sbatch --hold``;
+``squeue`` shows it pending, reason ``JobHeldUser``, its comment the decision tag) and its
+decision is ``queued``: it holds nothing. At every event — a submission, a release, a
+job's end (slurmctld's ``EpilogSlurmctld``, ``plugins/epilog_slurmctld.sh``) and a periodic
+safety net — :func:`replan` re-plans the queue with the very function the replay uses
+(:func:`~slurm_mlsched.placement.late_binding.replan_queue` through the policy's queue
+form, ``registry.get_queue``): the waiting jobs in queue order (smallest service first,
+aged) against the running jobs and the store's reservations, which never move. What can
+start now starts:
+
+1. under the cluster's planning lock (one store lock: concurrent re-plans from any host
+   take turns), each job that starts is recorded ``starting`` with the layout chosen now
+   and its new script (:meth:`PlanningSession.start`); it reserves from then on;
+2. after the commit, in Slurm: if the new script is the held job's (the layout did not
+   change) the held job is released (``scontrol release``); otherwise the new script is
+   submitted (as the job's user, from its working directory, with the environment of its
+   submission, ``sbatch/launch.py``), the decision becomes ``submitted`` with the new id
+   (the held id is kept in its earlier ids), and only then the held job is cancelled;
+3. the decision becomes ``submitted``.
+
+So no job is released or submitted before its decision names the layout it runs on, and a
+decision is started once (a second re-plan finds it ``starting``, not ``queued``). A
+re-plan that stops between 1 and 3 leaves a ``starting`` decision: ``mlsub reconcile``
+records what Slurm shows (the held job released, or the new job by its tag), and the next
+re-plan (or ``mlsub reconcile``) finishes a start that did not happen
+(:func:`finish_starts`).
+
+Who may start what: a process starts the queued jobs of its own Slurm user; root (the
+epilog's ``mlsub replan``) starts everyone's. Others' queued jobs are left out of its
+re-plan (they hold nothing, so leaving them out never double-books).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import InvalidTransitionError, MlschedError, RemoteError, SlurmError, StoreError
+from ..model import ClusterSnapshot, Decision, JobRequest
+from ..placement.late_binding import PendingJob, QueueStep
+from ..placement.params import Binding, PlacementParams
+from ..placement.registry import get_queue
+from ..sbatch.launch import Launch
+from ..sbatch.render import RenderedScript, render_sbatch
+from ..slurm.nodes import NodeState
+from ..storage import DecisionRecord, DecisionState, DecisionStore, PlanningSession
+from .clock import Clock
+from .cluster_state import ClusterState
+from .submit import LiveWiring, stored_and_running
+
+S = DecisionState
+
+
+class JobStarter(Protocol):
+    """The Slurm side of starting a queued job (``SlurmStarter``; tests pass fakes)."""
+
+    def release(self, job_id: str) -> None:
+        """Release the held job ``job_id``."""
+        ...
+
+    def cancel(self, job_id: str) -> None:
+        """Cancel job ``job_id`` (a held job replaced by a new submission)."""
+        ...
+
+    def submit(self, script: str, launch: Launch, owner: str) -> str:
+        """Submit ``script`` as ``owner`` from ``launch.workdir`` with the environment kept
+        in ``launch.env_file``; return the new job id."""
+        ...
+
+    def may_start(self, owner: str) -> bool:
+        """Whether this process may start ``owner``'s jobs (its own user, or root)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Started:
+    """One queued job this re-plan started."""
+
+    decision_id: int
+    user: str
+    slurm_job_id: str | None
+    action: str  # "released", "resubmitted" or "failed"
+    placement: str  # compact: node1:2w+1ps,node2:2w
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A queued job left waiting, in queue order."""
+
+    decision_id: int
+    user: str
+    job_name: str
+    slurm_job_id: str | None
+    position: int
+    estimated_start: datetime | None  # the tentative plan's start, when one was made
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReplanReport:
+    cluster_name: str
+    started: tuple[Started, ...]
+    waiting: tuple[Waiting, ...]
+    skipped: tuple[int, ...] = ()  # queued decisions of other users this process may not start
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cluster_name": self.cluster_name,
+            "started": [s.__dict__ for s in self.started],
+            "waiting": [
+                {
+                    **w.__dict__,
+                    "estimated_start": None
+                    if w.estimated_start is None
+                    else w.estimated_start.isoformat(),
+                }
+                for w in self.waiting
+            ],
+            "skipped": list(self.skipped),
+            "notes": list(self.notes),
+        }
+
+
+def compact_placement(decision: Decision) -> str:
+    """``node1:2w+1ps,node2:2w`` (the per-node counts of the decision's first slot)."""
+    per: dict[str, list[str]] = {}
+    for c in decision.placement:
+        per.setdefault(c.node, []).append(f"{c.count}{'w' if c.role.value == 'worker' else 'ps'}")
+    return ",".join(f"{node}:{'+'.join(parts)}" for node, parts in per.items())
+
+
+# --- the pure part: one queue step over the stored queued decisions ------------------------------
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """A waiting job as the queue step sees it: its request on the snapshot's grid under a
+    key unique in the step (``q<decision id>``; ``new`` for a job being submitted), its
+    stored seed, policy and parameters, and its stored decision (None for a new job)."""
+
+    request: JobRequest
+    seed: int
+    params: PlacementParams
+    record: DecisionRecord | None = None
+    policy: str = ""
+
+    @property
+    def params_policy(self) -> str:
+        return self.policy or (self.record.decision.policy if self.record else "yu-rr")
+
+    @property
+    def key(self) -> str:
+        return self.request.job_id
+
+
+def rebased(record: DecisionRecord, snapshot: ClusterSnapshot) -> QueueEntry:
+    """``record``'s request with its arrival on ``snapshot``'s slot grid (the live grid
+    starts at the current slot, so a job that waits has a negative arrival slot: the
+    queue order ages it by how long it has waited)."""
+    arrived = record.snapshot.slot_start(record.request.arrival_slot)
+    slot = int((arrived - snapshot.epoch).total_seconds() // snapshot.slot_seconds)
+    request = replace(record.request, arrival_slot=slot, job_id=f"q{record.decision_id}")
+    return QueueEntry(request, record.seed, record.params, record)
+
+
+def queue_step(
+    entries: Sequence[QueueEntry], snapshot: ClusterSnapshot
+) -> tuple[QueueStep, dict[str, QueueEntry]]:
+    """One re-plan of ``entries`` at ``snapshot.now_slot`` through the queue form of the
+    oldest entry's policy, with its parameters (late binding). Every queued decision has
+    the policy its submission used; entries of another policy than the oldest's wait for a
+    re-plan in which theirs is the oldest (they hold nothing meanwhile)."""
+    by_key = {e.key: e for e in entries}
+    if not entries:
+        return QueueStep(()), by_key
+    first = entries[0]
+    params = replace(first.params, binding=Binding.LATE)
+    policy = first.params_policy
+    queue = get_queue(policy, params)
+    if queue is None:  # submit queues only jobs whose policy has a queue form
+        raise MlschedError(f"policy {policy!r} has no queue form (late binding)")
+    pending = tuple(PendingJob(e.request, e.seed) for e in entries if e.params_policy == policy)
+    return queue(pending, snapshot, params, ()), by_key
+
+
+def reasons(
+    step: QueueStep, entries: Sequence[QueueEntry], snapshot: ClusterSnapshot
+) -> list[Waiting]:
+    """The waiting jobs in queue order, with the tentative start of those the step planned."""
+    planned = {d.job_id: d for d in step.planned}
+    rejected = {k: e for k, e in step.rejected}
+    started = {d.job_id for d in step.started}
+    out: list[Waiting] = []
+    position = 0
+    for e in entries:
+        if e.key in started or e.record is None:
+            continue
+        position += 1
+        plan = planned.get(e.key)
+        if e.key in rejected:
+            why = f"cannot be placed: {rejected[e.key].message}"
+        elif plan is not None:
+            why = (
+                f"reserved: the first job(s) in the queue; planned to start at "
+                f"{snapshot.slot_start(plan.start_slot):%H:%M} UTC on {compact_placement(plan)}"
+            )
+        else:
+            why = "waiting for resources held by running jobs or jobs ahead in the queue"
+        out.append(
+            Waiting(
+                e.record.decision_id,
+                e.record.summary.user,
+                e.record.summary.job_name,
+                e.record.summary.slurm_job_id,
+                position,
+                None if plan is None else snapshot.slot_start(plan.start_slot),
+                why,
+            )
+        )
+    return out
+
+
+# --- the wiring ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Start:
+    record: DecisionRecord  # as recorded ``starting``
+    held_job: str | None
+    held_script: str | None
+
+
+def replan(
+    wiring: LiveWiring,
+    starter: JobStarter,
+    *,
+    owner: Callable[[DecisionRecord], str] = lambda r: r.summary.job_owner,
+) -> ReplanReport:
+    """Re-plan the cluster's queue and start what can start now (module docstring)."""
+    notes: list[str] = []
+    if wiring.refresh is not None:
+        wiring.refresh()
+    notes.extend(finish_starts(wiring.store, starter, wiring.cluster_name, wiring.clock.now()))
+    state = wiring.source.read(wiring.clock.now())
+    with wiring.store.planning(wiring.cluster_name) as tx:
+        cluster = stored_and_running(
+            tx, state, wiring.clock.now(), wiring.slot_seconds, wiring.cluster_name
+        )
+        queued = tx.queued()
+        mine = [r for r in queued if starter.may_start(owner(r))]
+        skipped = tuple(r.decision_id for r in queued if not starter.may_start(owner(r)))
+        entries = [rebased(r, cluster.snapshot) for r in mine]
+        step, by_key = queue_step(entries, cluster.snapshot)
+        waiting = reasons(step, entries, cluster.snapshot)
+        starts = [
+            _record_start(tx, by_key[d.job_id], d, cluster, wiring.clock.now())
+            for d in step.started
+        ]
+    started = tuple(_act(wiring.store, starter, s, wiring.clock.now()) for s in starts)
+    return ReplanReport(wiring.cluster_name, started, tuple(waiting), skipped, tuple(notes))
+
+
+def _record_start(
+    tx: PlanningSession,
+    entry: QueueEntry,
+    decision: Decision,
+    cluster: ClusterState,
+    now: datetime,
+) -> _Start:
+    record = entry.record
+    assert record is not None  # only stored decisions are started by a re-plan
+    if record.launch is None:
+        raise StoreError(
+            f"queued decision {record.decision_id} has no launch record (how to submit it again)",
+            hint=f"cancel its held job (scancel {record.summary.slurm_job_id}) and submit again",
+        )
+    request = replace(entry.request, job_id=record.request.job_id)
+    chosen = replace(decision, job_id=record.request.job_id)
+    script = render_for(chosen, request, cluster, record.launch)
+    detail = (
+        f"replan: starts now on {compact_placement(chosen)} "
+        f"(queued on {compact_placement(record.decision)})"
+    )
+    stored = tx.start(
+        record.decision_id,
+        request=request,
+        snapshot=cluster.snapshot,
+        decision=chosen,
+        script=script.text,
+        at=now,
+        detail=detail,
+    )
+    return _Start(stored, record.summary.slurm_job_id, record.script)
+
+
+def render_for(
+    decision: Decision, request: JobRequest, cluster: ClusterState, launch: Launch
+) -> RenderedScript:
+    addresses = {n.record.name: n.record.address or n.record.name for n in cluster.nodes}
+    return render_sbatch(decision, request, addresses, launch.script_spec())
+
+
+def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime) -> Started:
+    """Step 2–3 for one recorded start: release or resubmit, then record ``submitted``."""
+    record = start.record
+    placement = compact_placement(record.decision)
+    user = record.summary.user
+    script = record.script or ""
+    try:
+        if start.held_job is not None and start.held_script == script:
+            starter.release(start.held_job)
+            _submitted(store, record.decision_id, start.held_job, now, "replan: released held job")
+            return Started(record.decision_id, user, start.held_job, "released", placement)
+        assert record.launch is not None  # _record_start checked
+        new_id = starter.submit(script, record.launch, record.summary.job_owner)
+    except (SlurmError, RemoteError) as err:
+        return Started(
+            record.decision_id,
+            user,
+            start.held_job,
+            "failed",
+            placement,
+            f"{err.message}; it stays 'starting' and the next `mlsub replan` or "
+            "`mlsub reconcile` tries again",
+        )
+    detail = f"replan: submitted job {new_id} on the new layout"
+    _submitted(store, record.decision_id, new_id, now, detail)
+    note = ""
+    if start.held_job is not None:
+        try:
+            starter.cancel(start.held_job)
+        except (SlurmError, RemoteError) as err:
+            note = f"held job {start.held_job} not cancelled ({err.message}); it stays held"
+    _drop_env(record.launch)
+    return Started(record.decision_id, user, new_id, "resubmitted", placement, note)
+
+
+def _submitted(
+    store: DecisionStore, decision_id: int, job_id: str, now: datetime, detail: str
+) -> None:
+    """Record ``submitted``; if the store cannot be written now, reconcile records it from
+    Slurm later (the job carries the tag)."""
+    with contextlib.suppress(StoreError, InvalidTransitionError):
+        store.transition(
+            decision_id, S.SUBMITTED, now, detail, slurm_job_id=job_id, expected=S.STARTING
+        )
+
+
+def _drop_env(launch: Launch | None) -> None:
+    """The kept environment is not needed once the job is submitted."""
+    if launch is None or launch.env_file is None:
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(launch.env_file)
+
+
+def finish_starts(
+    store: DecisionStore, starter: JobStarter, cluster_name: str, now: datetime
+) -> list[str]:
+    """Finish the starts a stopped re-plan left (``starting`` decisions whose Slurm action
+    did not happen: reconcile found their held job still held and no new job). Run after a
+    reconcile of the cluster, so that those whose action did happen are ``submitted``."""
+    from ..storage import HistoryFilter
+
+    notes = []
+    for s in store.history(HistoryFilter(state=S.STARTING, cluster=cluster_name)):
+        if not starter.may_start(s.job_owner):
+            continue
+        record = store.get(s.decision_id)
+        held_script = _held_script(record)
+        done = _act(store, starter, _Start(record, s.slurm_job_id, held_script), now)
+        notes.append(
+            f"decision {s.decision_id}: finished the start a stopped re-plan left "
+            f"({done.action}{': ' + done.note if done.note else ''})"
+        )
+    return notes
+
+
+def _held_script(record: DecisionRecord) -> str | None:
+    """The held job's script is the decision's script when the re-plan kept the layout:
+    the tentative placement in the ``starting`` transition equals the chosen one."""
+    for t in reversed(record.transitions):
+        if t.state == S.STARTING:
+            chosen = compact_placement(record.decision)
+            return record.script if t.detail.endswith(f"(queued on {chosen})") else None
+    return None
+
+
+# --- Slurm ---------------------------------------------------------------------------------------
+
+
+class SlurmStarter:
+    """Starts queued jobs through the local Slurm commands."""
+
+    def __init__(self, slurm: Any, *, timeout: float = 60.0, euid: int | None = None) -> None:
+        self.slurm = slurm
+        self.timeout = timeout
+        self.euid = os.geteuid() if euid is None else euid
+
+    def may_start(self, owner: str) -> bool:
+        if self.euid == 0:
+            return True
+        import pwd
+
+        return pwd.getpwuid(self.euid).pw_name == owner
+
+    def release(self, job_id: str) -> None:
+        self.slurm.run(["scontrol", "release", job_id], timeout=self.timeout)
+
+    def cancel(self, job_id: str) -> None:
+        self.slurm.run(["scancel", job_id], timeout=self.timeout)
+
+    def submit(self, script: str, launch: Launch, owner: str) -> str:
+        from ..slurm.parse import parse_sbatch_parsable
+
+        argv = sbatch_argv(launch, owner, self.euid)
+        out = self.slurm.run(argv, input=script, timeout=self.timeout)
+        return str(parse_sbatch_parsable(out).job_id)
+
+
+def sbatch_argv(launch: Launch, owner: str, euid: int) -> list[str]:
+    """``sbatch`` of a queued job's new script: as ``owner`` (through ``setpriv`` when
+    this process is root and the owner is someone else), from its working directory, with
+    its kept environment (``--export-file``: the job gets exactly that environment, as it
+    would have got its submitter's)."""
+    import pwd
+
+    argv = ["sbatch", "--parsable", f"--chdir={launch.workdir}"]
+    if launch.env_file is not None and Path(launch.env_file).is_file():
+        argv.append(f"--export-file={launch.env_file}")
+    if euid == 0 and owner != "root":
+        who = pwd.getpwnam(owner)
+        return [
+            "setpriv",
+            f"--reuid={who.pw_uid}",
+            f"--regid={who.pw_gid}",
+            "--init-groups",
+            "--",
+            *argv,
+        ]
+    return argv
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """``mlsub queue``: the queued jobs in queue order (what a re-plan now would do, not
+    committed): who would start now and, for the others, the estimated start and why."""
+
+    cluster_name: str
+    now: datetime
+    would_start: tuple[Waiting, ...]
+    waiting: tuple[Waiting, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        def row(w: Waiting) -> dict[str, Any]:
+            start = w.estimated_start
+            return {**w.__dict__, "estimated_start": None if start is None else start.isoformat()}
+
+        return {
+            "cluster_name": self.cluster_name,
+            "now": self.now.isoformat(),
+            "would_start": [row(w) for w in self.would_start],
+            "waiting": [row(w) for w in self.waiting],
+        }
+
+
+def queue_view(
+    store: DecisionStore,
+    state: NodeState,
+    *,
+    clock: Clock,
+    cluster_name: str,
+    slot_seconds: float,
+    user: str | None,
+) -> QueueView:
+    """One re-plan step over every queued job, read in one store snapshot without the
+    planning lock (nothing is recorded or started); ``user``: only that user's rows."""
+    now = clock.now()
+    with store.viewing(cluster_name) as tx:
+        cluster = stored_and_running(tx, state, now, slot_seconds, cluster_name)
+        entries = [rebased(r, cluster.snapshot) for r in tx.queued()]
+    step, by_key = queue_step(entries, cluster.snapshot)
+    waiting = [w for w in reasons(step, entries, cluster.snapshot) if user in (None, w.user)]
+    starting = []
+    for d in step.started:
+        record = by_key[d.job_id].record
+        if record is None or user not in (None, record.summary.user):
+            continue
+        starting.append(
+            Waiting(
+                record.decision_id,
+                record.summary.user,
+                record.summary.job_name,
+                record.summary.slurm_job_id,
+                0,
+                cluster.snapshot.slot_start(d.start_slot),
+                f"can start now on {compact_placement(d)}: the next re-plan starts it",
+            )
+        )
+    return QueueView(cluster_name, now, tuple(starting), tuple(waiting))
