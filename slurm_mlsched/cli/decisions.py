@@ -103,7 +103,20 @@ def release(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = Fal
         ctx = _ctx(db_url)
         with opened(ctx) as store:
             row = svc.release(store, ctx.viewer, decision_id, _wiring.clock().now())
+            waiting = svc.has_queued(store, ctx.config.cluster_name)
         output.show_released(row, as_json=as_json)
+        if waiting:  # the capacity given back may start a queued job (issue 19)
+            _replan_after_release(db_url)
+
+
+def _replan_after_release(db_url: str | None) -> None:
+    from ..errors import MlschedError
+    from .live import ReplanRequest, run_replan
+
+    try:
+        run_replan(ReplanRequest(None, db_url), clock=_wiring.clock())
+    except MlschedError as err:
+        output.note(f"the queue was not re-planned ({err.message}); `mlsub replan` does it")
 
 
 def history(

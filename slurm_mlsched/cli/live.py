@@ -208,6 +208,15 @@ def run_reconcile(
             stale_after_s=stale_after_s,
             decision_ids=decision_ids,
         )
+        if access.session is None:  # finish the starts a stopped re-plan left (issue 19)
+            from ..services.replan import SlurmStarter, finish_starts
+
+            notes = (
+                *notes,
+                *finish_starts(
+                    store, SlurmStarter(access.slurm), ctx.config.cluster_name, clock.now()
+                ),
+            )
     return {
         "cluster_name": ctx.config.cluster_name,
         "decisions": [u.as_dict() for u in updates],

@@ -194,6 +194,13 @@ def _summary_table(plan: Mapping[str, Any]) -> Table:
     return table
 
 
+def _job_ids(d: Mapping[str, Any]) -> str:
+    """The Slurm job id, and the earlier ones of a queued job submitted again."""
+    current = d["slurm_job_id"] or "—"
+    earlier = d.get("earlier_slurm_job_ids") or []
+    return f"{current} (earlier: {', '.join(earlier)})" if earlier else current
+
+
 def _short_time(iso: str) -> str:
     """``2026-01-01T10:00:00+00:00`` -> ``2026-01-01 10:00:00``."""
     return iso.replace("T", " ").removesuffix("+00:00")
@@ -322,7 +329,7 @@ def show_decision(d: Mapping[str, Any], *, as_json: bool) -> None:
         ("solver", f"{d['solver'] or '—'} {d['solver_version']} · {d['trials']} trial(s)"),
         ("LP deadline", "—" if d["lp_deadline_slot"] is None else f"slot {d['lp_deadline_slot']}"),
         ("snapshot", f"sha256 {d['snapshot_sha256'][:16]}…"),
-        ("slurm job", d["slurm_job_id"] or "—"),
+        ("slurm job", _job_ids(d)),
     ]
     for key, value in rows:
         table.add_row(key, str(value))
@@ -805,3 +812,8 @@ def show_queue(view: QueueView, *, as_json: bool) -> None:
             w.reason,
         )
     console.print(table)
+
+
+def note(text: str) -> None:
+    """A ``note:`` line on standard error (never mixed into ``--json`` output)."""
+    _err().print(f"note: {text}")

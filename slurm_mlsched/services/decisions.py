@@ -438,6 +438,7 @@ def record_dict(r: DecisionRecord, *, full: bool = False) -> dict[str, Any]:
     d, snap = r.decision, r.snapshot
     out = {
         **summary_dict(r.summary),
+        "earlier_slurm_job_ids": list(r.earlier_job_ids),
         "seed": r.seed,
         "params": codec.encode_params(r.params),
         "solver": d.solver,
@@ -466,3 +467,10 @@ def record_dict(r: DecisionRecord, *, full: bool = False) -> dict[str, Any]:
         out["snapshot"] = codec.encode_snapshot(snap)
         out["decision"] = codec.encode_decision(d)
     return out
+
+
+def has_queued(store: DecisionStore, cluster_name: str) -> bool:
+    """Whether jobs wait in mlsub's queue on ``cluster_name`` (late binding)."""
+    return bool(
+        store.history(HistoryFilter(state=DecisionState.QUEUED, cluster=cluster_name, limit=1))
+    )

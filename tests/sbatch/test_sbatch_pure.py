@@ -28,5 +28,10 @@ def test_only_the_template_loader_touches_files() -> None:
     ]
     names = sorted(p.name for p in (SRC / "sbatch").glob("*.py"))
     assert names == [
-        "__init__.py", "launch.py", "render.py", "replay_array.py", "tag.py", "templates.py"
+        "__init__.py",
+        "launch.py",
+        "render.py",
+        "replay_array.py",
+        "tag.py",
+        "templates.py",
     ]

@@ -1,0 +1,287 @@
+"""Late binding on the live path (issue 19) with the real store (a SQLite file) and
+stand-ins for Slurm: a job that cannot start waits held and ``queued`` holding nothing; a
+re-plan starts it (release when the layout is the held one's, else a new submission and
+the held job cancelled), records it before acting, starts it once, and a start that a
+stopped re-plan left is finished. The same against the real cluster, with slurmctld's
+epilog: tests/integration/test_queue_live.py."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from slurm_mlsched.errors import SlurmError
+from slurm_mlsched.sbatch.launch import Launch
+from slurm_mlsched.sbatch.tag import DecisionTag
+from slurm_mlsched.services.clock import FixedClock
+from slurm_mlsched.services.replan import (
+    finish_starts,
+    queue_view,
+    replan,
+    sbatch_argv,
+)
+from slurm_mlsched.services.submit import JobScript, LiveWiring, submit_job
+from slurm_mlsched.storage import DecisionState, SqlDecisionStore, open_store
+from tests.unit.test_submit_service import JOB, NOW, FakeSource, FakeSubmitter, opts, wiring
+
+S = DecisionState
+
+
+@dataclass
+class HeldSubmitter(FakeSubmitter):
+    held: list[str] = field(default_factory=list)
+
+    def submit_held(self, script: str, job: JobScript, tag: DecisionTag) -> str:
+        self.held.append(script)
+        return str(500 + len(self.held))
+
+
+@dataclass
+class FakeStarter:
+    """Records the Slurm side; ``fail`` makes release and submit raise."""
+
+    released: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    submitted: list[tuple[str, Launch, str]] = field(default_factory=list)
+    fail: bool = False
+    owners: frozenset[str] | None = None  # whose jobs it may start (None: everyone's)
+
+    def may_start(self, owner: str) -> bool:
+        return self.owners is None or owner in self.owners
+
+    def release(self, job_id: str) -> None:
+        if self.fail:
+            raise SlurmError("scontrol release: controller busy")
+        self.released.append(job_id)
+
+    def cancel(self, job_id: str) -> None:
+        self.cancelled.append(job_id)
+
+    def submit(self, script: str, launch: Launch, owner: str) -> str:
+        if self.fail:
+            raise SlurmError("sbatch: controller busy")
+        self.submitted.append((script, launch, owner))
+        return str(900 + len(self.submitted))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqlDecisionStore:
+    return open_store(f"sqlite:///{tmp_path / 'd.db'}", grace_s=0.0)
+
+
+def live(store: SqlDecisionStore, tmp_path: Path, sub: HeldSubmitter, at: int = 0) -> LiveWiring:
+    w = wiring(store, FakeSource(), sub)
+    return LiveWiring(
+        **{
+            **w.__dict__,
+            "clock": FixedClock(NOW + timedelta(seconds=at)),
+            "held_submitter": sub,
+            "env_dir": tmp_path / "env",
+        }
+    )
+
+
+def whole_node() -> dict[str, object]:
+    """4 one-GPU workers: one lab node (4 GPUs) each."""
+    return {"workers": 4, "step_time": 0.5, "epochs": 1, "batches_per_epoch": 1200}
+
+
+def fill_and_queue(store: SqlDecisionStore, tmp_path: Path) -> tuple[HeldSubmitter, list[int]]:
+    sub = HeldSubmitter()
+    ids = []
+    for k in range(5):
+        out = submit_job(live(store, tmp_path, sub), opts(**whole_node(), name=f"j{k}"), JOB)
+        assert out.record is not None
+        ids.append(out.record.decision_id)
+    return sub, ids
+
+
+def test_a_job_that_cannot_start_waits_held_and_holds_nothing(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sub, ids = fill_and_queue(store, tmp_path)
+    states = [store.get(i).state for i in ids]
+    assert states == [S.SUBMITTED] * 4 + [S.QUEUED]
+    assert len(sub.scripts) == 4 and len(sub.held) == 1
+    queued = store.get(ids[4])
+    assert queued.summary.slurm_job_id == "501"
+    assert "--begin" not in sub.held[0]  # a re-plan releases it, not a start time
+    assert queued.launch is not None and queued.launch.workdir == os.getcwd()
+    # it reserves nothing: the four running jobs' reservations only
+    held = store.reservations("lab", NOW, epoch=NOW, slot_seconds=60.0)
+    assert {r.job_id for r in held} == {f"mlsub-{i}" for i in ids[:4]}
+    # its environment is kept for a new submission, readable by the user only
+    assert queued.launch.env_file is not None
+    env = Path(queued.launch.env_file)
+    assert stat.S_IMODE(env.stat().st_mode) == 0o600
+    assert stat.S_IMODE(env.parent.stat().st_mode) == 0o700
+    assert f"PATH={os.environ['PATH']}".encode() in env.read_bytes().split(b"\0")
+
+
+def test_replan_starts_the_queued_job_once_capacity_frees(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sub, ids = fill_and_queue(store, tmp_path)
+    starter = FakeStarter()
+    w = live(store, tmp_path, sub, at=30)
+    nothing = replan(w, starter)
+    assert nothing.started == () and [x.decision_id for x in nothing.waiting] == [ids[4]]
+
+    store.transition(ids[1], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
+    report = replan(live(store, tmp_path, sub, at=40), starter)
+    assert [s.decision_id for s in report.started] == [ids[4]]
+    rec = store.get(ids[4])
+    assert rec.state == S.SUBMITTED
+    assert [t.state for t in rec.transitions] == [S.SUBMITTING, S.QUEUED, S.STARTING, S.SUBMITTED]
+    nodes = {p.node for p in rec.decision.placement}
+    freed = {p.node for p in store.get(ids[1]).decision.placement}
+    assert nodes == freed  # the only free node
+    if report.started[0].action == "released":  # the held job's layout was kept
+        assert starter.released == ["501"] and rec.summary.slurm_job_id == "501"
+        assert rec.script == sub.held[0]
+    else:  # a new layout: submitted again as its owner, the held job cancelled after
+        assert report.started[0].action == "resubmitted"
+        ((script, _launch, owner),) = starter.submitted
+        assert script == rec.script and owner == "alice"
+        assert rec.summary.slurm_job_id == "901" and rec.earlier_job_ids == ("501",)
+        assert starter.cancelled == ["501"]
+    # it reserves its layout from now on; a second re-plan starts nothing more
+    held = store.reservations("lab", NOW + timedelta(seconds=40), epoch=NOW, slot_seconds=60.0)
+    assert f"mlsub-{ids[4]}" in {r.job_id for r in held}
+    again = replan(live(store, tmp_path, sub, at=45), starter)
+    assert again.started == () and len(starter.released) + len(starter.submitted) == 1
+
+
+def test_a_changed_layout_is_submitted_again_and_the_held_job_cancelled(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sub, ids = fill_and_queue(store, tmp_path)
+    tentative = {p.node for p in store.get(ids[4]).decision.placement}
+    other = next(i for i in ids[:4] if {p.node for p in store.get(i).decision.placement}
+                 != tentative)  # fmt: skip
+    store.transition(other, S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
+    starter = FakeStarter()
+    report = replan(live(store, tmp_path, sub, at=40), starter)
+    assert [s.action for s in report.started] == ["resubmitted"]
+    rec = store.get(ids[4])
+    assert rec.earlier_job_ids == ("501",) and starter.cancelled == ["501"]
+    assert rec.launch is not None and rec.launch.env_file is not None
+    assert not Path(rec.launch.env_file).exists()  # not kept once the job is submitted
+
+
+def test_a_replan_that_could_not_act_leaves_starting_and_the_next_finishes_it(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sub, ids = fill_and_queue(store, tmp_path)
+    store.transition(ids[0], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
+    broken = FakeStarter(fail=True)
+    report = replan(live(store, tmp_path, sub, at=40), broken)
+    assert [s.action for s in report.started] == ["failed"]
+    assert store.get(ids[4]).state == S.STARTING  # recorded before acting, never turned back
+    # its layout stays reserved: no other job is given its node meanwhile
+    held = store.reservations("lab", NOW + timedelta(seconds=40), epoch=NOW, slot_seconds=60.0)
+    assert f"mlsub-{ids[4]}" in {r.job_id for r in held}
+    good = FakeStarter()
+    notes = finish_starts(store, good, "lab", NOW + timedelta(seconds=50))
+    assert len(notes) == 1 and store.get(ids[4]).state == S.SUBMITTED
+    assert len(good.released) + len(good.submitted) == 1
+    assert finish_starts(store, good, "lab", NOW + timedelta(seconds=60)) == []
+
+
+def test_others_queued_jobs_are_left_to_their_owners(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sub, ids = fill_and_queue(store, tmp_path)
+    store.transition(ids[0], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
+    bob = FakeStarter(owners=frozenset({"bob"}))
+    report = replan(live(store, tmp_path, sub, at=40), bob)
+    assert report.started == () and report.skipped == (ids[4],)
+    assert store.get(ids[4]).state == S.QUEUED
+
+
+def test_queue_view_gives_position_and_what_it_waits_for(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sub = HeldSubmitter()
+    ids = []
+    for k in range(6):
+        out = submit_job(live(store, tmp_path, sub), opts(**whole_node(), name=f"j{k}"), JOB)
+        assert out.record is not None
+        ids.append(out.record.decision_id)
+    view = queue_view(
+        store,
+        FakeSource().read(NOW),
+        clock=FixedClock(NOW + timedelta(seconds=30)),
+        cluster_name="lab",
+        slot_seconds=60.0,
+        user="alice",
+    )
+    assert view.would_start == ()
+    assert [(w.decision_id, w.position) for w in view.waiting] == [(ids[4], 1), (ids[5], 2)]
+    assert view.waiting[0].estimated_start is not None
+    assert "planned to start" in view.waiting[0].reason
+    assert queue_view(
+        store, FakeSource().read(NOW), clock=FixedClock(NOW), cluster_name="lab",
+        slot_seconds=60.0, user="bob",
+    ).waiting == ()  # fmt: skip
+
+
+def test_sbatch_of_a_new_layout_runs_as_the_owner_with_the_kept_environment(
+    tmp_path: Path,
+) -> None:
+    from slurm_mlsched.sbatch.render import ScriptSpec
+
+    env = tmp_path / "e.env"
+    env.write_bytes(b"A=1\0")
+    launch = Launch(ScriptSpec(("python3", "t.py"), "t"), "/home/alice/run", str(env))
+    mine = sbatch_argv(launch, "alice", euid=1000)
+    assert mine == ["sbatch", "--parsable", "--chdir=/home/alice/run", f"--export-file={env}"]
+    as_root = sbatch_argv(launch, "root", euid=0)
+    assert as_root == mine
+    gone = sbatch_argv(Launch(launch.spec, "/w", str(tmp_path / "missing")), "root", euid=0)
+    assert gone == ["sbatch", "--parsable", "--chdir=/w"]
+
+
+# --- reconcile of held jobs (pure) ------------------------------------------------------------
+
+
+def test_reconcile_of_a_held_submission_and_a_queued_job(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    from slurm_mlsched.services.reconcile import plan_updates
+    from slurm_mlsched.services.submit import tag_of
+    from tests.unit.test_submit_service import status
+
+    _sub, ids = fill_and_queue(store, tmp_path)
+    queued = store.get(ids[4]).summary
+    tag = str(tag_of("lab", queued))
+    later = NOW + timedelta(minutes=5)
+
+    def after(summary: object, found: dict[str, object]) -> list[DecisionState]:
+        (u,) = plan_updates([summary], {ids[4]: tag}, found, now=later)  # type: ignore[list-item]
+        return [s.state for s in u.steps]
+
+    held = status("501", "PENDING", tag, held=True)
+    assert after(queued, {"501": held}) == []  # waits: nothing to record
+    released = status("501", "RUNNING", tag, start=later)
+    assert after(queued, {"501": released}) == [S.SUBMITTED, S.RUNNING]  # released by hand
+    gone = status("501", "CANCELLED", tag, end=later)
+    assert after(queued, {"501": gone}) == [S.CANCELLED]  # scancel of the held job
+    # a held job found by its tag for an interrupted submission: queued, not submitted
+    from dataclasses import replace as dc_replace
+
+    submitting = dc_replace(queued, state=S.SUBMITTING, slurm_job_id=None)
+    assert after(submitting, {"501": held}) == [S.QUEUED]
+    # a re-plan that stopped after submitting the new layout: the new job, not the held one
+    starting = dc_replace(queued, state=S.STARTING)
+    new = status("777", "RUNNING", tag, start=later)
+    (u,) = plan_updates([starting], {ids[4]: tag}, {"501": held, "777": new}, now=later)
+    assert next((s.state, s.slurm_job_id) for s in u.steps) == (S.SUBMITTED, "777")
+    # ... and one that stopped before acting: still held, left to the next re-plan
+    (u,) = plan_updates([starting], {ids[4]: tag}, {"501": held}, now=later)
+    assert u.steps == () and "next `mlsub replan`" in u.note
