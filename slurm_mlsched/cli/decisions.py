@@ -167,7 +167,42 @@ def explain(
         ctx = _ctx(db_url)
         with opened(ctx) as store:
             data = svc.explain(store, ctx.viewer, decision_id)
+            queued = store.get(decision_id).state.value == "queued"
+        if queued:
+            data = _why_it_waits(data, decision_id, db_url, ctx.viewer.is_admin)
         output.show_explanation(data, as_json=as_json, all_trials=trials)
+
+
+def _why_it_waits(
+    data: dict[str, Any], decision_id: int, db_url: str | None, admin: bool
+) -> dict[str, Any]:
+    """A queued decision (late binding): its place in the queue now and what it waits for,
+    from a re-plan step over the live cluster (nothing is started); the plan shown below
+    is its tentative plan at submission."""
+    from ..errors import MlschedError
+    from .live import ReplanRequest, run_queue
+
+    try:
+        view = run_queue(ReplanRequest(None, db_url), clock=_wiring.clock(), everyone=admin)
+    except MlschedError as err:
+        line = (
+            "queued: it waits held in Slurm and holds nothing; where it stands needs the "
+            f"live cluster ({err.message})"
+        )
+        return {**data, "why": [line, *data["why"]], "queue": None}
+    rows = [w for w in (*view.would_start, *view.waiting) if w.decision_id == decision_id]
+    if not rows:
+        return data
+    w = rows[0]
+    where = (
+        "can start now (the next re-plan starts it)"
+        if w.position == 0
+        else (f"position {w.position} in the queue: {w.reason}")
+    )
+    line = f"queued (held Slurm job {w.slurm_job_id}, holding nothing): {where}"
+    start = None if w.estimated_start is None else w.estimated_start.isoformat()
+    queue = {"position": w.position, "reason": w.reason, "estimated_start": start}
+    return {**data, "why": [line, *data["why"]], "queue": queue}
 
 
 def export(

@@ -17,6 +17,9 @@ from ..errors import InputError, MlschedError
 
 #: The plugin files, as Slurm expects them to be named.
 PLUGIN_FILES = ("job_submit.lua", "cli_filter.lua")
+#: slurmctld's ``EpilogSlurmctld`` that re-plans mlsub's queue at every job end (issue 19;
+#: docs/admin-plugins.md); installed beside the plugins, executable.
+EPILOG_FILE = "epilog_slurmctld.sh"
 #: The Lua side of ``mlsub plugins check`` (check.lua, slurm_stub.lua).
 HARNESS_DIR = Path(__file__).resolve().parent / "lua"
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
@@ -48,15 +51,15 @@ def installed_plugins(env: Mapping[str, str]) -> tuple[Path, ...]:
 
 
 def install_files(dest: Path, *, force: bool = False) -> tuple[Path, ...]:
-    """Copy the shipped plugins into ``dest`` (mode 0644); refuse to overwrite unless
-    ``force``. Returns the files written."""
+    """Copy the shipped plugins into ``dest`` (mode 0644) and the queue's epilog (0755);
+    refuse to overwrite unless ``force``. Returns the files written."""
     if not dest.is_dir():
         raise InputError(
             f"{dest} is not a directory",
             hint="create it first, or give another --dest",
             context={"dest": str(dest)},
         )
-    targets = tuple(dest / name for name in PLUGIN_FILES)
+    targets = tuple(dest / name for name in (*PLUGIN_FILES, EPILOG_FILE))
     links = [str(t) for t in targets if t.is_symlink()]
     if links:
         raise InputError(
@@ -74,7 +77,8 @@ def install_files(dest: Path, *, force: bool = False) -> tuple[Path, ...]:
         )
     source = plugin_dir()
     for target in targets:
-        _write_atomically(target, (source / target.name).read_bytes(), mode=0o644)
+        mode = 0o755 if target.name == EPILOG_FILE else 0o644
+        _write_atomically(target, (source / target.name).read_bytes(), mode=mode)
     return targets
 
 

@@ -102,7 +102,7 @@ def test_wheel_ships_the_slurm_plugins_and_their_check(wheel: Path, tmp_path: Pa
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         zf.extractall(tmp_path / "site")
-    for name in ("job_submit.lua", "cli_filter.lua"):
+    for name in ("job_submit.lua", "cli_filter.lua", "epilog_slurmctld.sh"):
         assert f"slurm_mlsched/_data/plugins/{name}" in names
     for name in ("check.lua", "slurm_stub.lua"):
         assert f"slurm_mlsched/plugins/lua/{name}" in names

@@ -265,6 +265,9 @@ def test_install_files_copies_the_shipped_plugins(lua: str, tmp_path: Path) -> N
     for name in PLUGIN_FILES:
         assert (tmp_path / name).read_text() == (plugin_dir() / name).read_text()
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o644
+    epilog = tmp_path / "epilog_slurmctld.sh"  # the queue's EpilogSlurmctld: executable
+    assert epilog.read_text() == (plugin_dir() / epilog.name).read_text()
+    assert epilog.stat().st_mode & 0o777 == 0o755
     assert "mlsub plugins check" in out
     code, _, err = run("plugins", "install-files", "--dest", str(tmp_path))
     assert code == 3 and "--force" in err
