@@ -5,11 +5,14 @@
 #    root; installs Slurm with apt-get if missing; left running: `make cluster-down`);
 #    builds (once) or reuses pyslurm for this Slurm (scripts/pyslurm.sh), the node state
 #    source mlsub prefers when it matches the cluster's Slurm;
-# 2. `mlsub examples/ps_train.py`: reads the live node state, places the job (yu-rr),
-#    stores the decision in the default SQLite store, writes the sbatch script and submits
-#    it, then waits for it to end (--wait);
-# 3. shows the decision, the script, the Slurm job id, where each task ran (sacct), and
-#    the trained model's accuracy (the job's output).
+# 2. fills the cluster with four jobs of mlsub's (one per node; the first ends after
+#    FIRST_S seconds), so that the training job must wait in mlsub's queue;
+# 3. `mlsub examples/ps_train.py`: reads the live node state, finds no room now, stores
+#    the decision (queued) in the default SQLite store and submits the job held; when the
+#    first filler ends, slurmctld's epilog (plugins/epilog_slurmctld.sh) runs `mlsub
+#    replan`, which starts it on the nodes its decision names; --wait follows it to its end;
+# 4. shows the decision (queued, starting, submitted, ...), the script, the Slurm job id,
+#    where each task ran (sacct), and the trained model's accuracy (the job's output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -30,10 +33,42 @@ say "the decision store (the default SQLite file; brought to this mlsub's schema
 
 mkdir -p "$OUT"
 cd "$OUT"
+LAB_BASE=${SLURM_LAB_BASE:-/tmp/slurm-lab}
+EPILOG_ENV=$LAB_BASE/mlsub-epilog.env
+DB_URL=$("$MLSUB" db current --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["url"])')
+# the lab's EpilogSlurmctld re-plans this store while the demo runs (docs/admin-plugins.md)
+printf 'MLSUB=%s\nMLSUB_DB_URL=%s\nSTATE_DIR=%s\nLOG=%s\n' "$MLSUB" "$DB_URL" \
+  "$LAB_BASE/run/mlsched" "$OUT/epilog.log" > "$EPILOG_ENV"
+FILLERS=()
+rm -f "$OUT/epilog.log"
+trap 'rm -f "$EPILOG_ENV"; [ ${#FILLERS[@]} = 0 ] || scancel "${FILLERS[@]}" 2>/dev/null || true' EXIT
+
+for _ in $(seq 60); do  # start from an idle lab cluster (earlier runs' jobs end first)
+  [ -z "$(squeue -h -t running,pending 2>/dev/null)" ] && break
+  sleep 2
+done
+say "filling the cluster: one job of mlsub's per node (the first ends after ${FIRST_S:=15} s)"
+cat > filler.sh <<'FILLER'
+#!/bin/bash
+# mlsub: --workers 3 --ps 1 --gpus-per-worker 0 --cpus-per-worker 2 --cpus-per-ps 2
+# mlsub: --mem-per-worker 1G --mem-per-ps 1G --step-time 0.05 --model-size 1 --epochs 1
+# mlsub: --batches-per-epoch 100000 --name filler
+sleep "$1"
+FILLER
+for k in 1 2 3 4; do
+  [ "$k" = 1 ] && SECONDS_=$FIRST_S || SECONDS_=$((FIRST_S + 45))
+  "$MLSUB" filler.sh --json -- "$SECONDS_" > filler.json
+  "$PY" -c "import json; d=json.load(open('filler.json')); print('  decision', d['decision_id'], '- Slurm job', d['slurm_job_id'], 'on', d['placement'][0]['node'], '-', d['state'])"
+  FILLERS+=("$("$PY" -c "import json; print(json.load(open('filler.json'))['slurm_job_id'])")")
+done
+squeue
+
 say "mlsub examples/ps_train.py  (workers, PSs and resources from its '# mlsub:' lines)"
+echo "the cluster is full: it waits held in mlsub's queue; the first filler's end starts it"
 "$MLSUB" "$ROOT/examples/ps_train.py" --interpreter "$PY" --show-script --wait --json > submit.json \
   || { cat submit.json 2>/dev/null; exit 1; }
 read -r DECISION JOB < <("$PY" -c 'import json,sys; d=json.load(open("submit.json")); print(d["decision_id"], d["slurm_job_id"])')
+echo "the epilog's re-plans:"; cat "$OUT/epilog.log" 2>/dev/null || true
 "$PY" - <<'EOF'
 import json
 d = json.load(open("submit.json"))

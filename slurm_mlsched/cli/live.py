@@ -126,7 +126,10 @@ def run_submit(
             wait(state.value)
             return state
 
-        return outcome, wait_for(decision_id, poll=poll, sleep=time.sleep)
+        final = wait_for(decision_id, poll=poll, sleep=time.sleep)
+        # a queued job started on another layout was submitted again: its last job id
+        last = store.get(decision_id).summary.slurm_job_id
+        return replace(outcome, slurm_job_id=last or outcome.slurm_job_id), final
 
 
 def queued_env_dir(env: Mapping[str, str]) -> Path:
@@ -143,7 +146,11 @@ def _then_replan(live: _Live, outcome: SubmitOutcome) -> SubmitOutcome:
     arrival does not delay; issue 19). A failure here is a warning: the job is submitted."""
     if live.access.session is not None:
         return outcome
+    from ..services.decisions import has_queued
     from ..services.replan import SlurmStarter, replan
+
+    if not has_queued(live.wiring.store, live.wiring.cluster_name):
+        return outcome
 
     try:
         replan(replace(live.wiring, refresh=None), SlurmStarter(live.access.slurm))
