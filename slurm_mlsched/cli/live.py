@@ -216,13 +216,14 @@ def run_reconcile(
             decision_ids=decision_ids,
         )
         if access.session is None:  # finish the starts a stopped re-plan left (issue 19)
-            from ..services.replan import SlurmStarter, finish_starts
+            from ..services.replan import SlurmStarter, cancel_replaced, finish_starts
 
+            starter = SlurmStarter(access.slurm)
+            name = ctx.config.cluster_name
             notes = (
                 *notes,
-                *finish_starts(
-                    store, SlurmStarter(access.slurm), ctx.config.cluster_name, clock.now()
-                ),
+                *finish_starts(store, starter, name, clock.now()),
+                *cancel_replaced(store, starter, name),
             )
     return {
         "cluster_name": ctx.config.cluster_name,

@@ -42,18 +42,27 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import InvalidTransitionError, MlschedError, RemoteError, SlurmError, StoreError
+from ..errors import (
+    InvalidTransitionError,
+    MlschedError,
+    NotFoundError,
+    RemoteError,
+    SlurmError,
+    StoreError,
+)
 from ..model import ClusterSnapshot, Decision, JobRequest
 from ..placement.late_binding import PendingJob, QueueStep
 from ..placement.params import Binding, PlacementParams
 from ..placement.registry import get_queue
 from ..sbatch.launch import Launch
 from ..sbatch.render import RenderedScript, render_sbatch
+from ..sbatch.tag import find_tags
+from ..slurm.jobs import JobStatus
 from ..slurm.nodes import NodeState
 from ..storage import DecisionRecord, DecisionState, DecisionStore, PlanningSession
 from .clock import Clock
 from .cluster_state import ClusterState
-from .submit import LiveWiring, stored_and_running
+from .submit import LiveWiring, stored_and_running, tag_of
 
 S = DecisionState
 
@@ -76,6 +85,10 @@ class JobStarter(Protocol):
 
     def may_start(self, owner: str) -> bool:
         """Whether this process may start ``owner``'s jobs (its own user, or root)."""
+        ...
+
+    def held_jobs(self) -> Sequence[JobStatus]:
+        """The held jobs Slurm lists now."""
         ...
 
 
@@ -250,6 +263,7 @@ def replan(
     if wiring.refresh is not None:
         wiring.refresh()
     notes.extend(finish_starts(wiring.store, starter, wiring.cluster_name, wiring.clock.now()))
+    notes.extend(cancel_replaced(wiring.store, starter, wiring.cluster_name))
     state = wiring.source.read(wiring.clock.now())
     with wiring.store.planning(wiring.cluster_name) as tx:
         cluster = stored_and_running(
@@ -385,6 +399,36 @@ def finish_starts(
     return notes
 
 
+def cancel_replaced(store: DecisionStore, starter: JobStarter, cluster_name: str) -> list[str]:
+    """Cancel held jobs that a decision replaced: a re-plan that stopped after submitting
+    a queued job's new layout and before cancelling its held job leaves the held one
+    (reconcile records the new one by its tag, and the held id among the earlier ids).
+    Only a held job whose exact tag is one of this store's decisions, whose id is one of
+    that decision's earlier ids, of a user this process may act for."""
+    notes = []
+    for job in starter.held_jobs():
+        for tag in find_tags(job.comment):
+            try:
+                record = store.get(tag.decision_id)
+            except (NotFoundError, StoreError):
+                continue  # not this store's (or not visible to this role)
+            s = record.summary
+            if str(tag_of(cluster_name, s)) != str(tag) or s.slurm_job_id == job.job_id:
+                continue
+            if job.job_id not in record.earlier_job_ids or not starter.may_start(s.job_owner):
+                continue
+            try:
+                starter.cancel(job.job_id)
+            except (SlurmError, RemoteError) as err:
+                notes.append(f"held job {job.job_id} (replaced) not cancelled: {err.message}")
+                continue
+            notes.append(
+                f"decision {s.decision_id}: cancelled held job {job.job_id}, replaced by job "
+                f"{s.slurm_job_id} (a re-plan had stopped before cancelling it)"
+            )
+    return notes
+
+
 def _held_script(record: DecisionRecord) -> str | None:
     """The held job's script is the decision's script when the re-plan kept the layout:
     the tentative placement in the ``starting`` transition equals the chosen one."""
@@ -418,6 +462,11 @@ class SlurmStarter:
 
     def cancel(self, job_id: str) -> None:
         self.slurm.run(["scancel", job_id], timeout=self.timeout)
+
+    def held_jobs(self) -> Sequence[JobStatus]:
+        from ..slurm.jobs import JobStatusReader
+
+        return [j for j in JobStatusReader(self.slurm).queue().values() if j.held]
 
     def submit(self, script: str, launch: Launch, owner: str) -> str:
         from ..slurm.parse import parse_sbatch_parsable

@@ -219,7 +219,11 @@ class SubmitOutcome:
                 "slurm_job_id": self.slurm_job_id,
                 "waits": self.waits,
                 "warnings": list(self.warnings),
-                "begin": _iso(begin_time(self.plan.decision, self.plan.snapshot)),
+                # a job that waits held has no --begin: a re-plan releases it; its
+                # "start" is the estimate of the tentative plan
+                "begin": None
+                if self.waits
+                else _iso(begin_time(self.plan.decision, self.plan.snapshot)),
                 "tasks": [
                     {
                         "role": str(t.role),

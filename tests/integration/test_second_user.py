@@ -134,3 +134,36 @@ def test_a_second_user_cannot_open_the_first_users_sqlite_store(
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert tried.returncode != 0 and "Permission denied" in tried.stderr, tried.stderr
+
+
+def test_root_resubmits_a_queued_job_as_its_owner_with_the_kept_environment(
+    cluster: LabCluster, tmp_path: Path, second_user: str
+) -> None:
+    """Issue 19: the epilog's re-plan runs as root and submits a queued job whose layout
+    changed again: as its owner (setpriv), from the owner's directory, with the
+    environment kept at submission (sbatch --export-file), not root's."""
+    from slurm_mlsched.sbatch.launch import Launch
+    from slurm_mlsched.sbatch.render import ScriptSpec
+    from slurm_mlsched.services.replan import SlurmStarter
+
+    who = pwd.getpwnam(second_user)
+    home = Path(who.pw_dir)
+    env_file = home / "kept.env"
+    env_file.write_bytes(
+        b"MLSUB_KEPT=from-submission\0PATH=/usr/bin:/bin\0HOME=" + bytes(home) + b"\0"
+    )
+    os.chown(env_file, who.pw_uid, who.pw_gid)
+    env_file.chmod(0o600)
+    out = home / "resubmitted.out"
+    script = (
+        "#!/bin/bash\n#SBATCH -t 1\n#SBATCH -o " + str(out) + "\n"
+        'echo "user=$(id -un) pwd=$PWD kept=$MLSUB_KEPT root_home=${HOME}"\n'
+    )
+    launch = Launch(ScriptSpec(("true",), "resubmitted"), str(home), str(env_file))
+    job = SlurmStarter(cluster.slurm).submit(script, launch, second_user)
+    cluster.jobs.append(int(job))
+    owner = cluster.slurm.run(["squeue", "-h", "-t", "all", "-j", job, "-o", "%u"]).strip()
+    assert owner in (second_user, "")  # "" once it left squeue: checked below
+    cluster.wait_finished(int(job))
+    text = out.read_text().strip()
+    assert text == f"user={second_user} pwd={home} kept=from-submission root_home={home}", text

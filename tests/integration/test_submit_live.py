@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LabCluster, poll
+from tests.integration.conftest import FINISHED, LabCluster, poll
 from tests.integration.mlsub_cli import SMALL_TASKS, Mlsub, probe_script
 from tests.task_probe import probe_results
 
@@ -129,9 +128,12 @@ def test_second_job_is_placed_around_the_first_while_it_runs(
 FILL = ("-J", "mlsched-it-fill", "-n", "1", "--gres=gpu:4", "--mem=1G", "-t", "1")
 
 
-def test_job_on_a_full_cluster_waits_for_its_decision_to_start(
+def test_job_on_a_full_cluster_waits_held_until_a_replan_starts_it(
     mlsub: Mlsub, cluster: LabCluster, tmp_path: Path
 ) -> None:
+    """Late binding (issue 19): a job that cannot start now waits held in Slurm, holding
+    nothing, until a re-plan (here `mlsub replan` run as the periodic safety net would;
+    the epilog's trigger: tests/integration/test_queue_live.py) finds room."""
     # plain sbatch jobs (not mlsub's) hold every GPU; Slurm expects them to end after 1 min
     blockers = [
         cluster.sbatch(*FILL, "-w", node, "-o", "/dev/null", "--wrap", "sleep 40")
@@ -145,18 +147,30 @@ def test_job_on_a_full_cluster_waits_for_its_decision_to_start(
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     out = submit(mlsub, cluster, script, "--", str(tasks))
-    assert out["start_slot"] > out["cluster"]["now_slot"] and out["begin"], out
-    begin = datetime.fromisoformat(out["begin"])
-    job = int(out["slurm_job_id"])
-    reason = cluster.slurm.run(["squeue", "-h", "-j", str(job), "-o", "%T|%r"]).strip()
-    assert reason.startswith("PENDING|"), reason
+    assert out["waits"] and out["state"] == "queued" and out["begin"] is None, out
+    assert out["start_slot"] > out["cluster"]["now_slot"]  # the estimate: after the blockers
+    held = cluster.slurm.run(["squeue", "-h", "-j", out["slurm_job_id"], "-o", "%T|%r"])
+    assert held.strip() == "PENDING|JobHeldUser", held
+    assert mlsub.json("replan")["started"] == []  # no room yet: it keeps waiting
+
+    def started() -> dict[str, Any] | None:
+        report = mlsub.json("replan")
+        return next(iter(report["started"]), None)
+
+    start = poll("a re-plan to start the queued job", started, 120, every=2)
+    assert start["decision_id"] == out["decision_id"] and start["action"] != "failed"
+    finished = [j for j in blockers if all(s in FINISHED for s in cluster.states(j))]
+    assert finished, "started before any blocker ended"
+    job = int(start["slurm_job_id"])
+    cluster.jobs.append(job)
     cluster.wait_finished(job, timeout=180)
     mlsub.json("reconcile")
     shown = mlsub.json("show", str(out["decision_id"]))
-    started = next(t for t in shown["transitions"] if t["state"] == "running")
-    assert datetime.fromisoformat(started["at"]) >= begin  # Slurm kept the decision's start
-    assert shown["state"] == "completed"
-    ran_as_decided(out, tasks)
+    assert shown["state"] == "completed" and shown["slurm_job_id"] == str(job)
+    states = [t["state"] for t in shown["transitions"]]
+    assert states[:4] == ["submitting", "queued", "starting", "submitted"], states
+    ran = Counter((t["node"], t["env"]["MLSCHED_ROLE"]) for t in probe_results(tasks))
+    assert ran == Counter({(p["node"], p["role"]): p["count"] for p in shown["placement"]})
 
 
 def test_sbatch_rejection_is_recorded_as_submit_failed(

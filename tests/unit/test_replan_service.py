@@ -20,12 +20,14 @@ from slurm_mlsched.sbatch.launch import Launch
 from slurm_mlsched.sbatch.tag import DecisionTag
 from slurm_mlsched.services.clock import FixedClock
 from slurm_mlsched.services.replan import (
+    cancel_replaced,
     finish_starts,
     queue_view,
     replan,
     sbatch_argv,
 )
 from slurm_mlsched.services.submit import JobScript, LiveWiring, submit_job
+from slurm_mlsched.slurm.jobs import JobStatus
 from slurm_mlsched.storage import DecisionState, SqlDecisionStore, open_store
 from tests.unit.test_submit_service import JOB, NOW, FakeSource, FakeSubmitter, opts, wiring
 
@@ -50,6 +52,10 @@ class FakeStarter:
     submitted: list[tuple[str, Launch, str]] = field(default_factory=list)
     fail: bool = False
     owners: frozenset[str] | None = None  # whose jobs it may start (None: everyone's)
+    held: list[JobStatus] = field(default_factory=list)  # what squeue lists as held
+
+    def held_jobs(self) -> list[JobStatus]:
+        return [j for j in self.held if j.job_id not in self.cancelled]
 
     def may_start(self, owner: str) -> bool:
         return self.owners is None or owner in self.owners
@@ -285,3 +291,28 @@ def test_reconcile_of_a_held_submission_and_a_queued_job(
     # ... and one that stopped before acting: still held, left to the next re-plan
     (u,) = plan_updates([starting], {ids[4]: tag}, {"501": held}, now=later)
     assert u.steps == () and "next `mlsub replan`" in u.note
+
+
+def test_a_held_job_left_by_a_stopped_replan_is_cancelled_once_replaced(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """A re-plan stopped after submitting the new layout and before cancelling the held
+    job: reconcile recorded the new job (the held id went to the earlier ids); the next
+    re-plan cancels the held one, and nothing else (a held job of a decision that still
+    waits, a copied tag, another store's tag)."""
+    from slurm_mlsched.services.submit import tag_of
+    from tests.unit.test_submit_service import status
+
+    _sub, ids = fill_and_queue(store, tmp_path)
+    queued = store.get(ids[4]).summary
+    tag = str(tag_of("lab", queued))
+    store.transition(ids[4], S.SUBMITTED, NOW, "reconcile: new job", slurm_job_id="777")
+    assert store.get(ids[4]).earlier_job_ids == ("501",)
+    left = status("501", "PENDING", tag, held=True)
+    other_store = status("502", "PENDING", f"mlsched:decision={ids[4]}:ffffffffffff", held=True)
+    waits = status("503", "PENDING", str(tag_of("lab", store.get(ids[3]).summary)), held=True)
+    starter = FakeStarter(held=[left, other_store, waits])
+    notes = cancel_replaced(store, starter, "lab")
+    assert starter.cancelled == ["501"] and "replaced by job 777" in notes[0]
+    assert cancel_replaced(store, starter, "lab") == []  # once
+    assert cancel_replaced(store, FakeStarter(held=[left], owners=frozenset({"bob"})), "lab") == []
