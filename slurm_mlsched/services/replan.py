@@ -476,6 +476,21 @@ class SlurmStarter:
         return str(parse_sbatch_parsable(out).job_id)
 
 
+def sbatch_inputs(env_file: Path) -> list[str]:
+    """The ``SBATCH_*`` entries (``NAME=value``) of a kept environment (NUL-separated)."""
+    try:
+        entries = env_file.read_bytes().split(b"\0")
+    except OSError:
+        return []
+    out = []
+    for raw in entries:
+        text = raw.decode("utf-8", "replace")
+        name, sep, _ = text.partition("=")
+        if sep and name.startswith("SBATCH_") and name.isidentifier():
+            out.append(text)
+    return out
+
+
 def sbatch_argv(launch: Launch, owner: str, euid: int) -> list[str]:
     """``sbatch`` of a queued job's new script: as ``owner`` (through ``setpriv`` when
     this process is root and the owner is someone else), from its working directory, with
@@ -486,6 +501,11 @@ def sbatch_argv(launch: Launch, owner: str, euid: int) -> list[str]:
     argv = ["sbatch", "--parsable", f"--chdir={launch.workdir}"]
     if launch.env_file is not None and Path(launch.env_file).is_file():
         argv.append(f"--export-file={launch.env_file}")
+        # sbatch's own input variables (SBATCH_ACCOUNT, SBATCH_QOS, ...) as the first
+        # sbatch saw them: options, not secrets, so they may stand in the argument list
+        options = sbatch_inputs(Path(launch.env_file))
+        if options:
+            argv = ["env", *options, *argv]
     if euid == 0 and owner != "root":
         who = pwd.getpwnam(owner)
         return [

@@ -251,6 +251,16 @@ def test_sbatch_of_a_new_layout_runs_as_the_owner_with_the_kept_environment(
     assert as_root == mine
     gone = sbatch_argv(Launch(launch.spec, "/w", str(tmp_path / "missing")), "root", euid=0)
     assert gone == ["sbatch", "--parsable", "--chdir=/w"]
+    # another user's job, from root: through setpriv, with sbatch's own input variables
+    env.write_bytes(b"A=1\0SBATCH_ACCOUNT=proj-7\0SBATCH_QOS=low\0NOT_SBATCH=x\0")
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    theirs = sbatch_argv(launch, "nobody", euid=0)
+    assert theirs[:5] == [
+        "setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--init-groups", "--",
+    ]  # fmt: skip
+    assert theirs[5:] == ["env", "SBATCH_ACCOUNT=proj-7", "SBATCH_QOS=low", *mine]
 
 
 # --- reconcile of held jobs (pure) ------------------------------------------------------------
