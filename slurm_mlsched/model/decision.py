@@ -8,7 +8,7 @@ its end slot, and also reports them once as :attr:`Decision.placement`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from .cluster import Reservation
@@ -134,6 +134,20 @@ class Decision:
     def reservations(self, job: JobRequest) -> tuple[Reservation, ...]:
         """The decision's usage as reservations, merging runs of identical slots."""
         return tuple(_merge_runs(job, self.slots))
+
+    def shifted(self, k: int) -> Decision:
+        """The same plan on a slot grid whose slot 0 is this grid's slot ``-k`` (every
+        slot number plus ``k``): a stored plan on the grid of a later snapshot."""
+        if k == 0:
+            return self
+        return replace(
+            self,
+            slots=tuple(replace(p, slot=p.slot + k) for p in self.slots),
+            start_slot=self.start_slot + k,
+            end_slot=self.end_slot + k,
+            arrival_slot=self.arrival_slot + k,
+            lp_deadline=None if self.lp_deadline is None else self.lp_deadline + k,
+        )
 
 
 def merge_runs(plans: Iterable[SlotPlan]) -> tuple[SlotPlan, ...]:

@@ -165,6 +165,10 @@ class QueueEntry:
     params: PlacementParams
     record: DecisionRecord | None = None
     policy: str = ""
+    plan: Decision | None = None
+    """Its stored plan on the snapshot's grid (the tentative plan of the last re-plan that
+    reserved it, or its plan at submission): handed to the step, which keeps it when it
+    still fits and ends earlier (the monotone head, docs/formulation.md §14.1)."""
 
     @property
     def params_policy(self) -> str:
@@ -181,8 +185,13 @@ def rebased(record: DecisionRecord, snapshot: ClusterSnapshot) -> QueueEntry:
     queue order ages it by how long it has waited)."""
     arrived = record.snapshot.slot_start(record.request.arrival_slot)
     slot = int((arrived - snapshot.epoch).total_seconds() // snapshot.slot_seconds)
-    request = replace(record.request, arrival_slot=slot, job_id=f"q{record.decision_id}")
-    return QueueEntry(request, record.seed, record.params, record)
+    key = f"q{record.decision_id}"
+    request = replace(record.request, arrival_slot=slot, job_id=key)
+    plan = None
+    if record.snapshot.slot_seconds == snapshot.slot_seconds:  # the same grid, shifted
+        shift = (record.snapshot.epoch - snapshot.epoch).total_seconds() / snapshot.slot_seconds
+        plan = replace(record.decision.shifted(round(shift)), job_id=key)
+    return QueueEntry(request, record.seed, record.params, record, plan=plan)
 
 
 def queue_step(
@@ -201,7 +210,9 @@ def queue_step(
     queue = get_queue(policy, params)
     if queue is None:  # submit queues only jobs whose policy has a queue form
         raise MlschedError(f"policy {policy!r} has no queue form (late binding)")
-    pending = tuple(PendingJob(e.request, e.seed) for e in entries if e.params_policy == policy)
+    pending = tuple(
+        PendingJob(e.request, e.seed, e.plan) for e in entries if e.params_policy == policy
+    )
     return queue(pending, snapshot, params, ()), by_key
 
 
@@ -279,6 +290,8 @@ def replan(
             _record_start(tx, by_key[d.job_id], d, cluster, wiring.clock.now())
             for d in step.started
         ]
+        for d in step.planned:  # the reserved head(s): their plan is the next step's
+            _keep_tentative(tx, by_key[d.job_id], d, cluster.snapshot)
     started = tuple(_act(wiring.store, starter, s, wiring.clock.now()) for s in starts)
     return ReplanReport(wiring.cluster_name, started, tuple(waiting), skipped, tuple(notes))
 
@@ -300,9 +313,9 @@ def _record_start(
     request = replace(entry.request, job_id=record.request.job_id)
     chosen = replace(decision, job_id=record.request.job_id)
     script = render_for(chosen, request, cluster, record.launch)
-    detail = (
-        f"replan: starts now on {compact_placement(chosen)} "
-        f"(queued on {compact_placement(record.decision)})"
+    same = record.script == script.text
+    detail = f"replan: starts now on {compact_placement(chosen)}: " + (
+        RELEASE_MARK if same else f"{RESUBMIT_MARK} (the held job's: {_held_layout(record)})"
     )
     stored = tx.start(
         record.decision_id,
@@ -314,6 +327,24 @@ def _record_start(
         detail=detail,
     )
     return _Start(stored, record.summary.slurm_job_id, record.script)
+
+
+def _keep_tentative(
+    tx: PlanningSession, entry: QueueEntry, decision: Decision, snapshot: ClusterSnapshot
+) -> None:
+    """Store a reserved job's tentative plan (it holds nothing; the next step keeps it if it
+    still fits and ends earlier than a new one, and ``mlsub show`` gives it as the
+    estimate)."""
+    record = entry.record
+    if record is None:
+        return
+    request = replace(entry.request, job_id=record.request.job_id)
+    tx.set_tentative(
+        record.decision_id,
+        request=request,
+        snapshot=snapshot,
+        decision=replace(decision, job_id=record.request.job_id),
+    )
 
 
 def render_for(
@@ -429,13 +460,29 @@ def cancel_replaced(store: DecisionStore, starter: JobStarter, cluster_name: str
     return notes
 
 
+#: How the ``starting`` transition says which action its re-plan took (read back by
+#: :func:`finish_starts`: the held job's script is gone from the row once it is started).
+RELEASE_MARK = "the held job's script, release it"
+RESUBMIT_MARK = "a new script, submit it and cancel the held job"
+
+
+def _held_layout(record: DecisionRecord) -> str:
+    """The held job's layout: the node lines of its script (the decision's plan columns
+    may hold a later tentative plan)."""
+    nodes = [
+        line.split("--nodelist=", 1)[1].split()[0]
+        for line in (record.script or "").splitlines()
+        if line.startswith("#SBATCH --nodelist=")
+    ]
+    return ",".join(nodes) or "unknown"
+
+
 def _held_script(record: DecisionRecord) -> str | None:
-    """The held job's script is the decision's script when the re-plan kept the layout:
-    the tentative placement in the ``starting`` transition equals the chosen one."""
+    """The held job's script when the re-plan kept it (the ``starting`` transition says
+    so): the decision's script; else None (a new script: submit it)."""
     for t in reversed(record.transitions):
         if t.state == S.STARTING:
-            chosen = compact_placement(record.decision)
-            return record.script if t.detail.endswith(f"(queued on {chosen})") else None
+            return record.script if t.detail.endswith(RELEASE_MARK) else None
     return None
 
 

@@ -81,6 +81,19 @@ class PlanningSession(Protocol):
         """The cluster's ``queued`` decisions (that the caller may see), oldest first."""
         ...
 
+    def set_tentative(
+        self,
+        decision_id: int,
+        *,
+        request: JobRequest,
+        snapshot: ClusterSnapshot,
+        decision: Decision,
+    ) -> None:
+        """Keep a ``queued`` decision's tentative plan (a re-plan reserved it as the head):
+        its plan columns become ``decision`` on ``snapshot``; it still reserves nothing and
+        stays ``queued`` (no transition). A decision no longer queued is left alone."""
+        ...
+
     def start(
         self,
         decision_id: int,

@@ -230,6 +230,20 @@ class SqlPlanningSession:
         )
         return tuple(_record(row) for row in self._session.scalars(query))
 
+    def set_tentative(
+        self,
+        decision_id: int,
+        *,
+        request: JobRequest,
+        snapshot: ClusterSnapshot,
+        decision: Decision,
+    ) -> None:
+        row = self._session.get(DecisionRow, decision_id, with_for_update=True)
+        if row is None or row.state != DecisionState.QUEUED.value:
+            return  # moved on meanwhile: nothing to keep
+        _set_plan(row, request, snapshot, decision)
+        self._session.flush()
+
     def start(
         self,
         decision_id: int,

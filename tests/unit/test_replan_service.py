@@ -193,9 +193,14 @@ def test_a_replan_that_could_not_act_leaves_starting_and_the_next_finishes_it(
     held = store.reservations("lab", NOW + timedelta(seconds=40), epoch=NOW, slot_seconds=60.0)
     assert f"mlsub-{ids[4]}" in {r.job_id for r in held}
     good = FakeStarter()
+    new_script = store.get(ids[4]).script
     notes = finish_starts(store, good, "lab", NOW + timedelta(seconds=50))
     assert len(notes) == 1 and store.get(ids[4]).state == S.SUBMITTED
-    assert len(good.released) + len(good.submitted) == 1
+    # the held job is released only when its script is the one the decision now names
+    if new_script == sub.held[0]:
+        assert good.released == ["501"] and good.submitted == []
+    else:
+        assert good.released == [] and [x[0] for x in good.submitted] == [new_script]
     assert finish_starts(store, good, "lab", NOW + timedelta(seconds=60)) == []
 
 
@@ -326,3 +331,36 @@ def test_a_held_job_left_by_a_stopped_replan_is_cancelled_once_replaced(
     assert starter.cancelled == ["501"] and "replaced by job 777" in notes[0]
     assert cancel_replaced(store, starter, "lab") == []  # once
     assert cancel_replaced(store, FakeStarter(held=[left], owners=frozenset({"bob"})), "lab") == []
+
+
+def test_the_head_keeps_its_tentative_plan_across_live_re_plans(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """The monotone head live: a re-plan stores the reserved head's tentative plan, and the
+    next one gets it back on its own grid (the same wall-clock times), to keep it when it
+    still fits and ends earlier (docs/formulation.md §14.1, §14.8)."""
+    from slurm_mlsched.services.replan import rebased
+    from slurm_mlsched.services.submit import stored_and_running
+
+    sub, ids = fill_and_queue(store, tmp_path)
+    later = NOW + timedelta(seconds=70)  # the next slot: a snapshot of its own
+    report = replan(live(store, tmp_path, sub, at=70), FakeStarter())
+    assert report.started == () and report.waiting[0].estimated_start is not None
+    head = store.get(ids[4])
+    assert head.state == S.QUEUED and [t.state for t in head.transitions][-1] == S.QUEUED
+    assert head.snapshot.epoch == later.replace(second=0)  # the re-plan's snapshot
+    start_at = head.snapshot.slot_start(head.decision.start_slot)
+    assert start_at == report.waiting[0].estimated_start
+    # ... it holds nothing still
+    held = store.reservations("lab", later, epoch=NOW, slot_seconds=60.0)
+    assert f"mlsub-{ids[4]}" not in {r.job_id for r in held}
+    # four minutes on, the stored plan comes back at the same wall-clock times
+    with store.viewing("lab") as tx:
+        cluster = stored_and_running(
+            tx, FakeSource().read(NOW), NOW + timedelta(minutes=5), 60.0, "lab"
+        )
+    entry = rebased(head, cluster.snapshot)
+    assert entry.plan is not None and entry.plan.job_id == entry.key
+    assert cluster.snapshot.slot_start(entry.plan.start_slot) == start_at
+    assert entry.plan.start_slot == head.decision.start_slot - 4
+    assert [p.slot for p in entry.plan.slots] == [p.slot - 4 for p in head.decision.slots]
