@@ -53,6 +53,7 @@ from ..errors import (
 from ..model import ClusterSnapshot, Decision, JobRequest
 from ..placement.late_binding import PendingJob, QueueStep
 from ..placement.params import Binding, PlacementParams
+from ..placement.queue_order import largest_capacity, queue_key
 from ..placement.registry import get_queue
 from ..sbatch.launch import Launch
 from ..sbatch.render import RenderedScript, render_sbatch
@@ -216,6 +217,18 @@ def queue_step(
     return queue(pending, snapshot, params, ()), by_key
 
 
+def in_queue_order(entries: Sequence[QueueEntry], snapshot: ClusterSnapshot) -> list[QueueEntry]:
+    """``entries`` in the order the step takes them (``queue_order.queue_key``: smallest
+    service first, aged; the oldest entry's aging γ)."""
+    if not entries:
+        return []
+    largest = largest_capacity(snapshot.machines)
+    aging = entries[0].params.aging
+    return sorted(
+        entries, key=lambda e: queue_key(e.request, snapshot.slot_seconds, largest, aging)
+    )
+
+
 def reasons(
     step: QueueStep, entries: Sequence[QueueEntry], snapshot: ClusterSnapshot
 ) -> list[Waiting]:
@@ -225,7 +238,7 @@ def reasons(
     started = {d.job_id for d in step.started}
     out: list[Waiting] = []
     position = 0
-    for e in entries:
+    for e in in_queue_order(entries, snapshot):
         if e.key in started or e.record is None:
             continue
         position += 1

@@ -364,3 +364,21 @@ def test_the_head_keeps_its_tentative_plan_across_live_re_plans(
     assert cluster.snapshot.slot_start(entry.plan.start_slot) == start_at
     assert entry.plan.start_slot == head.decision.start_slot - 4
     assert [p.slot for p in entry.plan.slots] == [p.slot - 4 for p in head.decision.slots]
+
+
+def test_the_queue_lists_jobs_in_queue_order_not_arrival_order(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """Smallest service first: a short job submitted after a long one is ahead of it."""
+    sub, ids = fill_and_queue(store, tmp_path)  # ids[4]: 1,200 batches
+    short = submit_job(
+        live(store, tmp_path, sub, at=10), opts(**{**whole_node(), "batches_per_epoch": 100}), JOB
+    )
+    assert short.record is not None and short.waits
+    view = queue_view(
+        store, FakeSource().read(NOW), clock=FixedClock(NOW + timedelta(seconds=20)),
+        cluster_name="lab", slot_seconds=60.0, user=None,
+    )  # fmt: skip
+    assert [(w.decision_id, w.position) for w in view.waiting] == [
+        (short.record.decision_id, 1), (ids[4], 2),
+    ]  # fmt: skip
