@@ -46,7 +46,7 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
     """Add the commands to ``app``; they read the clock and debug switch through these."""
     global _wiring
     _wiring = Wiring(clock, debug)
-    for fn in (release, history, show, explain, export):
+    for fn in (release, history, show, explain, export, calibrate):
         app.command()(fn)
     app.add_typer(db_app, name="db")
 
@@ -203,6 +203,47 @@ def _why_it_waits(
     start = None if w.estimated_start is None else w.estimated_start.isoformat()
     queue = {"position": w.position, "reason": w.reason, "estimated_start": start}
     return {**data, "why": [line, *data["why"]], "queue": queue}
+
+
+def calibrate(
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", help="Only this model (repeat for several; default: all)."),
+    ] = None,
+    min_samples: Annotated[
+        int, typer.Option(help="Fewest completed runs a model's fit is made from.", min=1)
+    ] = 5,
+    reset: Annotated[
+        bool, typer.Option("--reset", help="Go back to the shipped profiles (factor 1).")
+    ] = False,
+    cluster_name: Annotated[
+        str | None, typer.Option(help="The cluster whose decisions to fit from.")
+    ] = None,
+    db_url: DbUrl = None,
+    as_json: AsJson = False,
+) -> None:
+    """Fit each model's speed from completed runs; later plans use the fit (admins)."""
+    from ..services.calibrate import calibrate as run
+
+    with handle_errors(debug=_wiring.debug()):
+        ctx = _ctx(db_url, cluster_name=cluster_name)
+        if not ctx.viewer.is_admin:
+            raise InputError(
+                "mlsub calibrate changes every user's plans: admins only",
+                hint="ask an admin (the site file's admins, or root) to run it",
+                context={"user": ctx.viewer.user},
+            )
+        with opened(ctx) as store:
+            report = run(
+                store,
+                cluster_name=ctx.config.cluster_name,
+                now=_wiring.clock().now(),
+                by=ctx.viewer.user,
+                min_samples=min_samples,
+                models=tuple(model or ()),
+                reset=reset,
+            )
+        output.show_calibration(report.to_json(), as_json=as_json)
 
 
 def export(

@@ -817,3 +817,28 @@ def show_queue(view: QueueView, *, as_json: bool) -> None:
 def note(text: str) -> None:
     """A ``note:`` line on standard error (never mixed into ``--json`` output)."""
     _err().print(f"note: {text}")
+
+
+def show_calibration(report: Mapping[str, Any], *, as_json: bool) -> None:
+    """``mlsub calibrate``: per model the runs, the factor and the prediction error."""
+    if as_json:
+        show_json(report)
+        return
+    console = _out()
+    rows = report["models"]
+    if not rows:
+        console.print("no completed runs of a profiled model (--model) to fit from")
+        return
+
+    def pct(x: float | None) -> str:
+        return "—" if x is None else f"{x:.0%}"
+
+    table = _table("model", "runs", "factor", "error before", "error after", "version", "note")
+    for r in rows:
+        factor = "—" if r["factor"] is None else f"×{r['factor']:.3g}"
+        version = "" if r["version"] is None else f"v{r['version']}"
+        table.add_row(
+            r["model"], str(r["samples"]), factor, pct(r["error_before"]),
+            pct(r["error_after"]), version, r["skipped"] or ("reset" if report["reset"] else ""),
+        )  # fmt: skip
+    console.print(table)

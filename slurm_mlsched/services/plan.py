@@ -25,6 +25,7 @@ from ..files.cluster_file import load_cluster
 from ..files.job_options import JobOptions, merge_options, read_script_header, to_request
 from ..files.profiles import profiles_version
 from ..model import ClusterSnapshot, Decision, JobRequest, Mode, NodeCount, SlotPlan
+from ..model.calibration import ProfileFit
 from ..placement import PlacementParams, place
 from .clock import Clock
 
@@ -93,6 +94,7 @@ def plan_job(
     *,
     clock: Clock,
     cluster_source: str = "",
+    calibration: Mapping[str, ProfileFit] | None = None,
 ) -> PlanResult:
     """Plan ``opts`` arriving now (``snapshot.now_slot``) with policy ``opts.policy``.
 
@@ -100,10 +102,15 @@ def plan_job(
     and :class:`~slurm_mlsched.errors.NeverFitsError` when it could never run here.
     """
     request = to_request(opts, snapshot.now_slot)
+    fit = (calibration or {}).get(opts.model or "") if opts.model else None
+    if fit is not None:  # the site's calibrated speed for this model (mlsub calibrate)
+        request = replace(request, profile=fit.apply(request.profile))
     planned_at = clock.now()
     started = clock.monotonic()
     decision = place(request, snapshot, opts.policy, params)
     elapsed_ms = (clock.monotonic() - started) * 1000.0
+    if fit is not None and fit.factor != 1.0:
+        decision = replace(decision, notes=(*decision.notes, fit.note()))
     return PlanResult(
         decision=decision,
         request=request,

@@ -410,6 +410,7 @@ def plan_live(
         params_for(opts),
         clock=wiring.clock,
         cluster_source=f"Slurm ({state.source})",
+        calibration=tx.profile_fits(),
     )
     return cluster, plan
 

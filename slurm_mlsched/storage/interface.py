@@ -49,6 +49,7 @@ from datetime import datetime
 from typing import Protocol
 
 from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
+from ..model.calibration import ProfileFit
 from ..sbatch.launch import Launch
 from .records import (
     DecisionRecord,
@@ -76,6 +77,10 @@ class PlanningSession(Protocol):
     ) -> None: ...
 
     def summaries(self, decision_ids: Collection[int]) -> tuple[DecisionSummary, ...]: ...
+
+    def profile_fits(self) -> dict[str, ProfileFit]:
+        """The speed-profile fits in force on the cluster, by model name (issue 20)."""
+        ...
 
     def queued(self) -> tuple[DecisionRecord, ...]:
         """The cluster's ``queued`` decisions (that the caller may see), oldest first."""

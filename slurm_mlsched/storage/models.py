@@ -131,6 +131,24 @@ class TransitionRow(Base):
     decision: Mapped[DecisionRow] = relationship(back_populates="transitions")
 
 
+class ProfileFitRow(Base):
+    """A fitted speed factor of one model on one cluster (revision 0006; append-only)."""
+
+    __tablename__ = "profile_fits"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(200))
+    model: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    created_by: Mapped[str] = mapped_column(String(200))
+    factor: Mapped[float] = mapped_column(Float)
+    samples: Mapped[int] = mapped_column(Integer)
+    error_before: Mapped[float | None] = mapped_column(Float)
+    error_after: Mapped[float | None] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_profile_fits_cluster_model", "cluster", "model"),)
+
+
 class ClusterLockRow(Base):
     """One row per cluster name: locked ``FOR UPDATE`` while a decision is taken."""
 

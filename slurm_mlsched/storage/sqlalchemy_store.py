@@ -10,7 +10,7 @@ of ``cluster_locks`` with ``SELECT … FOR UPDATE`` (inserting it first if neede
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,12 +21,14 @@ from sqlalchemy.orm import Session, selectinload
 
 from ..errors import InvalidTransitionError, NotFoundError, StoreError
 from ..model import ClusterSnapshot, Decision, JobRequest, NodeCount, Reservation, Resources, Role
+from ..model.calibration import ProfileFit
 from ..sbatch.launch import Launch
 from . import codec
 from .database import READ_ONLY_OPTION, db_errors
 from .models import (
     ClusterLockRow,
     DecisionRow,
+    ProfileFitRow,
     ReplayResultRow,
     ReplayRunRow,
     ReservationRow,
@@ -161,6 +163,38 @@ class SqlDecisionStore:
             session.flush()
             return Moved(_summary(row), True)
 
+    def add_profile_fits(
+        self,
+        cluster: str,
+        fits: Sequence[tuple[str, float, int, float | None, float | None]],
+        *,
+        at: datetime,
+        by: str,
+    ) -> tuple[ProfileFit, ...]:
+        """Record fits ``(model, factor, samples, error_before, error_after)`` in one
+        transaction; each row's id is its version."""
+        with db_errors(self._url), Session(self._engine) as session, session.begin():
+            rows = [
+                ProfileFitRow(
+                    cluster=cluster,
+                    model=model,
+                    created_at=at,
+                    created_by=by,
+                    factor=factor,
+                    samples=samples,
+                    error_before=before,
+                    error_after=after,
+                )
+                for model, factor, samples, before, after in fits
+            ]
+            session.add_all(rows)
+            session.flush()
+            return tuple(_fit(r) for r in rows)
+
+    def profile_fits(self, cluster: str) -> dict[str, ProfileFit]:
+        with db_errors(self._url), Session(self._reader) as session:
+            return _profile_fits(session, cluster)
+
     def add_replay_run(self, run: NewReplayRun) -> ReplayRun:
         with db_errors(self._url), Session(self._engine) as session, session.begin():
             row = ReplayRunRow(
@@ -217,6 +251,9 @@ class SqlPlanningSession:
         if launch is not None:
             row.launch_json = codec.dumps(launch.to_json())
         self._session.flush()
+
+    def profile_fits(self) -> dict[str, ProfileFit]:
+        return _profile_fits(self._session, self._cluster)
 
     def queued(self) -> tuple[DecisionRecord, ...]:
         query = (
@@ -356,6 +393,27 @@ def _reservation_rows(
         )
         for r in d.reservations(request)
     ]
+
+
+def _profile_fits(session: Session, cluster: str) -> dict[str, ProfileFit]:
+    """The fit in force per model: the newest row of each (a reset has factor 1)."""
+    query = select(ProfileFitRow).where(ProfileFitRow.cluster == cluster)
+    out: dict[str, ProfileFit] = {}
+    for row in session.scalars(query.order_by(ProfileFitRow.id)):
+        out[row.model] = _fit(row)
+    return out
+
+
+def _fit(row: ProfileFitRow) -> ProfileFit:
+    return ProfileFit(
+        version=row.id,
+        cluster=row.cluster,
+        model=row.model,
+        factor=row.factor,
+        samples=row.samples,
+        error_before=row.error_before,
+        error_after=row.error_after,
+    )
 
 
 def _new_row(new: NewDecision, cluster: str) -> DecisionRow:

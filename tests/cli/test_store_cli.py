@@ -188,7 +188,7 @@ def test_db_current_upgrade_and_out_of_date_message(env: dict[str, str], tmp_pat
         command.upgrade(alembic_config(conn), "0001")
     engine.dispose()
     current = ok_json(env, "db", "current", "--db-url", url)
-    assert (current["current"], current["head"], current["up_to_date"]) == ("0001", "0005", False)
+    assert (current["current"], current["head"], current["up_to_date"]) == ("0001", "0006", False)
     for args in (["history"], ["show", "1"], ["plan", SCRIPT, "--cluster", CLUSTER, "--reserve"]):
         result = run(env, *args, "--db-url", url)
         assert result.exit_code == 7, (args, result.stderr)
@@ -197,8 +197,8 @@ def test_db_current_upgrade_and_out_of_date_message(env: dict[str, str], tmp_pat
     result = run(env, "history", MLSUB_DB_URL=url)
     assert result.exit_code == 7 and "upgrade it with: mlsub db upgrade\n" in result.stderr
     upgraded = ok_json(env, "db", "upgrade", "--db-url", url)
-    assert (upgraded["before"], upgraded["after"]) == ("0001", "0005")
-    assert run(env, "db", "upgrade", "--db-url", url).stdout.endswith("already at 0005\n")
+    assert (upgraded["before"], upgraded["after"]) == ("0001", "0006")
+    assert run(env, "db", "upgrade", "--db-url", url).stdout.endswith("already at 0006\n")
     assert ok_json(env, "history", "--db-url", url) == []
 
 
@@ -309,3 +309,19 @@ def test_explain_at_80_columns_shows_each_trial_outcome_once(
     singles = len(re.findall(r"^trial \d+ ", short.stdout, re.M))
     assert sum(counts) + singles == plan["trials"]  # every trial is in some row
     assert "--trials" in short.stdout and "kept" in short.stdout
+
+
+def test_calibrate_is_for_admins_and_reports_what_it_fitted(env: dict[str, str]) -> None:
+    """Issue 20: a user who is not an admin is refused (it changes every user's plans);
+    an admin with no completed runs gets an empty report; --reset of a model records
+    factor 1 (tests/unit/test_calibrate.py fits from real runs)."""
+    e = env
+    refused = run(e, "calibrate", MLSUB_AS_USER="alice")
+    assert refused.exit_code == 3 and "admins only" in refused.stderr
+    assert ok_json(e, "calibrate")["models"] == []
+    reset = ok_json(e, "calibrate", "--reset", "--model", "resnet-50")
+    assert [(m["model"], m["factor"], m["version"]) for m in reset["models"]] == [
+        ("resnet-50", 1.0, 1)
+    ]
+    unknown = run(e, "calibrate", "--model", "resnet50")
+    assert unknown.exit_code == 3 and "did you mean resnet-50" in unknown.stderr

@@ -30,7 +30,7 @@ FIRST = "0001"
 
 
 def test_head_is_the_fourth_revision_and_the_dir_is_the_checkout() -> None:
-    assert head_revision() == HEAD_REVISION == "0005"  # the constant follows migrations/
+    assert head_revision() == HEAD_REVISION == "0006"  # the constant follows migrations/
     assert migrations_dir() == Path(__file__).resolve().parents[2] / "migrations"
 
 
@@ -153,7 +153,7 @@ def test_fresh_database_is_created_at_head_owner_only(tmp_path: Path) -> None:
     with engine.connect() as conn:
         assert (
             conn.execute(select(text("version_num")).select_from(text("alembic_version"))).scalar()
-            == "0005"
+            == "0006"
         )
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
     engine.dispose()
