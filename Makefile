@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo test unit lint typecheck bench bench-live bench-agreement bench-policies bench-queue bench-scale clean cluster-up cluster-down
+.PHONY: venv pyslurm demo test unit lint typecheck bench bench-live bench-agreement bench-policies bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -51,7 +51,7 @@ cluster-down:
 # Each writes its own section of docs/benchmarks.md (bench/sections.py).
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md
-	$(MAKE) bench-live bench-agreement bench-policies bench-queue bench-scale bench-reliability
+	$(MAKE) bench-live bench-agreement bench-policies bench-queue bench-scale bench-reliability bench-report
 
 # Live planning latency: needs the local Slurm cluster (started here if it is not up).
 bench-live: venv
@@ -74,6 +74,10 @@ bench-scale: venv
 bench-reliability: venv
 	bash scripts/slurm-lab/start-cluster.sh >/dev/null
 	$(PY) -m bench.reliability --out docs/benchmarks.md
+
+# mlsub report of 10,000 and 100,000 synthetic decisions, and the page in headless Chromium.
+bench-report: venv
+	$(PY) -m bench.report_scale --out docs/benchmarks.md
 
 # A real Slurm log replayed and compared with what Slurm did (needs the local cluster).
 bench-agreement: venv

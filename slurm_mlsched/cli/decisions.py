@@ -46,7 +46,7 @@ def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[]
     """Add the commands to ``app``; they read the clock and debug switch through these."""
     global _wiring
     _wiring = Wiring(clock, debug)
-    for fn in (release, history, show, explain, export, calibrate):
+    for fn in (release, history, show, explain, export, calibrate, report):
         app.command()(fn)
     app.add_typer(db_app, name="db")
 
@@ -246,6 +246,57 @@ def calibrate(
         output.show_calibration(report.to_json(), as_json=as_json)
 
 
+def report(
+    out: Annotated[
+        Path, typer.Option("--out", help="Directory to write report.html into.", show_default=False)
+    ],
+    user: Annotated[str | None, typer.Option(help="Only this user's decisions.")] = None,
+    since: Annotated[str | None, typer.Option(help="Created at or after (as for history).")] = None,
+    until: Annotated[str | None, typer.Option(help="Created before (a time or an age).")] = None,
+    cluster_name: Annotated[str | None, typer.Option(help="Only this cluster's.")] = None,
+    db_url: DbUrl = None,
+    as_json: AsJson = False,
+) -> None:
+    """Write the decision history as one self-contained HTML page (timeline, predicted vs
+    actual, queue, GPU-hours; filters that work offline)."""
+    from ..services import decisions as svc
+    from ..services.report import render_page, report_data
+    from ..storage import HistoryFilter
+
+    with handle_errors(debug=_wiring.debug()):
+        now = _wiring.clock().now()
+        ctx = _ctx(db_url, cluster_name=cluster_name)
+        where = HistoryFilter(
+            user=svc.own_user(ctx.viewer, user),
+            since=None if since is None else parse_since(since, now),
+            until=None if until is None else parse_since(until, now, option="--until"),
+            cluster=ctx.config.cluster_name,
+        )
+        if not out.is_dir():
+            raise InputError(
+                f"--out {out} is not a directory",
+                hint="create it first (mkdir -p), or give another --out",
+                context={"option": "--out", "value": str(out)},
+            )
+        with opened(ctx) as store:
+            rows = store.report_rows(where)
+            fits = store.profile_fits(ctx.config.cluster_name)
+        filters = {
+            k: v
+            for k, v in (("user", where.user), ("since", since), ("until", until))
+            if v is not None
+        }
+        data = report_data(
+            rows, now=now, cluster_name=ctx.config.cluster_name, filters=filters, fits=fits
+        )
+        page = out / "report.html"
+        svc.write_private(page, render_page(data))
+        output.show_report(
+            {"path": str(page), "decisions": len(rows), "cluster_name": ctx.config.cluster_name},
+            as_json=as_json,
+        )
+
+
 def export(
     fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "json",
     user: Annotated[str | None, typer.Option(help="Only this user's decisions.")] = None,
@@ -312,7 +363,7 @@ def _filter(
     )
 
 
-def parse_since(text: str, now: datetime) -> datetime:
+def parse_since(text: str, now: datetime, *, option: str = "--since") -> datetime:
     """``7d``, ``12h``, ``30m``, ``90s`` before ``now``, or an ISO 8601 time (naive = UTC)."""
     match = _AGO.match(text)
     if match:
@@ -321,9 +372,9 @@ def parse_since(text: str, now: datetime) -> datetime:
         return FixedClock.from_iso(text).now()
     except ValueError:
         raise InputError(
-            f"option --since must be a time or an age, got {text!r}",
-            hint="write e.g. --since 2026-03-01T00:00:00Z or --since 7d (also 12h, 30m)",
-            context={"option": "--since", "value": text},
+            f"option {option} must be a time or an age, got {text!r}",
+            hint=f"write e.g. {option} 2026-03-01T00:00:00Z or {option} 7d (also 12h, 30m)",
+            context={"option": option, "value": text},
         ) from None
 
 

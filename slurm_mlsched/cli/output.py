@@ -842,3 +842,14 @@ def show_calibration(report: Mapping[str, Any], *, as_json: bool) -> None:
             pct(r["error_after"]), version, r["skipped"] or ("reset" if report["reset"] else ""),
         )  # fmt: skip
     console.print(table)
+
+
+def show_report(result: Mapping[str, Any], *, as_json: bool) -> None:
+    """``mlsub report``: where the page is."""
+    if as_json:
+        show_json(result)
+        return
+    typer.echo(
+        f"{result['path']}: {result['decisions']} decision(s) of cluster "
+        f"{result['cluster_name']} (open it in a browser; it needs no network)"
+    )

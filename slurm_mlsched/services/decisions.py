@@ -107,6 +107,35 @@ def visible(store: DecisionStore, viewer: Viewer, decision_id: int) -> DecisionR
     return record
 
 
+def own_user(viewer: Viewer, user: str | None) -> str | None:
+    """The ``--user`` a listing may use: any (or all) for an admin, else the viewer's own."""
+    if viewer.is_admin:
+        return user
+    if user not in (None, viewer.user):
+        raise InputError(
+            f"user {viewer.user!r} may only list their own decisions, not {user!r}",
+            hint="admins (config key 'admins', and root) may list every user's",
+            context={"option": "--user", "value": user},
+        )
+    return viewer.user
+
+
+def write_private(path: Path, text: str) -> None:
+    """``text`` into ``path`` (mode 0600: a report shows every user's jobs an admin sees),
+    written beside it and renamed, never through a symbolic link."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def history(
     store: DecisionStore, viewer: Viewer, where: HistoryFilter = HistoryFilter()
 ) -> list[dict[str, Any]]:

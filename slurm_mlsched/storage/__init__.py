@@ -18,6 +18,7 @@ from .records import (
     NewDecision,
     NewReplayRun,
     ReplayRun,
+    ReportRow,
     Transition,
 )
 from .sqlalchemy_store import SqlDecisionStore
@@ -54,6 +55,7 @@ __all__ = [
     "NewReplayRun",
     "PlanningSession",
     "ReplayRun",
+    "ReportRow",
     "SqlDecisionStore",
     "Transition",
     "open_store",

@@ -141,6 +141,23 @@ class HistoryFilter:
     state: DecisionState | None = None
     cluster: str | None = None
     limit: int | None = None
+    until: datetime | None = None  # created before
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One decision as ``mlsub report`` reads it in bulk: its summary, its plan and request
+    (canonical JSON, decoded by the report only where needed), the times of its state
+    changes ``(state, at)`` in order, and its earlier Slurm job ids."""
+
+    summary: DecisionSummary
+    decision_json: str
+    request_json: str
+    earlier_job_ids: tuple[str, ...]
+    solver: str
+    trials: int
+    lp_value: float | None
+    transitions: tuple[tuple[str, datetime], ...]
 
 
 @dataclass(frozen=True)

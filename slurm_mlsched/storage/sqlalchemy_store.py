@@ -13,9 +13,9 @@ from collections import defaultdict
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, Select, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
@@ -44,6 +44,7 @@ from .records import (
     NewDecision,
     NewReplayRun,
     ReplayRun,
+    ReportRow,
     TimedReservation,
     Transition,
     held,
@@ -107,16 +108,7 @@ class SqlDecisionStore:
             return _record(row)
 
     def history(self, where: HistoryFilter = HistoryFilter()) -> tuple[DecisionSummary, ...]:
-        query = select(DecisionRow)
-        if where.user is not None:
-            query = query.where(DecisionRow.user == where.user)
-        if where.since is not None:
-            query = query.where(DecisionRow.created_at >= where.since)
-        if where.state is not None:
-            query = query.where(DecisionRow.state == where.state.value)
-        if where.cluster is not None:
-            query = query.where(DecisionRow.cluster == where.cluster)
-        query = query.order_by(DecisionRow.id.desc())
+        query = _filtered(select(DecisionRow), where).order_by(DecisionRow.id.desc())
         if where.limit is not None:
             query = query.limit(where.limit)
         with db_errors(self._url), Session(self._reader) as session:
@@ -194,6 +186,46 @@ class SqlDecisionStore:
     def profile_fits(self, cluster: str) -> dict[str, ProfileFit]:
         with db_errors(self._url), Session(self._reader) as session:
             return _profile_fits(session, cluster)
+
+    def report_rows(self, where: HistoryFilter) -> tuple[ReportRow, ...]:
+        """What ``mlsub report`` draws of each decision matching ``where``: its summary,
+        plan, request and the times of its state changes, in three queries (no ORM
+        objects per row: 100,000 decisions read in seconds)."""
+        d = DecisionRow
+        query = select(
+            d.id, d.cluster, d.created_at, d.user, d.host, d.job_id, d.job_name, d.policy,
+            d.form, d.mode, d.state, d.start_at, d.end_at, d.start_slot, d.end_slot,
+            d.placement_json, d.slurm_job_id, d.submitter, d.slurm_user, d.decision_json,
+            d.request_json, d.earlier_job_ids_json, d.solver, d.trials, d.lp_value,
+        )  # fmt: skip
+        query = _filtered(query, where).order_by(d.id)
+        with db_errors(self._url), Session(self._reader) as session:
+            rows = list(session.execute(query))
+            times: dict[int, list[tuple[str, datetime]]] = defaultdict(list)
+            ids = [r.id for r in rows]
+            for chunk in range(0, len(ids), 20000):
+                part = ids[chunk : chunk + 20000]
+                t = TransitionRow
+                found = session.execute(
+                    select(t.decision_id, t.state, t.at)
+                    .where(t.decision_id.in_(part))
+                    .order_by(t.decision_id, t.id)
+                )
+                for decision_id, state, at in found:
+                    times[decision_id].append((state, at))
+        return tuple(
+            ReportRow(
+                summary=_summary(r),
+                decision_json=r.decision_json,
+                request_json=r.request_json,
+                earlier_job_ids=tuple(codec.loads(r.earlier_job_ids_json or "[]")),
+                solver=r.solver,
+                trials=r.trials,
+                lp_value=r.lp_value,
+                transitions=tuple(times.get(r.id, ())),
+            )
+            for r in rows
+        )
 
     def add_replay_run(self, run: NewReplayRun) -> ReplayRun:
         with db_errors(self._url), Session(self._engine) as session, session.begin():
@@ -393,6 +425,25 @@ def _reservation_rows(
         )
         for r in d.reservations(request)
     ]
+
+
+_Q = TypeVar("_Q", bound=Select)  # type: ignore[type-arg]  # any select of decisions
+
+
+def _filtered(query: _Q, where: HistoryFilter) -> _Q:
+    """``query`` on decisions restricted by every field ``where`` sets (not its limit)."""
+    d = DecisionRow
+    if where.user is not None:
+        query = query.where(d.user == where.user)
+    if where.since is not None:
+        query = query.where(d.created_at >= where.since)
+    if where.until is not None:
+        query = query.where(d.created_at < where.until)
+    if where.state is not None:
+        query = query.where(d.state == where.state.value)
+    if where.cluster is not None:
+        query = query.where(d.cluster == where.cluster)
+    return query
 
 
 def _profile_fits(session: Session, cluster: str) -> dict[str, ProfileFit]:
