@@ -12,7 +12,8 @@
 #    first filler ends, slurmctld's epilog (plugins/epilog_slurmctld.sh) runs `mlsub
 #    replan`, which starts it on the nodes its decision names; --wait follows it to its end;
 # 4. shows the decision (queued, starting, submitted, ...), the script, the Slurm job id,
-#    where each task ran (sacct), and the trained model's accuracy (the job's output).
+#    where each task ran (sacct), and the trained model's accuracy (the job's output), and
+#    writes the decision history as one HTML page (mlsub report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -95,4 +96,8 @@ printf 'JobID|JobName|NodeList|State|ExitCode\n%s\n' "$ROWS" \
 say "the job's output"
 cat "$OUT"/mlsub-"$DECISION"-*.out
 ACC=$(grep -o 'accuracy=[0-9.]*' "$OUT"/mlsub-"$DECISION"-*.out | tail -1)
+
+say "the decision history as a page (mlsub report; open it in a browser, offline)"
+"$MLSUB" reconcile --json > /dev/null || true
+"$MLSUB" report --out "$OUT"
 say "trained model: $ACC (decision $DECISION, Slurm job $JOB); the cluster stays up: make cluster-down"
