@@ -675,8 +675,24 @@ def show_submitted(result: Mapping[str, Any], *, as_json: bool, show_script: boo
         console.print(_text("sbatch script:", style="bold"))
         console.print(_text(result["script"]), soft_wrap=True)
     begin = f", begins {_short_time(result['begin'])}" if result.get("begin") else ""
+    waits = (
+        f"; it cannot start now: it would wait in mlsub's queue (estimated start "
+        f"{_short_time(result['start'])})"
+        if result.get("waits")
+        else ""
+    )
     if result.get("decision_id") is None:
-        console.print(f"dry run: nothing recorded or submitted{begin}")
+        console.print(f"dry run: nothing recorded or submitted{begin}{waits}")
+        return
+    if result.get("waits"):
+        console.print(
+            f"decision {result['decision_id']} waits in mlsub's queue, held as Slurm job "
+            f"{result['slurm_job_id']} (state {result['state']}; estimated start "
+            f"{_short_time(result['start'])}); a re-plan starts it when resources free up: "
+            "mlsub queue shows where it stands"
+        )
+        for warning in result.get("warnings") or ():
+            _err().print(f"warning: {warning}")
         return
     console.print(
         f"decision {result['decision_id']} submitted as Slurm job {result['slurm_job_id']}"

@@ -283,6 +283,8 @@ def submit_job(
             )
             raise
         _record_failure(wiring, record.decision_id, err)
+        if launch is not None and launch.env_file is not None:  # never needed now
+            Path(launch.env_file).unlink(missing_ok=True)
         raise
     return _queued(wiring, plan, cluster, script, record, tag, slurm_job_id, waits=waits)
 
