@@ -11,8 +11,9 @@ and carries no mlsub decision tag (--comment=mlsched:decision=<ID>:<TOKEN>):
   * mode "hint": print the mlsub command that submits it properly;
   * mode "plan": run SITE.plan_command (`mlsub plan --for-sbatch`) with the job's
     partition, name and script, and fill in the placement it prints (nodelist, nodes,
-    ntasks, begin, comment = the decision tag). If the command fails, times out or
-    prints something unusable, fall back to the hint. The command line is built from
+    ntasks, begin or hold, comment = the decision tag; hold: the job waits held in
+    mlsub's queue until a re-plan sets its nodes and releases it). If the command fails,
+    times out or prints something unusable, fall back to the hint. The command line is built from
     the argv list below with every word in single quotes: no value is ever pasted into
     a shell string unquoted.
 Its output contract (lines KEY=VALUE) is in docs/admin-plugins.md.
@@ -50,7 +51,7 @@ mlsched_cli_filter = M
 -- Set in the environment of plan_command: a filter running inside it does nothing.
 M.GUARD_ENV = "MLSCHED_CLI_FILTER_ACTIVE"
 M.TIMEOUT_PROGRAMS = { "/usr/bin/timeout", "/bin/timeout" }
-M.PLAN_KEYS = { nodelist = true, nodes = true, ntasks = true, begin = true, comment = true, message = true }
+M.PLAN_KEYS = { nodelist = true, nodes = true, ntasks = true, begin = true, hold = true, comment = true, message = true }
 
 local DEFAULTS = {
    ml_partitions = {},
@@ -372,6 +373,7 @@ local VALUE_RULES = {
    nodes = "^%d+$",
    ntasks = "^%d+$",
    begin = "^[%w:%-%+]+$",
+   hold = "^1$",
 }
 
 --- Read what the plan command printed: {exit = N, values = {...}, problems = {...}}.
@@ -430,6 +432,11 @@ function M.apply_plan(options, values)
       if values[key] then
          options[key] = values[key]
       end
+   end
+   if values.hold then
+      -- the job cannot start now: it waits held in mlsub's queue, holding nothing, until
+      -- a re-plan (`mlsub replan`: slurmctld's epilog) sets its nodes and releases it
+      options.hold = "set"
    end
    local comment = options.comment
    if type(comment) == "string" and comment ~= "" then

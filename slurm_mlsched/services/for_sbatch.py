@@ -7,6 +7,12 @@ options can say is filled in: the nodes (``--nodelist``, ``--nodes``), the task 
 zone does not matter) and the decision tag for ``--comment``. The per-node role counts of
 the decision are the script's business (it runs its own ``srun``); the message says so.
 
+Late binding (``services/replan.py``): a job that cannot start now is told to wait held
+(``hold=1`` instead of ``begin``; the plugin sets ``--hold``); its decision holds nothing,
+reconcile finds the held job by its tag (``queued``), and the re-plan that starts it sets
+the held job's nodes and task count (``scontrol update``: it is not a heterogeneous job)
+and releases it — the user's own script runs unchanged.
+
 The decision is recorded as ``submitting`` (its script: the user's script text) under the
 cluster's planning lock, exactly as ``mlsub submit`` does before its own sbatch; ``mlsub
 reconcile`` then finds the job by the tag (``submitted`` …) or, if the user's sbatch never
@@ -25,10 +31,18 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..files.job_options import JobOptions
+from ..placement.registry import get_queue
 from ..sbatch.tag import DecisionTag
 from ..storage import DecisionRecord
 from .plan import PlanResult
-from .submit import LiveWiring, plan_live, read_live_state, record_submitting, tag_of
+from .submit import (
+    LiveWiring,
+    bind_late,
+    plan_live,
+    read_live_state,
+    record_submitting,
+    tag_of,
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,7 @@ class SbatchPlacement:
     nodes: tuple[str, ...]
     ntasks: int
     begin_in_s: int | None  # seconds from now, when the decision starts later
+    hold: bool = False  # it cannot start now: it waits held in mlsub's queue (late binding)
 
     def lines(self) -> list[str]:
         """The ``KEY=VALUE`` lines the cli_filter plugin reads."""
@@ -48,7 +63,9 @@ class SbatchPlacement:
             f"ntasks={self.ntasks}",
             f"comment={self.tag}",
         ]
-        if self.begin_in_s is not None:
+        if self.hold:
+            out.append("hold=1")
+        elif self.begin_in_s is not None:
             out.append(f"begin=now+{self.begin_in_s}")
         d = self.plan.decision
         roles = ", ".join(f"{r.node}: {r.count} {r.role.value}" for r in d.placement)
@@ -56,6 +73,12 @@ class SbatchPlacement:
             f"message=mlsub decision {self.record.decision_id} ({d.mode.value}): {roles}; "
             "your script starts the tasks (srun), mlsub's own scripts do it per role: "
             "mlsub submit"
+            + (
+                "; it cannot start now: it waits held in mlsub's queue (mlsub queue), and a "
+                "re-plan sets its nodes and releases it"
+                if self.hold
+                else ""
+            )
         )
         return out
 
@@ -74,14 +97,17 @@ def plan_for_sbatch(
         ) from None
     state = read_live_state(wiring, opts)
     with wiring.store.planning(wiring.cluster_name) as tx:
-        _, plan = plan_live(wiring, tx, state, opts, opts.name or script.stem)
-        record = record_submitting(replace(wiring, process=None), tx, plan)
+        cluster, plan = plan_live(wiring, tx, state, opts, opts.name or script.stem)
+        waits = False
+        if wiring.held_submitter is not None and get_queue(opts.policy, plan.params):
+            plan, waits = bind_late(tx, cluster.snapshot, plan)
+        record = record_submitting(replace(wiring, process=None), tx, plan, holds=not waits)
         tx.attach_script(record.decision_id, text)
     d, snap = plan.decision, plan.snapshot
     nodes = tuple(dict.fromkeys(r.node for r in d.placement))
     start = snap.slot_start(d.start_slot)
     wait = (start - (now or plan.planned_at)).total_seconds()
-    begin = math.ceil(wait) if d.start_slot > snap.now_slot and wait > 0 else None
+    begin = math.ceil(wait) if d.start_slot > snap.now_slot and wait > 0 and not waits else None
     return SbatchPlacement(
         plan=plan,
         record=record,
@@ -89,4 +115,5 @@ def plan_for_sbatch(
         nodes=nodes,
         ntasks=sum(r.count for r in d.placement),
         begin_in_s=begin,
+        hold=waits,
     )

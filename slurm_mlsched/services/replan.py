@@ -92,6 +92,10 @@ class JobStarter(Protocol):
         """The held jobs Slurm lists now."""
         ...
 
+    def update_release(self, job_id: str, nodes: Sequence[str], tasks: int) -> None:
+        """Set held job ``job_id`` (one component) to ``nodes`` and ``tasks``, release it."""
+        ...
+
 
 @dataclass(frozen=True)
 class Started:
@@ -100,7 +104,7 @@ class Started:
     decision_id: int
     user: str
     slurm_job_id: str | None
-    action: str  # "released", "resubmitted" or "failed"
+    action: str  # "released", "updated" (a plugin job), "resubmitted" or "failed"
     placement: str  # compact: node1:2w+1ps,node2:2w
     note: str = ""
 
@@ -273,7 +277,7 @@ def reasons(
 class _Start:
     record: DecisionRecord  # as recorded ``starting``
     held_job: str | None
-    held_script: str | None
+    how: str  # "release", "resubmit" or "update" (a plugin job: set its nodes, release it)
 
 
 def replan(
@@ -318,28 +322,30 @@ def _record_start(
 ) -> _Start:
     record = entry.record
     assert record is not None  # only stored decisions are started by a re-plan
-    if record.launch is None:
-        raise StoreError(
-            f"queued decision {record.decision_id} has no launch record (how to submit it again)",
-            hint=f"cancel its held job (scancel {record.summary.slurm_job_id}) and submit again",
-        )
     request = replace(entry.request, job_id=record.request.job_id)
     chosen = replace(decision, job_id=record.request.job_id)
-    script = render_for(chosen, request, cluster, record.launch)
-    same = record.script == script.text
-    detail = f"replan: starts now on {compact_placement(chosen)}: " + (
-        RELEASE_MARK if same else f"{RESUBMIT_MARK} (the held job's: {_held_layout(record)})"
-    )
+    where = f"replan: starts now on {compact_placement(chosen)}: "
+    if record.launch is None:  # the user's own sbatch (the cli_filter plugin's plan mode)
+        text = record.script or ""
+        how, detail = "update", where + UPDATE_MARK
+    else:
+        text = render_for(chosen, request, cluster, record.launch).text
+        how = "release" if record.script == text else "resubmit"
+        detail = where + (
+            RELEASE_MARK
+            if how == "release"
+            else f"{RESUBMIT_MARK} (the held job's: {_held_layout(record)})"
+        )
     stored = tx.start(
         record.decision_id,
         request=request,
         snapshot=cluster.snapshot,
         decision=chosen,
-        script=script.text,
+        script=text,
         at=now,
         detail=detail,
     )
-    return _Start(stored, record.summary.slurm_job_id, record.script)
+    return _Start(stored, record.summary.slurm_job_id, how)
 
 
 def _keep_tentative(
@@ -368,17 +374,26 @@ def render_for(
 
 
 def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime) -> Started:
-    """Step 2–3 for one recorded start: release or resubmit, then record ``submitted``."""
+    """Step 2–3 for one recorded start: release, update and release, or resubmit; then
+    record ``submitted``."""
     record = start.record
     placement = compact_placement(record.decision)
     user = record.summary.user
     script = record.script or ""
     try:
-        if start.held_job is not None and start.held_script == script:
+        if start.how == "release" and start.held_job is not None:
             starter.release(start.held_job)
             _submitted(store, record.decision_id, start.held_job, now, "replan: released held job")
             return Started(record.decision_id, user, start.held_job, "released", placement)
-        assert record.launch is not None  # _record_start checked
+        if start.how == "update" or record.launch is None:
+            if start.held_job is None:
+                raise SlurmError(f"decision {record.decision_id} has no held Slurm job yet")
+            nodes = tuple(dict.fromkeys(c.node for c in record.decision.placement))
+            tasks = sum(c.count for c in record.decision.placement)
+            starter.update_release(start.held_job, nodes, tasks)
+            detail = f"replan: set held job {start.held_job} to {','.join(nodes)} and released it"
+            _submitted(store, record.decision_id, start.held_job, now, detail)
+            return Started(record.decision_id, user, start.held_job, "updated", placement)
         new_id = starter.submit(script, record.launch, record.summary.job_owner)
     except (SlurmError, RemoteError) as err:
         return Started(
@@ -434,8 +449,7 @@ def finish_starts(
         if not starter.may_start(s.job_owner):
             continue
         record = store.get(s.decision_id)
-        held_script = _held_script(record)
-        done = _act(store, starter, _Start(record, s.slurm_job_id, held_script), now)
+        done = _act(store, starter, _Start(record, s.slurm_job_id, _how(record)), now)
         notes.append(
             f"decision {s.decision_id}: finished the start a stopped re-plan left "
             f"({done.action}{': ' + done.note if done.note else ''})"
@@ -477,6 +491,7 @@ def cancel_replaced(store: DecisionStore, starter: JobStarter, cluster_name: str
 #: :func:`finish_starts`: the held job's script is gone from the row once it is started).
 RELEASE_MARK = "the held job's script, release it"
 RESUBMIT_MARK = "a new script, submit it and cancel the held job"
+UPDATE_MARK = "the user's own job, set its nodes and release it"
 
 
 def _held_layout(record: DecisionRecord) -> str:
@@ -490,13 +505,17 @@ def _held_layout(record: DecisionRecord) -> str:
     return ",".join(nodes) or "unknown"
 
 
-def _held_script(record: DecisionRecord) -> str | None:
-    """The held job's script when the re-plan kept it (the ``starting`` transition says
-    so): the decision's script; else None (a new script: submit it)."""
+def _how(record: DecisionRecord) -> str:
+    """The action the ``starting`` transition recorded (``release``, ``update`` or
+    ``resubmit``)."""
     for t in reversed(record.transitions):
         if t.state == S.STARTING:
-            return record.script if t.detail.endswith(RELEASE_MARK) else None
-    return None
+            if t.detail.endswith(RELEASE_MARK):
+                return "release"
+            if t.detail.endswith(UPDATE_MARK):
+                return "update"
+            return "resubmit"
+    return "update" if record.launch is None else "resubmit"
 
 
 # --- Slurm ---------------------------------------------------------------------------------------
@@ -522,6 +541,20 @@ class SlurmStarter:
 
     def cancel(self, job_id: str) -> None:
         self.slurm.run(["scancel", job_id], timeout=self.timeout)
+
+    def update_release(self, job_id: str, nodes: Sequence[str], tasks: int) -> None:
+        self.slurm.run(
+            [
+                "scontrol",
+                "update",
+                f"JobId={job_id}",
+                f"ReqNodeList={','.join(nodes)}",
+                f"NumNodes={len(nodes)}",
+                f"NumTasks={tasks}",
+            ],
+            timeout=self.timeout,
+        )
+        self.release(job_id)
 
     def held_jobs(self) -> Sequence[JobStatus]:
         from ..slurm.jobs import JobStatusReader

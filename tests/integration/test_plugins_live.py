@@ -45,7 +45,8 @@ PLAN_STUB = f"""#!/bin/sh
 # named real-plan goes to the real command, with the store of Mlsub(WORK)
 case " $* " in
   *" --name plan-me "*) printf 'nodelist=node3\\nnodes=1\\ncomment={PLAN_TAG}\\n' ;;
-  *" --name real-plan "*) exec env MLSUB_DB_URL="sqlite:///$WORK/decisions.db" \\
+  *" --name real-plan "*|*" --name queue-plan "*) exec env \\
+      MLSUB_DB_URL="sqlite:///$WORK/decisions.db" \\
       MLSUB_CONFIG="$WORK/no-config.toml" MLSUB_SLOT_SECONDS=10 MLSUB_CLUSTER_NAME=lab-it \\
       "$MLSUB" plan --for-sbatch "$@" ;;
   *) echo "plan stub: not planning this job" >&2; exit 3 ;;
@@ -366,6 +367,51 @@ def test_cli_filter_plan_mode_with_the_real_mlsub_plan_for_sbatch(
     final = mlsub.json("show", str(row["decision_id"]))
     assert final["state"] == "completed" and final["slurm_job_id"] == str(job)
     assert final["script"] == script.read_text()  # the user's own script is what ran
+
+
+def test_cli_filter_plan_mode_on_a_full_cluster_holds_the_job_until_a_replan(
+    plugins_installed: Installed, cluster: LabCluster, tmp_path: Path
+) -> None:
+    """Late binding for plain ``sbatch`` (issue 19): on a full cluster the real ``mlsub
+    plan --for-sbatch`` says ``hold=1``; the plugin submits the user's job held, holding
+    nothing; when room frees up, ``mlsub replan`` (reconcile finds the held job by its tag:
+    queued) sets the held job's nodes and task count to the layout it chose then and
+    releases it; it runs there, the user's own script."""
+    blockers = [
+        cluster.sbatch("-p", "debug", "-w", node, "-n", "1", "--gres=gpu:4", "--mem=1G",
+                       "-t", "5", "-o", "/dev/null", "--wrap", "sleep 300")
+        for node in ("node1", "node2", "node3", "node4")
+    ]  # fmt: skip
+    for job in blockers:
+        cluster.wait_running(job)
+    header = "# mlsub: --workers 2 --gpus-per-worker 1 --cpus-per-worker 1 --mem-per-worker 1G"
+    script = tmp_path / "queue-plan.sh"
+    script.write_text(
+        "#!/bin/bash\n#SBATCH --partition=ml\n#SBATCH --output=/dev/null\n"
+        f"{header}\n# mlsub: --cpus-per-ps 1 --mem-per-ps 512M --step-time 0.05\n"
+        "# mlsub: --model-size 1 --batches-per-epoch 100\nsrun true\n"
+    )
+    done = sbatch("-J", "queue-plan", str(script))
+    job = submitted(cluster, done)
+    assert "waits held in mlsub's queue" in done.stderr, done.stderr
+    (shown,) = show_job(job)
+    assert (shown["JobState"], shown["Reason"]) == ("PENDING", "JobHeldUser"), shown
+    mlsub = Mlsub(plugins_installed.stub_dir)
+    (row,) = [r for r in mlsub.json("history") if r["job_name"] == "queue-plan"]
+    assert mlsub.json("replan")["started"] == []  # still full: it keeps waiting
+    assert mlsub.json("show", str(row["decision_id"]))["state"] == "queued"
+    cluster.slurm.run(["scancel", *map(str, blockers)])
+    for blocker in blockers:
+        cluster.wait_finished(blocker)
+    report = mlsub.json("replan")
+    assert [(s["decision_id"], s["action"]) for s in report["started"]] == [
+        (row["decision_id"], "updated")
+    ], report
+    assert cluster.wait_finished(job) == ["COMPLETED"]
+    final = mlsub.json("show", str(row["decision_id"]))
+    decided = {p["node"] for p in final["placement"]}
+    assert set(expand_hostlist(show_job(job)[0]["NodeList"])) == decided
+    assert final["script"] == script.read_text() and final["slurm_job_id"] == str(job)
 
 
 # --- the check ---------------------------------------------------------------------------------

@@ -169,6 +169,16 @@ T["plan mode fills in the placement the command prints"] = function()
    H.same(stub_args(), { "plan", "--for-sbatch", "--partition", "ml", "--name", "train", SCRIPT }, "arguments")
 end
 
+T["plan mode holds a job that waits in mlsub's queue"] = function()
+   stub("nodelist=node3\nnodes=1\nntasks=4\nhold=1\ncomment=" .. TAG .. "\n", 0)
+   local rc, writes = pre_submit(sbatch({ partition = "ml" }), plan_site())
+   H.eq(rc, slurm.SUCCESS, "rc")
+   H.same(writes, { nodelist = "node3", nodes = "1", ntasks = "4", hold = "set", comment = TAG }, "options written")
+   stub("nodelist=node3\nhold=yes\ncomment=" .. TAG .. "\n", 0)
+   local _, bad = pre_submit(sbatch({ partition = "ml" }), plan_site())
+   H.eq(H.count(bad), 0, "a hold= value other than 1 is not trusted")
+end
+
 T["plan mode passes hostile values as single arguments, never to the shell"] = function()
    stub(GOOD_REPLY, 0)
    local marker = TMP .. "/INJECTED"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -56,6 +57,14 @@ class FakeStarter:
 
     def held_jobs(self) -> list[JobStatus]:
         return [j for j in self.held if j.job_id not in self.cancelled]
+
+    updated: list[tuple[str, tuple[str, ...], int]] = field(default_factory=list)
+
+    def update_release(self, job_id: str, nodes: Sequence[str], tasks: int) -> None:
+        if self.fail:
+            raise SlurmError("scontrol update: controller busy")
+        self.updated.append((job_id, tuple(nodes), tasks))
+        self.released.append(job_id)
 
     def may_start(self, owner: str) -> bool:
         return self.owners is None or owner in self.owners
@@ -396,3 +405,46 @@ def test_submit_says_the_job_waits_and_where_to_look(
     said = " ".join(capsys.readouterr().out.split())
     assert f"decision {out.record.decision_id} waits in mlsub's queue" in said  # type: ignore[union-attr]
     assert f"held as Slurm job {out.slurm_job_id}" in said and "mlsub queue" in said
+
+
+def test_a_plugin_job_that_waits_is_held_and_started_on_the_nodes_chosen_then(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """The cli_filter plugin's plan mode (``mlsub plan --for-sbatch``): a job that cannot
+    start now is told to wait held (``hold=1``, no ``begin``); reconcile finds the user's
+    held job by its tag (``queued``), and the re-plan that starts it sets the held job's
+    nodes and task count and releases it — the user's own script, not a new one."""
+    from slurm_mlsched.services.for_sbatch import plan_for_sbatch
+    from slurm_mlsched.services.reconcile import plan_updates
+    from slurm_mlsched.services.submit import tag_of
+    from tests.unit.test_submit_service import status
+
+    sub, ids = fill_and_queue(store, tmp_path)
+    script = tmp_path / "own.sh"
+    script.write_text("#!/bin/bash\nsrun true\n")
+    placed = plan_for_sbatch(live(store, tmp_path, sub, at=5), opts(**whole_node()), script)
+    lines = placed.lines()
+    assert "hold=1" in lines and not any(x.startswith("begin=") for x in lines)
+    assert "waits held in mlsub's queue" in lines[-1]
+    did = placed.record.decision_id
+    assert store.get(did).state == S.SUBMITTING  # the user's sbatch has not run yet
+    held = {r.job_id for r in store.reservations("lab", NOW, epoch=NOW, slot_seconds=60.0)}
+    assert f"mlsub-{did}" not in held  # it holds nothing
+    # the user's sbatch ran held; reconcile finds it by its tag: queued
+    tag = str(tag_of("lab", store.get(did).summary))
+    (u,) = plan_updates(
+        [store.get(did).summary], {did: tag}, {"700": status("700", "PENDING", tag, held=True)},
+        now=NOW + timedelta(seconds=10),
+    )  # fmt: skip
+    store.transition(did, u.steps[0].state, u.steps[0].at, u.steps[0].detail, slurm_job_id="700")
+    assert store.get(did).state == S.QUEUED
+    store.transition(ids[2], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
+    store.transition(ids[4], S.CANCELLED, NOW + timedelta(seconds=20), "scancel")
+    starter = FakeStarter()
+    report = replan(live(store, tmp_path, sub, at=40), starter)
+    assert [(x.decision_id, x.action) for x in report.started] == [(did, "updated")]
+    rec = store.get(did)
+    nodes = tuple(dict.fromkeys(c.node for c in rec.decision.placement))
+    assert starter.updated == [("700", nodes, sum(c.count for c in rec.decision.placement))]
+    assert starter.submitted == [] and rec.state == S.SUBMITTED
+    assert rec.script == script.read_text()  # the user's own script
