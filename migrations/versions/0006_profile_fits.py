@@ -1,6 +1,7 @@
 """Predictions that learn (issue 20): per-model speed factors fitted from real runtimes.
 
 ``profile_fits`` holds one row per fit (``mlsub calibrate``): the cluster, the model name,
+its scope ('' for every user, ``user:NAME`` for one user's runs),
 the factor applied to the model's speed profile (``model/calibration.py``), how many
 completed runs it came from and the median relative error of the runtime prediction
 before and after. Append-only: the newest row of a (cluster, model) is in force; a reset
@@ -32,6 +33,7 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
         sa.Column("cluster", sa.String(200), nullable=False),
         sa.Column("model", sa.String(200), nullable=False),
+        sa.Column("scope", sa.String(200), nullable=False, server_default=""),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("created_by", sa.String(200), nullable=False),
         sa.Column("factor", sa.Float(), nullable=False),

@@ -849,12 +849,15 @@ def show_calibration(report: Mapping[str, Any], *, as_json: bool) -> None:
     def pct(x: float | None) -> str:
         return "—" if x is None else f"{x:.0%}"
 
-    table = _table("model", "runs", "factor", "error before", "error after", "version", "note")
+    table = _table(
+        "model", "runs of", "runs", "factor", "error before", "error after", "version", "note"
+    )
     for r in rows:
         factor = "—" if r["factor"] is None else f"×{r['factor']:.3g}"
         version = "" if r["version"] is None else f"v{r['version']}"
+        whose = (r["scope"] or "").removeprefix("user:") or "everyone"
         table.add_row(
-            r["model"], str(r["samples"]), factor, pct(r["error_before"]),
+            r["model"], whose, str(r["samples"]), factor, pct(r["error_before"]),
             pct(r["error_after"]), version, r["skipped"] or ("reset" if report["reset"] else ""),
         )  # fmt: skip
     console.print(table)

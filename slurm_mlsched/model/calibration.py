@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .job import JobProfile
+
+#: One fit to record: model, scope, factor, samples, error before, error after.
+FitRow = tuple[str, str, float, int, float | None, float | None]
 
 #: Fewest completed runs a fit is made from (``mlsub calibrate --min-samples``).
 DEFAULT_MIN_SAMPLES = 5
@@ -43,16 +46,37 @@ class ProfileFit:
     samples: int
     error_before: float | None
     error_after: float | None
+    scope: str = ""  # "" = every user's runs; "user:NAME" = one user's
+
+    @property
+    def key(self) -> str:
+        return fit_key(self.model, self.scope)
 
     def apply(self, profile: JobProfile) -> JobProfile:
         """``profile`` with every time per mini-batch × ``factor`` (module docstring)."""
         return scaled(profile, self.factor)
 
     def note(self) -> str:
+        whose = f" of {self.scope.removeprefix('user:')}" if self.scope else ""
         return (
             f"speed profile {self.model}: calibration v{self.version} (×{self.factor:.3g} "
-            f"from {self.samples} completed run(s))"
+            f"from {self.samples} completed run(s){whose})"
         )
+
+
+def fit_key(model: str, scope: str = "") -> str:
+    """How fits are looked up: ``model`` or ``model|user:NAME``."""
+    return f"{model}|{scope}" if scope else model
+
+
+def fit_for(fits: Mapping[str, ProfileFit], model: str, user: str | None) -> ProfileFit | None:
+    """The fit a plan of ``model`` by ``user`` uses: the user's own when there is one
+    (their jobs may differ from everyone's: data, code), else the model's."""
+    if user is not None:
+        own = fits.get(fit_key(model, f"user:{user}"))
+        if own is not None:
+            return own
+    return fits.get(model)
 
 
 def scaled(profile: JobProfile, factor: float) -> JobProfile:
@@ -83,6 +107,7 @@ class Sample:
     predicted_s: float
     actual_s: float
     factor: float  # the factor its plan used
+    user: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,16 +120,32 @@ class Fit:
     error_before: float | None
     error_after: float | None
     skipped: str = ""
+    scope: str = ""
 
 
-def fit_factor(model: str, samples: Sequence[Sample], min_samples: int) -> Fit:
+def fit_factor(model: str, samples: Sequence[Sample], min_samples: int, scope: str = "") -> Fit:
     """The median fit of ``samples`` (module docstring)."""
     usable = [s for s in samples if s.predicted_s > 0 and s.actual_s > 0]
     if len(usable) < min_samples:
         why = f"{len(usable)} completed run(s), fewer than {min_samples}"
-        return Fit(model, len(usable), None, _error(usable, None), None, why)
+        return Fit(model, len(usable), None, _error(usable, None), None, why, scope)
     factor = statistics.median(s.factor * s.actual_s / s.predicted_s for s in usable)
-    return Fit(model, len(usable), factor, _error(usable, None), _error(usable, factor))
+    return Fit(model, len(usable), factor, _error(usable, None), _error(usable, factor), "", scope)
+
+
+def fits_of(model: str, samples: Sequence[Sample], min_samples: int) -> list[Fit]:
+    """The model's fit over every run, and one per user with at least ``min_samples`` runs
+    of their own (users with fewer use the model's fit; no per-user line for them)."""
+    out = [fit_factor(model, samples, min_samples)]
+    by_user: dict[str, list[Sample]] = {}
+    for s in samples:
+        if s.user:
+            by_user.setdefault(s.user, []).append(s)
+    if len(by_user) > 1:  # one user's fit would only repeat the model's
+        for user, own in sorted(by_user.items()):
+            if len(own) >= min_samples:
+                out.append(fit_factor(model, own, min_samples, scope=f"user:{user}"))
+    return out
 
 
 def _error(samples: Sequence[Sample], factor: float | None) -> float | None:

@@ -27,17 +27,16 @@ from ..files.profiles import get_profile
 from ..model.calibration import (
     DEFAULT_MIN_SAMPLES,
     Fit,
+    FitRow,
     ProfileFit,
     Sample,
     factor_of,
-    fit_factor,
+    fits_of,
 )
 from ..storage import DecisionRecord, DecisionState, HistoryFilter, SqlDecisionStore
 from .plan import predicted_runtime_s
 
 S = DecisionState
-#: One fit to record: model, factor, samples, error before, error after.
-FitRow = tuple[str, float, int, float | None, float | None]
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,7 @@ class CalibrationReport:
     reset: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        versions = {f.model: f.version for f in self.recorded}
+        versions = {(f.model, f.scope): f.version for f in self.recorded}
         return {
             "cluster_name": self.cluster_name,
             "reset": self.reset,
@@ -59,7 +58,8 @@ class CalibrationReport:
                     "factor": f.factor,
                     "error_before": f.error_before,
                     "error_after": f.error_after,
-                    "version": versions.get(f.model),
+                    "scope": f.scope or None,
+                    "version": versions.get((f.model, f.scope)),
                     "skipped": f.skipped or None,
                 }
                 for f in self.fits
@@ -87,6 +87,7 @@ def sample_of(record: DecisionRecord) -> Sample | None:
         predicted_s=predicted,
         actual_s=(ended - started).total_seconds(),
         factor=factor_of(record.request.profile, base),
+        user=record.summary.user,
     )
 
 
@@ -109,9 +110,11 @@ def calibrate(
     for name in models:
         get_profile(name)  # an unknown model is an input error (with "did you mean")
     if reset:
-        names = list(models) or sorted(store.profile_fits(cluster_name))
-        fits = tuple(Fit(m, 0, 1.0, None, None) for m in names)
-        rows: list[FitRow] = [(f.model, 1.0, 0, None, None) for f in fits]
+        in_force = store.profile_fits(cluster_name).values()
+        keys = sorted({(f.model, f.scope) for f in in_force if not models or f.model in models})
+        keys += [(m, "") for m in models if (m, "") not in keys]
+        fits = tuple(Fit(m, 0, 1.0, None, None, "", scope) for m, scope in keys)
+        rows: list[FitRow] = [(f.model, f.scope, 1.0, 0, None, None) for f in fits]
         recorded = store.add_profile_fits(cluster_name, rows, at=now, by=by) if rows else ()
         return CalibrationReport(cluster_name, fits, recorded, reset=True)
     samples: dict[str, list[Sample]] = defaultdict(list)
@@ -121,9 +124,9 @@ def calibrate(
         if sample is not None and (not models or sample.model in models):
             samples[sample.model].append(sample)
     names = sorted(set(samples) | set(models))
-    fits = tuple(fit_factor(m, samples.get(m, []), min_samples) for m in names)
+    fits = tuple(f for m in names for f in fits_of(m, samples.get(m, []), min_samples))
     rows = [
-        (f.model, f.factor, f.samples, f.error_before, f.error_after)
+        (f.model, f.scope, f.factor, f.samples, f.error_before, f.error_after)
         for f in fits
         if f.factor is not None
     ]

@@ -25,7 +25,7 @@ from ..files.cluster_file import load_cluster
 from ..files.job_options import JobOptions, merge_options, read_script_header, to_request
 from ..files.profiles import profiles_version
 from ..model import ClusterSnapshot, Decision, JobRequest, Mode, NodeCount, SlotPlan
-from ..model.calibration import ProfileFit
+from ..model.calibration import ProfileFit, fit_for
 from ..placement import PlacementParams, place
 from .clock import Clock
 
@@ -95,6 +95,7 @@ def plan_job(
     clock: Clock,
     cluster_source: str = "",
     calibration: Mapping[str, ProfileFit] | None = None,
+    user: str | None = None,
 ) -> PlanResult:
     """Plan ``opts`` arriving now (``snapshot.now_slot``) with policy ``opts.policy``.
 
@@ -102,7 +103,7 @@ def plan_job(
     and :class:`~slurm_mlsched.errors.NeverFitsError` when it could never run here.
     """
     request = to_request(opts, snapshot.now_slot)
-    fit = (calibration or {}).get(opts.model or "") if opts.model else None
+    fit = fit_for(calibration or {}, opts.model, user) if opts.model else None
     if fit is not None:  # the site's calibrated speed for this model (mlsub calibrate)
         request = replace(request, profile=fit.apply(request.profile))
     planned_at = clock.now()

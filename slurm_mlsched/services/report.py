@@ -196,13 +196,14 @@ def report_data(
         "fits": [
             {
                 "model": f.model,
+                "scope": f.scope,
                 "version": f.version,
                 "factor": f.factor,
                 "samples": f.samples,
                 "error_before": f.error_before,
                 "error_after": f.error_after,
             }
-            for f in sorted(fits.values(), key=lambda f: f.model)
+            for f in sorted(fits.values(), key=lambda f: (f.model, f.scope))
         ],
     }
 

@@ -413,6 +413,7 @@ def plan_live(
         clock=wiring.clock,
         cluster_source=f"Slurm ({state.source})",
         calibration=tx.profile_fits(),
+        user=wiring.viewer.user,
     )
     return cluster, plan
 

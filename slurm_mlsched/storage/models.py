@@ -139,6 +139,7 @@ class ProfileFitRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     cluster: Mapped[str] = mapped_column(String(200))
     model: Mapped[str] = mapped_column(String(200))
+    scope: Mapped[str] = mapped_column(String(200), server_default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     created_by: Mapped[str] = mapped_column(String(200))
     factor: Mapped[float] = mapped_column(Float)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from ..errors import InvalidTransitionError, NotFoundError, StoreError
 from ..model import ClusterSnapshot, Decision, JobRequest, NodeCount, Reservation, Resources, Role
-from ..model.calibration import ProfileFit
+from ..model.calibration import FitRow, ProfileFit
 from ..sbatch.launch import Launch
 from . import codec
 from .database import READ_ONLY_OPTION, db_errors
@@ -158,18 +158,19 @@ class SqlDecisionStore:
     def add_profile_fits(
         self,
         cluster: str,
-        fits: Sequence[tuple[str, float, int, float | None, float | None]],
+        fits: Sequence[FitRow],
         *,
         at: datetime,
         by: str,
     ) -> tuple[ProfileFit, ...]:
-        """Record fits ``(model, factor, samples, error_before, error_after)`` in one
-        transaction; each row's id is its version."""
+        """Record fits ``(model, scope, factor, samples, error_before, error_after)`` in
+        one transaction; each row's id is its version."""
         with db_errors(self._url), Session(self._engine) as session, session.begin():
             rows = [
                 ProfileFitRow(
                     cluster=cluster,
                     model=model,
+                    scope=scope,
                     created_at=at,
                     created_by=by,
                     factor=factor,
@@ -177,7 +178,7 @@ class SqlDecisionStore:
                     error_before=before,
                     error_after=after,
                 )
-                for model, factor, samples, before, after in fits
+                for model, scope, factor, samples, before, after in fits
             ]
             session.add_all(rows)
             session.flush()
@@ -447,11 +448,13 @@ def _filtered(query: _Q, where: HistoryFilter) -> _Q:
 
 
 def _profile_fits(session: Session, cluster: str) -> dict[str, ProfileFit]:
-    """The fit in force per model: the newest row of each (a reset has factor 1)."""
+    """The fit in force per model and scope (``fit_key``): the newest row of each (a reset
+    has factor 1)."""
     query = select(ProfileFitRow).where(ProfileFitRow.cluster == cluster)
     out: dict[str, ProfileFit] = {}
     for row in session.scalars(query.order_by(ProfileFitRow.id)):
-        out[row.model] = _fit(row)
+        fit = _fit(row)
+        out[fit.key] = fit
     return out
 
 
@@ -464,6 +467,7 @@ def _fit(row: ProfileFitRow) -> ProfileFit:
         samples=row.samples,
         error_before=row.error_before,
         error_after=row.error_after,
+        scope=row.scope or "",
     )
 
 

@@ -19,7 +19,8 @@ from slurm_mlsched.files.profiles import get_profile
 from slurm_mlsched.model.calibration import Sample, fit_factor, scaled
 from slurm_mlsched.services.calibrate import calibrate
 from slurm_mlsched.services.plan import predicted_runtime_s
-from slurm_mlsched.services.submit import submit_job
+from slurm_mlsched.services.submit import LiveWiring, submit_job
+from slurm_mlsched.services.viewer import Viewer
 from slurm_mlsched.storage import DecisionState, SqlDecisionStore, open_store
 from tests.unit.test_submit_service import JOB, NOW, FakeSource, FakeSubmitter, wiring
 
@@ -41,13 +42,17 @@ def resnet(**kw: object) -> object:
     return merge_options([], {**base, **kw})
 
 
-def run_jobs(store: SqlDecisionStore, slowness: list[float]) -> list[float]:
+def as_user(store: SqlDecisionStore, user: str) -> LiveWiring:
+    return replace(wiring(store, FakeSource(), FakeSubmitter()), viewer=Viewer(user))
+
+
+def run_jobs(store: SqlDecisionStore, slowness: list[float], user: str = "alice") -> list[float]:
     """Submit one job per entry and complete it after ``slowness`` × the runtime the
     shipped profile predicts for its plan; return the shipped predictions."""
     base = get_profile(MODEL)
     shipped = []
     for k, slow in enumerate(slowness):
-        out = submit_job(wiring(store, FakeSource(), FakeSubmitter()), resnet(), JOB)
+        out = submit_job(as_user(store, user), resnet(), JOB)
         assert out.record is not None
         rec = store.get(out.record.decision_id)
         request = replace(rec.request, profile=base)
@@ -127,3 +132,30 @@ def test_the_factor_scales_every_time_per_mini_batch() -> None:
     samples = [Sample(k, MODEL, 100.0, 150.0, 1.5) for k in range(5)]  # planned with ×1.5
     fit = fit_factor(MODEL, samples, 5)
     assert fit.factor == pytest.approx(2.25) and fit.error_after == pytest.approx(0.0)
+
+
+def test_a_user_with_enough_runs_of_their_own_gets_their_own_fit(
+    store: SqlDecisionStore,
+) -> None:
+    """Alice's runs take twice the profile, Bob's as long as it says: each gets a fit of
+    their own (and plans with it); a third user with no runs plans with the model's."""
+    run_jobs(store, [2.0] * 5, user="alice")
+    run_jobs(store, [1.0] * 5, user="bob")
+    report = calibrate(store, cluster_name="lab", now=NOW, by="root")
+    by_scope = {f.scope: f for f in report.fits}
+    assert set(by_scope) == {"", "user:alice", "user:bob"}
+    assert by_scope["user:alice"].factor == pytest.approx(2.0, rel=0.02)
+    assert by_scope["user:bob"].factor == pytest.approx(1.0, rel=0.02)
+    assert by_scope["user:alice"].error_after < 0.15 and by_scope["user:bob"].error_after < 0.15
+    fits = store.profile_fits("lab")
+    for user, factor in (("alice", 2.0), ("bob", 1.0), ("carol", by_scope[""].factor)):
+        out = submit_job(as_user(store, user), resnet(), JOB)
+        used = out.plan.request.profile.step_time_s / get_profile(MODEL).step_time_s
+        assert used == pytest.approx(factor, rel=0.02), user
+    assert any("of alice" in n for n in submit_job(as_user(store, "alice"), resnet(), JOB)
+               .plan.decision.notes)  # fmt: skip
+    assert fits[f"{MODEL}|user:alice"].scope == "user:alice"
+    reset = calibrate(store, cluster_name="lab", now=NOW, by="root", reset=True)
+    assert {(f.scope, f.factor) for f in reset.recorded} == {
+        ("", 1.0), ("user:alice", 1.0), ("user:bob", 1.0),
+    }  # fmt: skip
