@@ -123,6 +123,11 @@ def run_submit(
         def poll() -> DecisionState:
             live.refresh([decision_id], accounting=True)
             state = store.get(decision_id).state
+            if state == DecisionState.QUEUED:
+                # waiting here is an event source too: the job starts without an epilog
+                # (a failed re-plan is retried at the next poll)
+                _then_replan(live, outcome)
+                state = store.get(decision_id).state
             wait(state.value)
             return state
 

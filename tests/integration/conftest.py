@@ -132,6 +132,22 @@ class LabCluster:
         self.drained.clear()
 
 
+def _settle(slurm: SlurmCommands, timeout: float = 90) -> None:
+    """Let the previous test's jobs end (cancelled ones may still be completing): a job
+    that mlsub finds no room for waits held in its queue (late binding) until a re-plan,
+    so a test that expects its job to start now starts from a quiet cluster. Bounded: on a
+    cluster other test runs share, the test goes on after ``timeout`` all the same."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            busy = slurm.run(["squeue", "-h", "-t", "running,pending,completing", "-o", "%i"])
+        except SlurmError:
+            busy = "?"
+        if not busy.strip():
+            return
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="session")
 def lab_ready() -> None:
     problem = _cluster_problem()
@@ -148,6 +164,7 @@ def cluster(lab_ready: None) -> Iterator[LabCluster]:
     """
     lab = LabCluster(SlurmCommands(LocalRunner()))
     poll("4 usable nodes", lambda: _all_nodes_usable(lab.slurm), 60)
+    _settle(lab.slurm)
     try:
         yield lab
     finally:

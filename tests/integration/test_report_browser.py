@@ -18,6 +18,7 @@ import pytest
 
 from tests.integration.conftest import LabCluster
 from tests.integration.mlsub_cli import SMALL_TASKS, Mlsub, probe_script
+from tests.integration.test_queue_live import idle
 from tests.report.chromium import body_data, dump_dom, ensure_chromium, screenshot
 from tests.report.synthetic import synthetic_store
 
@@ -32,6 +33,7 @@ def chromium() -> str:
 def test_report_of_real_runs_in_chromium(
     cluster: LabCluster, tmp_path: Path, chromium: str
 ) -> None:
+    idle(cluster)  # the previous tests' jobs have ended: both jobs can start at once
     mlsub = Mlsub(tmp_path)
     tasks = tmp_path / "tasks"
     tasks.mkdir()
