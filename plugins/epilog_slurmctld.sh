@@ -8,7 +8,8 @@
 # arrive while a re-plan runs are coalesced: each marks the queue dirty and waits (bounded)
 # for its turn; a re-plan that finds the mark already cleared by a later re-plan is skipped.
 #
-# Configuration: a root-owned file of NAME=value lines (read, never sourced), default
+# Configuration: a file of NAME=value lines owned by the user this runs as (root) and
+# writable by no one else (else it is ignored; read, never sourced), default
 # /etc/mlsched/epilog.env, another one named by MLSUB_EPILOG_ENV. Without it, or without
 # MLSUB in it, this epilog does nothing (exit 0). Names:
 #   MLSUB=/usr/local/bin/mlsub   the mlsub to run (required)
@@ -27,6 +28,12 @@
 set -u
 conf=${MLSUB_EPILOG_ENV:-/etc/mlsched/epilog.env}
 [ -r "$conf" ] || exit 0
+# it names a program this runs as SlurmUser (root): only a file of this user's that no one
+# else may write counts (else say why in syslog and do nothing)
+if [ ! -O "$conf" ] || [ -L "$conf" ] || [ -n "$(find "$conf" -maxdepth 0 -perm /022 2>/dev/null)" ]; then
+  logger -t mlsub-epilog "ignoring $conf: it must be owned by $(id -un) and writable by no one else" 2>/dev/null
+  exit 0
+fi
 
 MLSUB="" MLSUB_DB_URL="" MLSUB_CLUSTER_NAME="" MLSUB_SLOT_SECONDS=""
 STATE_DIR=/run/mlsched LOG=/var/log/mlsched-epilog.log TIMEOUT=300
@@ -41,6 +48,13 @@ done < "$conf"
 [ -n "$MLSUB" ] && [ -x "$MLSUB" ] || exit 0
 
 mkdir -p -m 0700 "$STATE_DIR" 2>/dev/null || exit 0
+# the lock and the mark live in a directory of ours that no one else can write into
+# (so no link planted there is followed as root)
+if [ -L "$STATE_DIR" ] || [ ! -O "$STATE_DIR" ]; then
+  logger -t mlsub-epilog "ignoring STATE_DIR $STATE_DIR: not a directory owned by $(id -un)" 2>/dev/null
+  exit 0
+fi
+chmod 0700 "$STATE_DIR" 2>/dev/null || exit 0
 : > "$STATE_DIR/replan.dirty"
 
 run_replans() {
@@ -56,7 +70,7 @@ run_replans() {
       ${MLSUB_SLOT_SECONDS:+MLSUB_SLOT_SECONDS="$MLSUB_SLOT_SECONDS"} \
       timeout "$TIMEOUT" "$MLSUB" replan --json > "$STATE_DIR/last-replan.json" 2>&1
     status=$?
-    echo "$(date -u +%FT%TZ) epilog (job ${SLURM_JOB_ID:-?} ended): mlsub replan exit $status"
+    echo "$(date -u +%FT%TZ) epilog (first trigger: job ${SLURM_JOB_ID:-?} ended): mlsub replan exit $status"
     [ "$status" = 0 ] || cat "$STATE_DIR/last-replan.json"
   done
 }
