@@ -20,10 +20,10 @@
 #   LOG=/var/log/mlsched-epilog.log
 #   TIMEOUT=300                  seconds a re-plan (and a wait for the lock) may take
 #
-# The re-plan acts as the user this runs as: root starts every user's queued jobs (a job
-# whose layout changed is submitted again as its owner through setpriv); with
-# SlurmUser=slurm, run mlsub through a sudo rule (docs/admin-plugins.md) or each user's
-# own re-plans start their jobs. It never blocks slurmctld and never fails a job: every
+# The re-plan acts as the user this runs as (SlurmUser): as root it starts every user's
+# queued jobs whose held job Slurm says is theirs (a job whose layout changed is submitted
+# again as its owner through setpriv); with SlurmUser=slurm, run mlsub through a sudo
+# rule (docs/admin-plugins.md) or each user's own re-plans start their jobs. It never blocks slurmctld and never fails a job: every
 # problem goes to LOG, and the exit status is 0.
 set -u
 conf=${MLSUB_EPILOG_ENV:-/etc/mlsched/epilog.env}

@@ -4,8 +4,8 @@
 its scope ('' for every user, ``user:NAME`` for one user's runs),
 the factor applied to the model's speed profile (``model/calibration.py``), how many
 completed runs it came from and the median relative error of the runtime prediction
-before and after. Append-only: the newest row of a (cluster, model) is in force; a reset
-is a row with factor 1 and no samples. Its id is the fit's version, which a decision that
+before and after. Append-only: the newest row of a (cluster, model, scope) is in force; a
+reset is a row with factor 1 and no samples. Its id is the fit's version, which a decision that
 used it names in its notes.
 
 On PostgreSQL every role of ``mlsub_users`` may read the fits (planning applies them) and

@@ -269,6 +269,7 @@ def run_replan(request: ReplanRequest, *, clock: Clock) -> Any:
             slot_seconds=ctx.config.slot_seconds,
             viewer=ctx.viewer,
             host=ctx.host,
+            process=str(this_process()),
         )
         return replan(wiring, SlurmStarter(access.slurm))
 

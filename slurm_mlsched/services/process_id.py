@@ -108,3 +108,8 @@ def _boot_id() -> str | None:
         return _BOOT_ID.read_text().strip() or None
     except OSError:
         return None
+
+
+def boot_id() -> str | None:
+    """This machine's boot id (a process identity with the same one ran on this host)."""
+    return _boot_id()

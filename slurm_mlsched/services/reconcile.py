@@ -203,7 +203,7 @@ def _update(
         state = S.SUBMITTED
     elif state in (S.QUEUED, S.STARTING) and status.phase != "cancelled":
         how = (
-            "released outside mlsub: it runs on the tentative layout this decision names"
+            "released outside mlsub: it runs on the layout of its held script"
             if state == S.QUEUED
             else ("re-submitted by a re-plan" if job != d.slurm_job_id else "released by a re-plan")
         )

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -63,6 +63,7 @@ from ..slurm.nodes import NodeState
 from ..storage import DecisionRecord, DecisionState, DecisionStore, PlanningSession
 from .clock import Clock
 from .cluster_state import ClusterState
+from .process_id import ProcessId, alive, boot_id
 from .submit import LiveWiring, stored_and_running, tag_of
 
 S = DecisionState
@@ -288,29 +289,68 @@ def replan(
 ) -> ReplanReport:
     """Re-plan the cluster's queue and start what can start now (module docstring)."""
     notes: list[str] = []
+    now = wiring.clock.now()
     if wiring.refresh is not None:
         wiring.refresh()
-    notes.extend(finish_starts(wiring.store, starter, wiring.cluster_name, wiring.clock.now()))
+        # only after a reconcile: a start whose Slurm action happened is submitted by now
+        notes.extend(finish_starts(wiring.store, starter, wiring.cluster_name, now))
     notes.extend(cancel_replaced(wiring.store, starter, wiring.cluster_name))
-    state = wiring.source.read(wiring.clock.now())
+    held = {j.job_id: j for j in starter.held_jobs()}
+    state = wiring.source.read(now)
+    starts: list[_Start] = []
+    waiting: list[Waiting] = []
+    skipped: list[int] = []
     with wiring.store.planning(wiring.cluster_name) as tx:
-        cluster = stored_and_running(
-            tx, state, wiring.clock.now(), wiring.slot_seconds, wiring.cluster_name
-        )
         queued = tx.queued()
-        mine = [r for r in queued if starter.may_start(owner(r))]
-        skipped = tuple(r.decision_id for r in queued if not starter.may_start(owner(r)))
-        entries = [rebased(r, cluster.snapshot) for r in mine]
-        step, by_key = queue_step(entries, cluster.snapshot)
-        waiting = reasons(step, entries, cluster.snapshot)
-        starts = [
-            _record_start(tx, by_key[d.job_id], d, cluster, wiring.clock.now())
-            for d in step.started
-        ]
-        for d in step.planned:  # the reserved head(s): their plan is the next step's
-            _keep_tentative(tx, by_key[d.job_id], d, cluster.snapshot)
-    started = tuple(_act(wiring.store, starter, s, wiring.clock.now()) for s in starts)
-    return ReplanReport(wiring.cluster_name, started, tuple(waiting), skipped, tuple(notes))
+        # every queued job takes its place in the step (they hold nothing); this process
+        # starts only those whose held job Slurm says is theirs (verified_owner)
+        startable = {
+            r.decision_id
+            for r in queued
+            if starter.may_start(owner(r)) and verified_owner(r, held, wiring.cluster_name)
+        }
+        skipped = [r.decision_id for r in queued if r.decision_id not in startable]
+        for group in policy_groups(queued):
+            cluster = stored_and_running(
+                tx, state, now, wiring.slot_seconds, wiring.cluster_name
+            )  # with the starts of the groups before
+            entries = [rebased(r, cluster.snapshot) for r in group]
+            step, by_key = queue_step(entries, cluster.snapshot)
+            waiting.extend(reasons(step, entries, cluster.snapshot))
+            for d in step.started:
+                entry = by_key[d.job_id]
+                if entry.record is not None and entry.record.decision_id in startable:
+                    starts.append(_record_start(tx, entry, d, cluster, now, process=wiring.process))
+            for d in step.planned:  # the reserved head(s): their plan is the next step's
+                _keep_tentative(tx, by_key[d.job_id], d, cluster.snapshot)
+    started = tuple(_act(wiring.store, starter, s, now) for s in starts)
+    return ReplanReport(wiring.cluster_name, started, tuple(waiting), tuple(skipped), tuple(notes))
+
+
+def policy_groups(queued: Sequence[DecisionRecord]) -> list[list[DecisionRecord]]:
+    """The queued decisions by policy, the group of the oldest decision first: each group
+    is re-planned with its policy's queue form, against the starts of the groups before."""
+    groups: dict[str, list[DecisionRecord]] = {}
+    for r in queued:  # oldest first
+        groups.setdefault(r.decision.policy, []).append(r)
+    return list(groups.values())
+
+
+def verified_owner(
+    record: DecisionRecord, held: Mapping[str, JobStatus], cluster_name: str
+) -> bool:
+    """Whether Slurm vouches for the queued decision's held job: it is held by its user
+    (not by an admin), carries the decision's exact tag, and belongs to the decision's
+    user. The store's columns alone are not trusted: a user may edit their own row, and
+    root's re-plan acts as the job's owner."""
+    job = record.summary.slurm_job_id
+    status = held.get(job) if job else None
+    if status is None or status.reason == "JobHeldAdmin":
+        return False
+    tag = str(tag_of(cluster_name, record.summary))
+    if tag not in {str(t) for t in find_tags(status.comment)}:
+        return False
+    return bool(status.user) and status.user == record.summary.job_owner
 
 
 def _record_start(
@@ -319,6 +359,8 @@ def _record_start(
     decision: Decision,
     cluster: ClusterState,
     now: datetime,
+    *,
+    process: str | None = None,
 ) -> _Start:
     record = entry.record
     assert record is not None  # only stored decisions are started by a re-plan
@@ -344,6 +386,7 @@ def _record_start(
         script=text,
         at=now,
         detail=detail,
+        process=process,
     )
     return _Start(stored, record.summary.slurm_job_id, how)
 
@@ -384,6 +427,7 @@ def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime
         if start.how == "release" and start.held_job is not None:
             starter.release(start.held_job)
             _submitted(store, record.decision_id, start.held_job, now, "replan: released held job")
+            _drop_env(record.launch, record.summary.job_owner)
             return Started(record.decision_id, user, start.held_job, "released", placement)
         if start.how == "update" or record.launch is None:
             if start.held_job is None:
@@ -395,15 +439,16 @@ def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime
             _submitted(store, record.decision_id, start.held_job, now, detail)
             return Started(record.decision_id, user, start.held_job, "updated", placement)
         new_id = starter.submit(script, record.launch, record.summary.job_owner)
-    except (SlurmError, RemoteError) as err:
+    except (SlurmError, RemoteError, OSError, KeyError, ValueError) as err:
+        said = err.message if isinstance(err, MlschedError) else f"{type(err).__name__}: {err}"
         return Started(
             record.decision_id,
             user,
             start.held_job,
             "failed",
             placement,
-            f"{err.message}; it stays 'starting' and the next `mlsub replan` or "
-            "`mlsub reconcile` tries again",
+            f"{said}; it stays 'starting' and the next `mlsub replan` or `mlsub reconcile` "
+            f"tries again (after {START_GIVE_UP_S / 3600:g} h it goes back to the queue)",
         )
     detail = f"replan: submitted job {new_id} on the new layout"
     _submitted(store, record.decision_id, new_id, now, detail)
@@ -413,7 +458,7 @@ def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime
             starter.cancel(start.held_job)
         except (SlurmError, RemoteError) as err:
             note = f"held job {start.held_job} not cancelled ({err.message}); it stays held"
-    _drop_env(record.launch)
+    _drop_env(record.launch, record.summary.job_owner)
     return Started(record.decision_id, user, new_id, "resubmitted", placement, note)
 
 
@@ -428,12 +473,31 @@ def _submitted(
         )
 
 
-def _drop_env(launch: Launch | None) -> None:
+def owned_file(path: str | None, owner: str) -> Path | None:
+    """``path`` if it is a regular file (not a link) of ``owner``'s, else None: the kept
+    environment is read (its ``SBATCH_*``) and removed by root only under that check (the
+    path comes from the store, which a user may edit)."""
+    import pwd
+    import stat
+
+    if path is None:
+        return None
+    try:
+        info = os.lstat(path)
+        uid = pwd.getpwnam(owner).pw_uid
+    except (OSError, KeyError):
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != uid:
+        return None
+    return Path(path)
+
+
+def _drop_env(launch: Launch | None, owner: str) -> None:
     """The kept environment is not needed once the job is submitted."""
-    if launch is None or launch.env_file is None:
-        return
-    with contextlib.suppress(OSError):
-        os.unlink(launch.env_file)
+    path = owned_file(None if launch is None else launch.env_file, owner)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def finish_starts(
@@ -449,12 +513,50 @@ def finish_starts(
         if not starter.may_start(s.job_owner):
             continue
         record = store.get(s.decision_id)
+        since = next((t.at for t in reversed(record.transitions) if t.state == S.STARTING), now)
+        age = (now - since).total_seconds()
+        if still_acting(s.submitter, age) and age < START_GIVE_UP_S:
+            continue  # its re-plan may still be releasing or submitting it
+        if age >= START_GIVE_UP_S:
+            notes.append(_give_up(store, record, now, age))
+            continue
         done = _act(store, starter, _Start(record, s.slurm_job_id, _how(record)), now)
         notes.append(
             f"decision {s.decision_id}: finished the start a stopped re-plan left "
             f"({done.action}{': ' + done.note if done.note else ''})"
         )
     return notes
+
+
+#: A start that has not happened this long after its re-plan recorded it goes back to the
+#: queue (its reservation has lapsed by then; a new re-plan chooses again).
+START_GIVE_UP_S = 3600.0
+#: A start recorded by a re-plan on another host is finished only after this long (its
+#: process cannot be checked from here; every Slurm call of a start is bounded by 60 s).
+START_SETTLE_S = 300.0
+
+
+def still_acting(process: str | None, age_s: float = 0.0) -> bool:
+    """Whether the re-plan that recorded a start (``process``) may still act on it: alive
+    on this host, or on another host and recorded less than ``START_SETTLE_S`` ago."""
+    who = ProcessId.parse(process)
+    if who is None:
+        return False
+    state = alive(who, same_host=who.boot is not None and who.boot == boot_id())
+    return state is True or (state is None and age_s < START_SETTLE_S)
+
+
+def _give_up(store: DecisionStore, record: DecisionRecord, now: datetime, age: float) -> str:
+    with contextlib.suppress(StoreError, InvalidTransitionError):
+        store.transition(
+            record.decision_id,
+            S.QUEUED,
+            now,
+            f"replan: the start recorded {age / 60:.0f} min ago never happened; back in the "
+            "queue (a re-plan chooses its layout again)",
+            expected=S.STARTING,
+        )
+    return f"decision {record.decision_id}: its start never happened; back in the queue"
 
 
 def cancel_replaced(store: DecisionStore, starter: JobStarter, cluster_name: str) -> list[str]:
@@ -592,13 +694,18 @@ def sbatch_argv(launch: Launch, owner: str, euid: int) -> list[str]:
     import pwd
 
     argv = ["sbatch", "--parsable", f"--chdir={launch.workdir}"]
-    if launch.env_file is not None and Path(launch.env_file).is_file():
-        argv.append(f"--export-file={launch.env_file}")
+    kept = owned_file(launch.env_file, owner)
+    if kept is not None:
+        argv.append(f"--export-file={kept}")  # read by sbatch, as the owner
         # sbatch's own input variables (SBATCH_ACCOUNT, SBATCH_QOS, ...) as the first
         # sbatch saw them: options, not secrets, so they may stand in the argument list
-        options = sbatch_inputs(Path(launch.env_file))
+        options = sbatch_inputs(kept)
         if options:
             argv = ["env", *options, *argv]
+    else:
+        # the kept environment is gone (or not the owner's): the job gets none of this
+        # process's either, only what Slurm sets
+        argv.append("--export=NONE")
     if euid == 0 and owner != "root":
         who = pwd.getpwnam(owner)
         return [

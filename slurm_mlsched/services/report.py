@@ -51,8 +51,11 @@ def decision_row(r: ReportRow) -> dict[str, Any]:
     times: dict[str, datetime] = {}
     for state, at in r.transitions:
         times.setdefault(state, at)
-    decision = codec.decode_decision(codec.loads(r.decision_json))
-    request = codec.decode_request(codec.loads(r.request_json))
+    try:
+        decision = codec.decode_decision(codec.loads(r.decision_json))
+        request = codec.decode_request(codec.loads(r.request_json))
+    except (codec.CodecError, ValueError, KeyError, TypeError):
+        return _unreadable_row(r, times)
     slots = max(1, s.end_slot - s.start_slot + 1)
     slot_seconds = (s.end - s.start).total_seconds() / slots
     predicted = predicted_runtime_s(decision, request, slot_seconds) if slot_seconds > 0 else None
@@ -81,18 +84,41 @@ def decision_row(r: ReportRow) -> dict[str, Any]:
         "as": _ts(started),
         "ae": _ts(ended),
         "q": _ts(queued_until),
-        "pr": None if predicted is None else round(predicted, 1),
-        "ar": None if actual is None else round(actual, 1),
+        "pr": _finite(predicted),
+        "ar": _finite(actual),
         "g": gpus,
         "m": request.profile.name,
         "sj": ids,
         "po": s.policy,
         "mo": s.mode,
         "so": f"{r.solver} · {r.trials} trial(s)" if r.solver else "",
-        "lp": r.lp_value if r.lp_value is not None and math.isfinite(r.lp_value) else None,
+        "lp": _finite(r.lp_value, 6),
         "no": list(decision.notes[:4]),
         "rp": len(decision.repair_actions),
     }
+
+
+def _finite(value: float | None, digits: int = 1) -> float | None:
+    """A number the page's JSON can hold (NaN and infinities become null)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return round(value, digits)
+
+
+def _unreadable_row(r: ReportRow, times: Mapping[str, datetime]) -> dict[str, Any]:
+    """A decision whose stored plan this mlsub cannot read (edited by hand, or written by
+    another version): shown with what its summary says, and said so."""
+    s = r.summary
+    ended = next((times[k] for k in _ENDED if k in times), None)
+    return {
+        "i": s.decision_id, "u": s.user, "j": s.job_name, "s": s.state.value,
+        "n": list(dict.fromkeys(c.node for c in s.placement)), "p": "", "c": _ts(s.created_at),
+        "ps": _ts(s.start), "pe": _ts(s.end), "as": _ts(times.get("running")),
+        "ae": _ts(ended), "q": None, "pr": None, "ar": None, "g": 0, "m": "",
+        "sj": [*r.earlier_job_ids, *([s.slurm_job_id] if s.slurm_job_id else [])],
+        "po": s.policy, "mo": s.mode, "so": "", "lp": None,
+        "no": ["its stored plan could not be read (see: mlsub show)"], "rp": 0,
+    }  # fmt: skip
 
 
 def _median_error(pairs: Sequence[tuple[float, float]]) -> float | None:

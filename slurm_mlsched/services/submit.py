@@ -263,7 +263,7 @@ def submit_job(
         script = _render_spec(plan, cluster, spec, waits=waits)
         launch = None
         if waits:
-            env_file = keep_environment(wiring.env_dir, wiring.cluster_name, record.decision_id)
+            env_file = keep_environment(wiring.env_dir, f"{tag.decision_id}-{tag.token}")
             launch = Launch(spec, os.getcwd(), None if env_file is None else str(env_file))
         tx.attach_script(record.decision_id, script.text, launch)
     # committed: from here on the decision exists whatever happens to this process
@@ -311,7 +311,7 @@ def bind_late(
     return plan, True
 
 
-def keep_environment(env_dir: Path | None, cluster: str, decision_id: int) -> Path | None:
+def keep_environment(env_dir: Path | None, name: str) -> Path | None:
     """Write this process's environment (what sbatch gives the job) to a file only the
     user may read, for the re-plan that submits the job again on another layout
     (``sbatch --export-file``: NUL-separated ``NAME=value``). None without ``env_dir``."""
@@ -319,7 +319,7 @@ def keep_environment(env_dir: Path | None, cluster: str, decision_id: int) -> Pa
         return None
     env_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(env_dir, 0o700)
-    path = env_dir / f"{cluster}-{decision_id}.env"
+    path = env_dir / f"{name}.env"  # the decision's id and tag token: unique across stores
     data = b"".join(
         k.encode() + b"=" + v.encode() + b"\0" for k, v in os.environ.items() if "\0" not in v
     )

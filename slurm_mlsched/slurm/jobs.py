@@ -77,6 +77,7 @@ class JobStatus:
     source: str  # "squeue" or "sacct"
     user: str = ""  # the job's owner (Slurm user name); empty when the source does not say
     held: bool = False  # pending and held (every component waits with a hold reason)
+    reason: str = ""  # the first component's state reason (squeue; ``JobHeldAdmin``)
 
     @property
     def phase(self) -> str:
@@ -128,6 +129,7 @@ def fold_components(rows: Iterable[ComponentStatus], source: str) -> dict[str, J
             source=source,
             user=lead.user,
             held=all(phase_of(p.state) == "pending" and p.reason in HELD_REASONS for p in parts),
+            reason=lead.reason,
         )
     return out
 

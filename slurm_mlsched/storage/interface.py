@@ -109,10 +109,14 @@ class PlanningSession(Protocol):
         script: str,
         at: datetime,
         detail: str,
+        process: str | None = None,
     ) -> DecisionRecord:
         """A re-plan starts a ``queued`` decision: its plan becomes ``decision`` (taken
         against ``snapshot``), its script ``script``, it reserves that layout from now on
-        and is ``starting``. Raises InvalidTransitionError when it is no longer queued."""
+        (any earlier layout's reservations end now) and is ``starting``; ``process`` is the
+        re-plan's identity (``services/process_id.py``), so that no other process finishes
+        the start while it may still act. Raises InvalidTransitionError when it is no
+        longer queued."""
         ...
 
 

@@ -324,6 +324,7 @@ class SqlPlanningSession:
         script: str,
         at: datetime,
         detail: str,
+        process: str | None = None,
     ) -> DecisionRecord:
         row = self._session.get(DecisionRow, decision_id, with_for_update=True)
         if row is None or row.cluster != self._cluster:
@@ -335,6 +336,10 @@ class SqlPlanningSession:
             )
         _set_plan(row, request, snapshot, decision)
         row.script = script
+        if process is not None:
+            row.submitter = process
+        for old in row.reservations:  # an earlier layout (never deleted: history) holds
+            old.end_at = old.start_at  # nothing from now on
         row.reservations.extend(_reservation_rows(request, snapshot, decision))
         row.state, row.state_changed_at, row.state_detail = DecisionState.STARTING.value, at, detail
         row.transitions.append(TransitionRow(state=row.state, at=at, detail=detail))

@@ -13,7 +13,7 @@
     submit-failed ──► submitted | running | completed | failed | cancelled
                       (repair: ``mlsub reconcile`` found a job with its exact tag)
 
-    submitting ──► queued ──► starting ──► submitted | running | completed | failed | cancelled
+    submitting | submit-failed ──► queued ◄──► starting ──► submitted | running | … | cancelled
                      │  └──► submitted | running | …   (its held job released by hand)
                      └──► cancelled                     (scancel of the held job)
 
@@ -22,7 +22,10 @@ Late binding (issue 19, ``services/replan.py``): a job that cannot start now is 
 until a re-plan starts it. The re-plan records the layout it chose as ``starting`` (from
 then on it reserves) *before* it releases the held job or submits the new script, and
 ``submitted`` after; a ``starting`` decision left by a re-plan that stopped is finished by
-the next re-plan or ``mlsub reconcile`` (never turned back: its nodes are held for it).
+the next re-plan or ``mlsub reconcile`` once that re-plan's process is gone (its nodes are
+held for it meanwhile); one whose start kept failing for ``START_GIVE_UP_S`` goes back to
+``queued``. A held job found for a ``submit-failed`` decision (its ``sbatch --hold``
+timed out) repairs it to ``queued``.
 
 ``mlsub plan --reserve`` records a decision as ``planned``; ``mlsub submit`` records it as
 ``submitting`` (committed before ``sbatch`` runs) and moves it to ``submitted`` with the
@@ -77,11 +80,13 @@ ALLOWED: dict[DecisionState, frozenset[DecisionState]] = {
         {S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED, S.SUBMIT_FAILED, S.QUEUED}
     ),
     S.QUEUED: frozenset({S.STARTING, S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
-    S.STARTING: frozenset({S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
+    S.STARTING: frozenset({S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED, S.QUEUED}),
     S.SUBMITTED: frozenset({S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
     S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.CANCELLED}),
     **{t: frozenset() for t in TERMINAL},
-    S.SUBMIT_FAILED: frozenset({S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
+    S.SUBMIT_FAILED: frozenset(
+        {S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED, S.QUEUED}
+    ),
 }
 
 #: How far along the path to the end a state is (``submit-failed`` and ``released`` are off

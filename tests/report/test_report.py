@@ -106,3 +106,34 @@ def test_the_page_is_written_privately_and_bad_input_is_refused(tmp_path: Path) 
         app, ["report", "--out", str(out), "--user", "bob"], env={**env, "MLSUB_AS_USER": "alice"}
     )
     assert other.exit_code == 3 and "only list their own" in other.stderr
+
+
+def test_a_row_it_cannot_read_or_a_non_number_is_shown_not_fatal(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    from sqlalchemy import update
+
+    from slurm_mlsched.storage.models import DecisionRow
+
+    first = submit_job(wiring(store, FakeSource(), FakeSubmitter()), opts(name="a"), JOB)
+    second = submit_job(wiring(store, FakeSource(), FakeSubmitter()), opts(name="b"), JOB)
+    assert first.record is not None and second.record is not None
+    with store._engine.begin() as conn:
+        conn.execute(update(DecisionRow).where(DecisionRow.id == first.record.decision_id)
+                     .values(decision_json="{not json", lp_value=float("nan")))  # fmt: skip
+        conn.execute(update(DecisionRow).where(DecisionRow.id == second.record.decision_id)
+                     .values(lp_value=float("inf")))  # fmt: skip
+    data = data_of(store)
+    rows = {r["i"]: r for r in data["decisions"]}  # type: ignore[attr-defined]
+    assert "could not be read" in rows[first.record.decision_id]["no"][0]
+    assert rows[second.record.decision_id]["lp"] is None
+    page = render_page(data)
+    block = re.search(
+        r'<script id="report-data" type="application/json">(.*?)</script>', page, re.S
+    )
+    assert block is not None
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in the page's data: JSON.parse would fail")
+
+    json.loads(block.group(1), parse_constant=refuse)

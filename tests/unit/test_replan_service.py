@@ -8,6 +8,7 @@ epilog: tests/integration/test_queue_live.py."""
 from __future__ import annotations
 
 import os
+import pwd
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from slurm_mlsched.storage import DecisionState, SqlDecisionStore, open_store
 from tests.unit.test_submit_service import JOB, NOW, FakeSource, FakeSubmitter, opts, wiring
 
 S = DecisionState
+ME = pwd.getpwuid(os.geteuid()).pw_name
 
 
 @dataclass
@@ -55,8 +57,27 @@ class FakeStarter:
     owners: frozenset[str] | None = None  # whose jobs it may start (None: everyone's)
     held: list[JobStatus] = field(default_factory=list)  # what squeue lists as held
 
+    store: SqlDecisionStore | None = None  # held_jobs: every queued decision's, as Slurm says
+
     def held_jobs(self) -> list[JobStatus]:
-        return [j for j in self.held if j.job_id not in self.cancelled]
+        jobs = list(self.held)
+        if self.store is not None:
+            from slurm_mlsched.services.submit import tag_of
+            from tests.unit.test_submit_service import status
+
+            for r in self.store.history():
+                if r.state == S.QUEUED and r.slurm_job_id:
+                    jobs.append(
+                        status(
+                            r.slurm_job_id,
+                            "PENDING",
+                            str(tag_of("lab", r)),
+                            held=True,
+                            user=r.job_owner,
+                            reason="JobHeldUser",
+                        )
+                    )
+        return [j for j in jobs if j.job_id not in self.cancelled]
 
     updated: list[tuple[str, tuple[str, ...], int]] = field(default_factory=list)
 
@@ -97,6 +118,7 @@ def live(store: SqlDecisionStore, tmp_path: Path, sub: HeldSubmitter, at: int = 
             "clock": FixedClock(NOW + timedelta(seconds=at)),
             "held_submitter": sub,
             "env_dir": tmp_path / "env",
+            "slurm_user": ME,  # the kept environment file is the job owner's: this user's
         }
     )
 
@@ -142,7 +164,7 @@ def test_replan_starts_the_queued_job_once_capacity_frees(
     store: SqlDecisionStore, tmp_path: Path
 ) -> None:
     sub, ids = fill_and_queue(store, tmp_path)
-    starter = FakeStarter()
+    starter = FakeStarter(store=store)
     w = live(store, tmp_path, sub, at=30)
     nothing = replan(w, starter)
     assert nothing.started == () and [x.decision_id for x in nothing.waiting] == [ids[4]]
@@ -162,7 +184,7 @@ def test_replan_starts_the_queued_job_once_capacity_frees(
     else:  # a new layout: submitted again as its owner, the held job cancelled after
         assert report.started[0].action == "resubmitted"
         ((script, _launch, owner),) = starter.submitted
-        assert script == rec.script and owner == "alice"
+        assert script == rec.script and owner == ME
         assert rec.summary.slurm_job_id == "901" and rec.earlier_job_ids == ("501",)
         assert starter.cancelled == ["501"]
     # it reserves its layout from now on; a second re-plan starts nothing more
@@ -180,7 +202,7 @@ def test_a_changed_layout_is_submitted_again_and_the_held_job_cancelled(
     other = next(i for i in ids[:4] if {p.node for p in store.get(i).decision.placement}
                  != tentative)  # fmt: skip
     store.transition(other, S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
-    starter = FakeStarter()
+    starter = FakeStarter(store=store)
     report = replan(live(store, tmp_path, sub, at=40), starter)
     assert [s.action for s in report.started] == ["resubmitted"]
     rec = store.get(ids[4])
@@ -194,14 +216,14 @@ def test_a_replan_that_could_not_act_leaves_starting_and_the_next_finishes_it(
 ) -> None:
     sub, ids = fill_and_queue(store, tmp_path)
     store.transition(ids[0], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
-    broken = FakeStarter(fail=True)
+    broken = FakeStarter(fail=True, store=store)
     report = replan(live(store, tmp_path, sub, at=40), broken)
     assert [s.action for s in report.started] == ["failed"]
     assert store.get(ids[4]).state == S.STARTING  # recorded before acting, never turned back
     # its layout stays reserved: no other job is given its node meanwhile
     held = store.reservations("lab", NOW + timedelta(seconds=40), epoch=NOW, slot_seconds=60.0)
     assert f"mlsub-{ids[4]}" in {r.job_id for r in held}
-    good = FakeStarter()
+    good = FakeStarter(store=store)
     new_script = store.get(ids[4]).script
     notes = finish_starts(store, good, "lab", NOW + timedelta(seconds=50))
     assert len(notes) == 1 and store.get(ids[4]).state == S.SUBMITTED
@@ -218,7 +240,7 @@ def test_others_queued_jobs_are_left_to_their_owners(
 ) -> None:
     sub, ids = fill_and_queue(store, tmp_path)
     store.transition(ids[0], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
-    bob = FakeStarter(owners=frozenset({"bob"}))
+    bob = FakeStarter(owners=frozenset({"bob"}), store=store)
     report = replan(live(store, tmp_path, sub, at=40), bob)
     assert report.started == () and report.skipped == (ids[4],)
     assert store.get(ids[4]).state == S.QUEUED
@@ -259,17 +281,25 @@ def test_sbatch_of_a_new_layout_runs_as_the_owner_with_the_kept_environment(
     env = tmp_path / "e.env"
     env.write_bytes(b"A=1\0")
     launch = Launch(ScriptSpec(("python3", "t.py"), "t"), "/home/alice/run", str(env))
-    mine = sbatch_argv(launch, "alice", euid=1000)
+    mine = sbatch_argv(launch, ME, euid=os.geteuid())
     assert mine == ["sbatch", "--parsable", "--chdir=/home/alice/run", f"--export-file={env}"]
-    as_root = sbatch_argv(launch, "root", euid=0)
-    assert as_root == mine
-    gone = sbatch_argv(Launch(launch.spec, "/w", str(tmp_path / "missing")), "root", euid=0)
-    assert gone == ["sbatch", "--parsable", "--chdir=/w"]
+    # the kept environment must be the owner's own file: else none is passed at all (not
+    # this process's either) — the path comes from the store, which a user may edit
+    for other in ("nobody", "no-such-user-here"):
+        foreign = sbatch_argv(launch, other, euid=1000)
+        assert foreign == ["sbatch", "--parsable", "--chdir=/home/alice/run", "--export=NONE"]
+    gone = sbatch_argv(Launch(launch.spec, "/w", str(tmp_path / "missing")), ME, euid=1000)
+    assert gone == ["sbatch", "--parsable", "--chdir=/w", "--export=NONE"]
+    link = tmp_path / "link.env"
+    link.symlink_to(env)
+    linked = sbatch_argv(Launch(launch.spec, "/w", str(link)), ME, euid=1000)
+    assert linked[-1] == "--export=NONE"  # a link is never followed
     # another user's job, from root: through setpriv, with sbatch's own input variables
+    if os.geteuid() != 0:
+        pytest.skip("giving the file to another user needs root")
     env.write_bytes(b"A=1\0SBATCH_ACCOUNT=proj-7\0SBATCH_QOS=low\0NOT_SBATCH=x\0")
-    import pwd
-
     nobody = pwd.getpwnam("nobody")
+    os.chown(env, nobody.pw_uid, nobody.pw_gid)
     theirs = sbatch_argv(launch, "nobody", euid=0)
     assert theirs[:5] == [
         "setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--init-groups", "--",
@@ -353,7 +383,7 @@ def test_the_head_keeps_its_tentative_plan_across_live_re_plans(
 
     sub, ids = fill_and_queue(store, tmp_path)
     later = NOW + timedelta(seconds=70)  # the next slot: a snapshot of its own
-    report = replan(live(store, tmp_path, sub, at=70), FakeStarter())
+    report = replan(live(store, tmp_path, sub, at=70), FakeStarter(store=store))
     assert report.started == () and report.waiting[0].estimated_start is not None
     head = store.get(ids[4])
     assert head.state == S.QUEUED and [t.state for t in head.transitions][-1] == S.QUEUED
@@ -440,7 +470,7 @@ def test_a_plugin_job_that_waits_is_held_and_started_on_the_nodes_chosen_then(
     assert store.get(did).state == S.QUEUED
     store.transition(ids[2], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
     store.transition(ids[4], S.CANCELLED, NOW + timedelta(seconds=20), "scancel")
-    starter = FakeStarter()
+    starter = FakeStarter(store=store)
     report = replan(live(store, tmp_path, sub, at=40), starter)
     assert [(x.decision_id, x.action) for x in report.started] == [(did, "updated")]
     rec = store.get(did)
@@ -448,3 +478,127 @@ def test_a_plugin_job_that_waits_is_held_and_started_on_the_nodes_chosen_then(
     assert starter.updated == [("700", nodes, sum(c.count for c in rec.decision.placement))]
     assert starter.submitted == [] and rec.state == S.SUBMITTED
     assert rec.script == script.read_text()  # the user's own script
+
+
+# --- what a re-plan does not trust, and starts that never happened (review of issue 19) --------
+
+
+def test_a_queued_row_slurm_does_not_vouch_for_is_not_started(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """The store's columns alone are not trusted (a user may edit their own row): a held
+    job Slurm says is someone else's, or that carries another tag, or that an admin holds,
+    is not started; the owner's own re-plan (or root's, once Slurm agrees) starts it."""
+    from slurm_mlsched.services.submit import tag_of
+    from tests.unit.test_submit_service import status
+
+    sub, ids = fill_and_queue(store, tmp_path)
+    store.transition(ids[0], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
+    tag = str(tag_of("lab", store.get(ids[4]).summary))
+    for fake in (
+        status("501", "PENDING", tag, held=True, user="mallory", reason="JobHeldUser"),
+        status(
+            "501",
+            "PENDING",
+            "mlsched:decision=5:ffffffffffff",
+            held=True,
+            user=ME,
+            reason="JobHeldUser",
+        ),
+        status("501", "PENDING", tag, held=True, user=ME, reason="JobHeldAdmin"),
+    ):
+        starter = FakeStarter(held=[fake])
+        report = replan(live(store, tmp_path, sub, at=40), starter)
+        assert report.started == () and ids[4] in report.skipped
+        assert store.get(ids[4]).state == S.QUEUED
+    vouched = status("501", "PENDING", tag, held=True, user=ME, reason="JobHeldUser")
+    report = replan(live(store, tmp_path, sub, at=40), FakeStarter(held=[vouched]))
+    assert [s.decision_id for s in report.started] == [ids[4]]
+
+
+def test_a_start_is_not_finished_while_its_re_plan_may_still_act(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    from dataclasses import replace as dc_replace
+
+    from slurm_mlsched.services.process_id import ProcessId, this_process
+
+    sub, ids = fill_and_queue(store, tmp_path)
+    store.transition(ids[0], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
+    me = str(this_process())
+    w = dc_replace(live(store, tmp_path, sub, at=40), process=me)
+    replan(w, FakeStarter(fail=True, store=store))  # recorded starting, its action failed
+    assert store.get(ids[4]).state == S.STARTING
+    good = FakeStarter(store=store)
+    # its re-plan (this very process) is alive: another finisher leaves it alone
+    assert finish_starts(store, good, "lab", NOW + timedelta(seconds=50)) == []
+    assert good.released == good.submitted == []
+    # a re-plan gone (another pid on this host): finished
+    gone = ProcessId.parse(me)
+    assert gone is not None
+    dead = dc_replace(gone, pid=2**22 + 7, start=1)
+    from sqlalchemy import update
+
+    from slurm_mlsched.storage.models import DecisionRow
+
+    with store._engine.begin() as conn:
+        conn.execute(
+            update(DecisionRow).where(DecisionRow.id == ids[4]).values(submitter=str(dead))
+        )
+    assert len(finish_starts(store, good, "lab", NOW + timedelta(seconds=60))) == 1
+    assert store.get(ids[4]).state == S.SUBMITTED
+
+
+def test_a_start_that_never_happens_goes_back_to_the_queue_without_double_booking(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    from slurm_mlsched.services.replan import START_GIVE_UP_S
+
+    sub, ids = fill_and_queue(store, tmp_path)
+    store.transition(ids[0], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
+    replan(live(store, tmp_path, sub, at=40), FakeStarter(fail=True, store=store))
+    assert store.get(ids[4]).state == S.STARTING
+    later = NOW + timedelta(seconds=40 + START_GIVE_UP_S + 1)
+    notes = finish_starts(store, FakeStarter(store=store), "lab", later)
+    assert "back in the queue" in notes[0] and store.get(ids[4]).state == S.QUEUED
+    # started again: the first start's reservation no longer counts
+    at = int((later - NOW).total_seconds()) + 5
+    report = replan(live(store, tmp_path, sub, at=at), FakeStarter(store=store))
+    assert [s.decision_id for s in report.started] == [ids[4]]
+    now = NOW + timedelta(seconds=at)
+    mine = [
+        r for r in store.reservations("lab", now, epoch=NOW, slot_seconds=60.0)
+        if r.job_id == f"mlsub-{ids[4]}"
+    ]  # fmt: skip
+    rec = store.get(ids[4])
+    assert len(mine) == len(rec.decision.reservations(rec.request))
+
+
+def test_a_held_job_found_for_a_failed_held_submission_repairs_it(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """sbatch --hold timed out, reconcile marked the decision submit-failed, then the held
+    job turned up: reconcile moves it to queued (an allowed transition)."""
+    from slurm_mlsched.services.reconcile import _apply, plan_updates
+    from slurm_mlsched.services.submit import tag_of
+    from tests.unit.test_submit_service import status
+
+    _sub, ids = fill_and_queue(store, tmp_path)
+    with store.planning("lab") as tx:
+        from slurm_mlsched.storage import NewDecision
+
+        rec = store.get(ids[4])
+        new = NewDecision(
+            request=rec.request, snapshot=rec.snapshot, params=rec.params,
+            decision=rec.decision, user="alice", host="login1", created_at=NOW,
+            state=S.SUBMITTING, holds=False,
+        )  # fmt: skip
+        did = tx.record(new).decision_id
+    store.transition(did, S.SUBMIT_FAILED, NOW, "sbatch --hold timed out")
+    tag = str(tag_of("lab", store.get(did).summary))
+    (u,) = plan_updates(
+        [store.get(did).summary], {did: tag},
+        {"600": status("600", "PENDING", tag, held=True, user="alice")}, now=NOW,
+    )  # fmt: skip
+    assert [s.state for s in u.steps] == [S.QUEUED]
+    assert _apply(store, u).after == S.QUEUED and store.get(did).state == S.QUEUED
