@@ -94,8 +94,8 @@ printf 'JobID|JobName|NodeList|State|ExitCode\n%s\n' "$ROWS" \
   | awk -F'|' '{printf "%-12s %-10s %-10s %-10s %s\n", $1, $2, $3, $4, $5}'
 
 say "the job's output"
-cat "$OUT"/mlsub-"$DECISION"-*.out
-ACC=$(grep -o 'accuracy=[0-9.]*' "$OUT"/mlsub-"$DECISION"-*.out | tail -1)
+cat "$OUT/mlsub-$DECISION-$JOB.out"
+ACC=$(grep -o 'accuracy=[0-9.]*' "$OUT/mlsub-$DECISION-$JOB.out" | tail -1)
 
 say "the decision history as a page (mlsub report; open it in a browser, offline)"
 "$MLSUB" reconcile --json > /dev/null || true
