@@ -509,10 +509,15 @@ def finish_starts(
     from ..storage import HistoryFilter
 
     notes = []
+    held: dict[str, JobStatus] | None = None
     for s in store.history(HistoryFilter(state=S.STARTING, cluster=cluster_name)):
         if not starter.may_start(s.job_owner):
             continue
+        if held is None:
+            held = {j.job_id: j for j in starter.held_jobs()}
         record = store.get(s.decision_id)
+        if not verified_owner(record, held, cluster_name):
+            continue  # its held job is gone, or Slurm does not vouch for the row
         since = next((t.at for t in reversed(record.transitions) if t.state == S.STARTING), now)
         age = (now - since).total_seconds()
         if still_acting(s.submitter, age) and age < START_GIVE_UP_S:

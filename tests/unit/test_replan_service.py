@@ -66,7 +66,7 @@ class FakeStarter:
             from tests.unit.test_submit_service import status
 
             for r in self.store.history():
-                if r.state == S.QUEUED and r.slurm_job_id:
+                if r.state in (S.QUEUED, S.STARTING) and r.slurm_job_id:
                     jobs.append(
                         status(
                             r.slurm_job_id,
