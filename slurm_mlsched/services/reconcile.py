@@ -40,6 +40,7 @@ fail each other.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -47,11 +48,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..config import DEFAULT_STALE_AFTER_S
+from ..errors import NotFoundError, StoreError
 from ..sbatch.tag import find_tags
 from ..slurm.jobs import JobStatus, JobStatusReader
 from ..storage import DecisionState, DecisionStore, DecisionSummary, HistoryFilter
 from ..storage.states import TERMINAL, can_move
 from .clock import Clock
+from .kept_env import drop_kept_environment
 from .process_id import REMOTE_SETTLE_S, ProcessId, alive
 from .submit import tag_of
 from .viewer import Viewer
@@ -332,7 +335,13 @@ def reconcile(
     )
     # a submit-failed decision looked up for repair is reported only when it was repaired
     shown = [u for u in updates if u.steps or u.before != S.SUBMIT_FAILED]
-    return [_apply(store, u) for u in shown], notes
+    applied = [_apply(store, u) for u in shown]
+    for u in applied:  # a queued job that ended without starting: its kept env is not needed
+        if u.before in (S.QUEUED, S.STARTING) and u.after in TERMINAL:
+            with contextlib.suppress(StoreError, NotFoundError):
+                record = store.get(u.decision_id)
+                drop_kept_environment(record.launch, record.summary.job_owner)
+    return applied, notes
 
 
 def _apply(store: DecisionStore, u: Update) -> Update:

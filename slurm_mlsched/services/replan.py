@@ -63,6 +63,7 @@ from ..slurm.nodes import NodeState
 from ..storage import DecisionRecord, DecisionState, DecisionStore, PlanningSession
 from .clock import Clock
 from .cluster_state import ClusterState
+from .kept_env import drop_kept_environment, owned_file
 from .process_id import ProcessId, alive, boot_id
 from .submit import LiveWiring, stored_and_running, tag_of
 
@@ -473,31 +474,8 @@ def _submitted(
         )
 
 
-def owned_file(path: str | None, owner: str) -> Path | None:
-    """``path`` if it is a regular file (not a link) of ``owner``'s, else None: the kept
-    environment is read (its ``SBATCH_*``) and removed by root only under that check (the
-    path comes from the store, which a user may edit)."""
-    import pwd
-    import stat
-
-    if path is None:
-        return None
-    try:
-        info = os.lstat(path)
-        uid = pwd.getpwnam(owner).pw_uid
-    except (OSError, KeyError):
-        return None
-    if not stat.S_ISREG(info.st_mode) or info.st_uid != uid:
-        return None
-    return Path(path)
-
-
 def _drop_env(launch: Launch | None, owner: str) -> None:
-    """The kept environment is not needed once the job is submitted."""
-    path = owned_file(None if launch is None else launch.env_file, owner)
-    if path is not None:
-        with contextlib.suppress(OSError):
-            path.unlink()
+    drop_kept_environment(launch, owner)
 
 
 def finish_starts(

@@ -602,3 +602,36 @@ def test_a_held_job_found_for_a_failed_held_submission_repairs_it(
     )  # fmt: skip
     assert [s.state for s in u.steps] == [S.QUEUED]
     assert _apply(store, u).after == S.QUEUED and store.get(did).state == S.QUEUED
+
+
+def test_a_queued_job_cancelled_by_hand_leaves_no_kept_environment(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """scancel of the held job: reconcile records the decision cancelled and removes the
+    environment kept for its re-submission (it may hold secrets)."""
+    from slurm_mlsched.services.reconcile import reconcile
+    from slurm_mlsched.services.submit import tag_of
+    from slurm_mlsched.services.viewer import Viewer
+    from slurm_mlsched.slurm.jobs import StatusReport
+    from tests.unit.test_submit_service import status
+
+    _sub, ids = fill_and_queue(store, tmp_path)
+    rec = store.get(ids[4])
+    assert rec.launch is not None and rec.launch.env_file is not None
+    kept = Path(rec.launch.env_file)
+    assert kept.exists()
+    tag = str(tag_of("lab", rec.summary))
+
+    class Reader:
+        def queue(self) -> dict[str, JobStatus]:
+            return {"501": status("501", "CANCELLED", tag, user=ME, end=NOW)}
+
+        def accounting(self, *, since: object, job_ids: object = ()) -> StatusReport:
+            return StatusReport({}, ())
+
+    updates, _ = reconcile(
+        store=store, reader=Reader(), clock=FixedClock(NOW + timedelta(minutes=1)),  # type: ignore[arg-type]
+        cluster_name="lab", viewer=Viewer("root", is_admin=True), decision_ids=[ids[4]],
+    )  # fmt: skip
+    assert [u.after for u in updates] == [S.CANCELLED]
+    assert not kept.exists()
