@@ -41,7 +41,9 @@ def test_report_of_real_runs_in_chromium(
         tmp_path / "probe.py", f"{SMALL_TASKS} --workers 1 --batches-per-epoch 10"
     )
     done = mlsub.json(str(script), "--interpreter", "python3", "--wait", "--", str(tasks), "0")
-    long = mlsub.json(str(script), "--interpreter", "python3", "--", str(tasks), "120")
+    later = tmp_path / "tasks-long"  # its own directory: the probe never overwrites a file
+    later.mkdir()
+    long = mlsub.json(str(script), "--interpreter", "python3", "--", str(later), "120")
     cluster.jobs.append(int(long["slurm_job_id"]))
     cluster.wait_running(int(long["slurm_job_id"]))
     cluster.slurm.run(["scancel", long["slurm_job_id"]])
