@@ -291,12 +291,12 @@ def replan(
     """Re-plan the cluster's queue and start what can start now (module docstring)."""
     notes: list[str] = []
     now = wiring.clock.now()
+    held = {j.job_id: j for j in starter.held_jobs()}  # one squeue for the whole re-plan
     if wiring.refresh is not None:
         wiring.refresh()
         # only after a reconcile: a start whose Slurm action happened is submitted by now
-        notes.extend(finish_starts(wiring.store, starter, wiring.cluster_name, now))
-    notes.extend(cancel_replaced(wiring.store, starter, wiring.cluster_name))
-    held = {j.job_id: j for j in starter.held_jobs()}
+        notes.extend(finish_starts(wiring.store, starter, wiring.cluster_name, now, held=held))
+    notes.extend(cancel_replaced(wiring.store, starter, wiring.cluster_name, held=held))
     state = wiring.source.read(now)
     starts: list[_Start] = []
     waiting: list[Waiting] = []
@@ -428,7 +428,7 @@ def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime
         if start.how == "release" and start.held_job is not None:
             starter.release(start.held_job)
             _submitted(store, record.decision_id, start.held_job, now, "replan: released held job")
-            _drop_env(record.launch, record.summary.job_owner)
+            drop_kept_environment(record.launch, record.summary.job_owner)
             return Started(record.decision_id, user, start.held_job, "released", placement)
         if start.how == "update" or record.launch is None:
             if start.held_job is None:
@@ -459,7 +459,7 @@ def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime
             starter.cancel(start.held_job)
         except (SlurmError, RemoteError) as err:
             note = f"held job {start.held_job} not cancelled ({err.message}); it stays held"
-    _drop_env(record.launch, record.summary.job_owner)
+    drop_kept_environment(record.launch, record.summary.job_owner)
     return Started(record.decision_id, user, new_id, "resubmitted", placement, note)
 
 
@@ -474,12 +474,13 @@ def _submitted(
         )
 
 
-def _drop_env(launch: Launch | None, owner: str) -> None:
-    drop_kept_environment(launch, owner)
-
-
 def finish_starts(
-    store: DecisionStore, starter: JobStarter, cluster_name: str, now: datetime
+    store: DecisionStore,
+    starter: JobStarter,
+    cluster_name: str,
+    now: datetime,
+    *,
+    held: Mapping[str, JobStatus] | None = None,
 ) -> list[str]:
     """Finish the starts a stopped re-plan left (``starting`` decisions whose Slurm action
     did not happen: reconcile found their held job still held and no new job). Run after a
@@ -487,11 +488,10 @@ def finish_starts(
     from ..storage import HistoryFilter
 
     notes = []
-    held: dict[str, JobStatus] | None = None
     for s in store.history(HistoryFilter(state=S.STARTING, cluster=cluster_name)):
         if not starter.may_start(s.job_owner):
             continue
-        if held is None:
+        if held is None:  # asked once, and only when there is a start to finish
             held = {j.job_id: j for j in starter.held_jobs()}
         record = store.get(s.decision_id)
         if not verified_owner(record, held, cluster_name):
@@ -542,14 +542,21 @@ def _give_up(store: DecisionStore, record: DecisionRecord, now: datetime, age: f
     return f"decision {record.decision_id}: its start never happened; back in the queue"
 
 
-def cancel_replaced(store: DecisionStore, starter: JobStarter, cluster_name: str) -> list[str]:
+def cancel_replaced(
+    store: DecisionStore,
+    starter: JobStarter,
+    cluster_name: str,
+    *,
+    held: Mapping[str, JobStatus] | None = None,
+) -> list[str]:
     """Cancel held jobs that a decision replaced: a re-plan that stopped after submitting
     a queued job's new layout and before cancelling its held job leaves the held one
     (reconcile records the new one by its tag, and the held id among the earlier ids).
     Only a held job whose exact tag is one of this store's decisions, whose id is one of
     that decision's earlier ids, of a user this process may act for."""
     notes = []
-    for job in starter.held_jobs():
+    jobs = starter.held_jobs() if held is None else list(held.values())
+    for job in jobs:
         for tag in find_tags(job.comment):
             try:
                 record = store.get(tag.decision_id)

@@ -22,7 +22,7 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
@@ -244,16 +244,8 @@ def render_page(data: Mapping[str, Any]) -> str:
     """The page: the template with ``data`` inlined (``<``, ``>``, ``&`` as JSON escapes,
     so no string in the data can end the script element)."""
     template = resources.files("slurm_mlsched").joinpath("data/report.html").read_text("utf-8")
-    payload = json.dumps(data, separators=(",", ":"), allow_nan=False, default=_json_default)
+    payload = json.dumps(data, separators=(",", ":"), allow_nan=False)  # numbers: _finite
     # "<" ">" "&" occur in JSON only inside strings: as \u escapes no stored text can end
     # the script element or open a comment in it
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return template.replace("/*MLSUB_REPORT_DATA*/null", payload, 1)
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, datetime | timedelta):
-        return str(value)
-    raise TypeError(f"not JSON: {type(value).__name__}")
