@@ -3,45 +3,19 @@ with apt-get when missing (as root), else the tests skip (fail under CI)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
-from tests.conftest import require_or_skip
+from tests.apt import ensure_command
 
 PACKAGE = "chromium"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1100")
 
 
-def _install() -> str | None:
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return "chromium is not installed and this is not a root Debian machine to install it"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    lock = ["-o", "DPkg::Lock::Timeout=600"]
-    install = ["apt-get", *lock, "install", "-y", "-qq", "--no-install-recommends", PACKAGE]
-    problem = None
-    for cmd in (install, ["apt-get", *lock, "update", "-qq"], install):
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            problem = f"{' '.join(cmd)} failed: {done.stderr.strip()[-500:]}"
-        elif cmd is install:
-            return None
-    return problem
-
-
 def ensure_chromium() -> str:
     """The path of chromium, installing it first if needed (or skip / fail under CI)."""
-    found = shutil.which(PACKAGE)
-    if found:
-        return found
-    problem = _install()
-    found = shutil.which(PACKAGE)
-    if found is None:
-        require_or_skip(problem or "chromium not found after installing it")
-    assert found is not None
-    return found
+    return ensure_command(PACKAGE, PACKAGE, timeout=900)
 
 
 def dump_dom(chromium: str, page: Path, fragment: str = "", budget_ms: int = 5000) -> str:
