@@ -2,10 +2,13 @@
 
 Wiring (the only place adapters are picked):
 
-* clock: :class:`~slurm_mlsched.services.clock.WallClock`, or a
-  :class:`~slurm_mlsched.services.clock.FixedClock` at ``MLSUB_FIXED_NOW`` (an ISO 8601
-  time) when that variable is set: for tests and reproducible output;
-* ``MLSUB_DEBUG=1`` lets unexpected exceptions through with their traceback;
+* the root callback puts the one :class:`~.context.AppContext` on ``ctx.obj``: the clock
+  (:class:`~slurm_mlsched.services.clock.WallClock`, or a
+  :class:`~slurm_mlsched.services.clock.FixedClock` at ``MLSUB_FIXED_NOW``, an ISO 8601
+  time: for tests and reproducible output), the debug switch (``MLSUB_DEBUG=1`` lets
+  unexpected exceptions through with their traceback), configuration and the store;
+* every module declares its commands on a :class:`~.context.Commands` and this module
+  adds them all (:data:`DECLARED`); each command is wrapped once in the error handling;
 * a command that may solve (plan, submit, explain, replay) first uses up HiGHS's
   once-per-process start-up banner with stdout pointed at /dev/null
   (:mod:`.highs_banner`), so ``--json`` stays pure JSON;
@@ -28,20 +31,17 @@ import typer
 from .. import __version__
 from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import InputError, JobDidNotComplete
-from ..services.clock import Clock, FixedClock, WallClock
 from . import cluster as cluster_cli
+from . import decisions as decisions_cli
 from . import output
 from . import plugins as plugins_cli
 from . import remote as remote_cli
 from . import replay as replay_cli
-from .decisions import register
-from .errors import handle_errors
+from . import replay_slurm as replay_slurm_cli
+from .context import AppContext, Commands, app_context
 from .highs_banner import silence_highs_banner
 from .job_flags import with_job_options
 from .options import DB_URL_HELP, RemoteOption
-
-FIXED_NOW_ENV = "MLSUB_FIXED_NOW"
-DEBUG_ENV = "MLSUB_DEBUG"
 
 app = typer.Typer(
     name="mlsub",
@@ -56,38 +56,25 @@ POLICY = "Placement"
 STORE = "Decision store"
 
 
-def _clock() -> Clock:
-    fixed = os.environ.get(FIXED_NOW_ENV)
-    if not fixed:
-        return WallClock()
-    try:
-        return FixedClock.from_iso(fixed)
-    except ValueError:
-        raise InputError(
-            f"environment variable {FIXED_NOW_ENV} is not an ISO 8601 time, got {fixed!r}",
-            hint=f"e.g. {FIXED_NOW_ENV}=2026-01-01T00:00:00Z, or unset it",
-            context={"variable": FIXED_NOW_ENV, "value": fixed},
-        ) from None
-
-
-def _debug() -> bool:
-    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
-
-
 def _show_version(value: bool) -> None:
     if value:
         output.show_version(__version__)
         raise typer.Exit()
 
 
+commands = Commands()
+
+
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
     """Place distributed ML training jobs (workers + parameter servers) on Slurm."""
+    ctx.obj = AppContext(dict(os.environ))
 
 
 # --- job options, shared by plan and submit ----------------------------------------------------
@@ -103,7 +90,7 @@ ScriptArgs = Annotated[
 ]
 
 
-@app.command()
+@commands.command()
 @with_job_options
 def plan(
     script: Annotated[
@@ -162,52 +149,51 @@ def plan(
             "--remote plans on the live cluster behind a login node; --cluster plans offline",
             param_hint="'--remote'",
         )
-    with handle_errors(debug=_debug()):
-        silence_highs_banner()
-        from .live import LiveRequest, run_for_sbatch, run_submit
+    silence_highs_banner()
+    from .live import LiveRequest, run_for_sbatch, run_submit
 
-        if for_sbatch:
-            if script is None or cluster is not None:
-                raise InputError(
-                    "--for-sbatch needs SCRIPT and plans on the live cluster (no --cluster)",
-                    hint="the cli_filter plugin calls: mlsub plan --for-sbatch SCRIPT",
-                )
-            placed = run_for_sbatch(
-                LiveRequest(script, (), overrides, cluster_name, db_url), clock=_clock()
+    if for_sbatch:
+        if script is None or cluster is not None:
+            raise InputError(
+                "--for-sbatch needs SCRIPT and plans on the live cluster (no --cluster)",
+                hint="the cli_filter plugin calls: mlsub plan --for-sbatch SCRIPT",
             )
-            output.show_lines(placed.lines())
-            return
-        if cluster is None:
-            assert script is not None
-            outcome, _ = run_submit(
-                LiveRequest(script, tuple(args or ()), overrides, cluster_name, db_url, remote),
-                clock=_clock(),
-                dry_run=True,
-            )
-            output.show_submitted(outcome.as_dict(), as_json=as_json, show_script=True)
-            return
-        if reserve:
-            from .decisions import plan_reserved
-
-            reserved = plan_reserved(
-                script=script,
-                cluster=cluster,
-                overrides=_plan_only(overrides),
-                clock=_clock(),
-                cluster_name=cluster_name,
-                db_url=db_url,
-            )
-            output.show_reserved(reserved, as_json=as_json)
-            return
-        from ..services.plan import plan_from_files
-
-        result = plan_from_files(
-            script=script, cluster=cluster, overrides=_plan_only(overrides), clock=_clock()
+        placed = run_for_sbatch(
+            LiveRequest(script, (), overrides, cluster_name, db_url), clock=app_context().clock
         )
-        output.show_plan(result.as_dict(), as_json=as_json)
+        output.show_lines(placed.lines())
+        return
+    if cluster is None:
+        assert script is not None
+        outcome, _ = run_submit(
+            LiveRequest(script, tuple(args or ()), overrides, cluster_name, db_url, remote),
+            clock=app_context().clock,
+            dry_run=True,
+        )
+        output.show_submitted(outcome.as_dict(), as_json=as_json, show_script=True)
+        return
+    if reserve:
+        from .decisions import plan_reserved
+
+        reserved = plan_reserved(
+            script=script,
+            cluster=cluster,
+            overrides=_plan_only(overrides),
+            clock=app_context().clock,
+            cluster_name=cluster_name,
+            db_url=db_url,
+        )
+        output.show_reserved(reserved, as_json=as_json)
+        return
+    from ..services.plan import plan_from_files
+
+    result = plan_from_files(
+        script=script, cluster=cluster, overrides=_plan_only(overrides), clock=app_context().clock
+    )
+    output.show_plan(result.as_dict(), as_json=as_json)
 
 
-@app.command()
+@commands.command()
 @with_job_options
 def submit(
     script: Annotated[
@@ -236,31 +222,30 @@ def submit(
     Arguments after -- go to the program verbatim.
     """
     overrides = dict(job_options or {})
-    with handle_errors(debug=_debug()):
-        silence_highs_banner()
-        from ..storage.states import DecisionState
-        from .live import LiveRequest, run_submit
+    silence_highs_banner()
+    from ..storage.states import DecisionState
+    from .live import LiveRequest, run_submit
 
-        with output.waiting(enabled=wait and not as_json) as progress:
-            outcome, final = run_submit(
-                LiveRequest(script, tuple(args or ()), overrides, cluster_name, db_url, remote),
-                clock=_clock(),
-                dry_run=False,
-                wait=progress if wait else None,
-            )
-        result = outcome.as_dict()
-        if final is not None:
-            result["state"] = final.value
-        output.show_submitted(result, as_json=as_json, show_script=show_script)
-        if final is not None and final != DecisionState.COMPLETED:
-            raise JobDidNotComplete(
-                f"Slurm job {outcome.slurm_job_id} ended {final.value}",
-                hint=f"see its output file and: mlsub show {result['decision_id']}",
-                context={"decision_id": result["decision_id"], "state": final.value},
-            )
+    with output.waiting(enabled=wait and not as_json) as progress:
+        outcome, final = run_submit(
+            LiveRequest(script, tuple(args or ()), overrides, cluster_name, db_url, remote),
+            clock=app_context().clock,
+            dry_run=False,
+            wait=progress if wait else None,
+        )
+    result = outcome.as_dict()
+    if final is not None:
+        result["state"] = final.value
+    output.show_submitted(result, as_json=as_json, show_script=show_script)
+    if final is not None and final != DecisionState.COMPLETED:
+        raise JobDidNotComplete(
+            f"Slurm job {outcome.slurm_job_id} ended {final.value}",
+            hint=f"see its output file and: mlsub show {result['decision_id']}",
+            context={"decision_id": result["decision_id"], "state": final.value},
+        )
 
 
-@app.command(name="reconcile")
+@commands.command("reconcile")
 def reconcile_cmd(
     decision_ids: Annotated[
         list[int] | None,
@@ -287,21 +272,20 @@ def reconcile_cmd(
     when a submission stopped before it reached Slurm (its process is gone). A
     submit-failed decision whose job turns up after all is repaired.
     """
-    with handle_errors(debug=_debug()):
-        from .live import run_reconcile
+    from .live import run_reconcile
 
-        report = run_reconcile(
-            clock=_clock(),
-            cluster_name=cluster_name,
-            db_url=db_url,
-            stale_after_s=stale_after,
-            decision_ids=decision_ids or (),
-            remote=remote,
-        )
-        output.show_reconciled(report, as_json=as_json)
+    report = run_reconcile(
+        clock=app_context().clock,
+        cluster_name=cluster_name,
+        db_url=db_url,
+        stale_after_s=stale_after,
+        decision_ids=decision_ids or (),
+        remote=remote,
+    )
+    output.show_reconciled(report, as_json=as_json)
 
 
-@app.command()
+@commands.command()
 def replan(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print nothing unless something fails.")
@@ -316,15 +300,14 @@ def replan(
     (plugins/epilog_slurmctld.sh) and periodically as a safety net; safe to run at any
     time and from several hosts at once (one store lock).
     """
-    with handle_errors(debug=_debug()):
-        silence_highs_banner()
-        from .live import ReplanRequest, run_replan
+    silence_highs_banner()
+    from .live import ReplanRequest, run_replan
 
-        report = run_replan(ReplanRequest(cluster_name, db_url), clock=_clock())
-        output.show_replanned(report, as_json=as_json, quiet=quiet)
+    report = run_replan(ReplanRequest(cluster_name, db_url), clock=app_context().clock)
+    output.show_replanned(report, as_json=as_json, quiet=quiet)
 
 
-@app.command()
+@commands.command()
 def queue(
     everyone: Annotated[
         bool, typer.Option("--all", help="Every user's queued jobs (admins only).")
@@ -334,12 +317,13 @@ def queue(
     db_url: DbUrl = None,
 ) -> None:
     """List your jobs waiting in mlsub's queue: position, estimated start, what they wait for."""
-    with handle_errors(debug=_debug()):
-        silence_highs_banner()
-        from .live import ReplanRequest, run_queue
+    silence_highs_banner()
+    from .live import ReplanRequest, run_queue
 
-        view = run_queue(ReplanRequest(cluster_name, db_url), clock=_clock(), everyone=everyone)
-        output.show_queue(view, as_json=as_json)
+    view = run_queue(
+        ReplanRequest(cluster_name, db_url), clock=app_context().clock, everyone=everyone
+    )
+    output.show_queue(view, as_json=as_json)
 
 
 def _plan_only(overrides: dict[str, object]) -> dict[str, object]:
@@ -347,22 +331,29 @@ def _plan_only(overrides: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in overrides.items() if k not in ("time_limit", "output", "interpreter")}
 
 
-@app.command()
+@commands.command()
 def policies(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List the placement policies."""
-    with handle_errors(debug=_debug()):
-        from ..services.policies import list_policies
+    from ..services.policies import list_policies
 
-        output.show_policies([asdict(p) for p in list_policies()], as_json=as_json)
+    output.show_policies([asdict(p) for p in list_policies()], as_json=as_json)
 
 
-register(app, clock=_clock, debug=_debug)
-cluster_cli.register(app, clock=_clock, debug=_debug)
-replay_cli.register(app, clock=_clock, debug=_debug)
-plugins_cli.register(app, clock=_clock, debug=_debug)
-remote_cli.register(app, clock=_clock, debug=_debug)
+#: Every command of mlsub, by the module that declares it.
+DECLARED = (
+    commands,
+    decisions_cli.commands,
+    decisions_cli.db_commands,
+    cluster_cli.commands,
+    replay_cli.commands,
+    replay_slurm_cli.commands,
+    plugins_cli.commands,
+    remote_cli.commands,
+)
+for _declared in DECLARED:
+    _declared.add_to(app)
 
 
 def main() -> None:

@@ -9,67 +9,62 @@ commands; ``MLSUB_SLURM_SOURCE`` overrides it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
-from ..services.clock import Clock
 from . import output
-from .errors import handle_errors
+from .context import Commands, app_context
 from .options import AsJson, DbUrl, RemoteOption
-from .store import context, opened
+
+commands = Commands()
 
 
-def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
-    """Add ``cluster`` to ``app``."""
+@commands.command()
+def cluster(
+    slot_seconds: Annotated[
+        float | None,
+        typer.Option(
+            help="Δ, seconds per slot, for the reservations' slots (default: the "
+            "config's slot_seconds, 60).",
+            min=1,
+        ),
+    ] = None,
+    as_json: AsJson = False,
+    remote: RemoteOption = None,
+    slurm_only: Annotated[
+        bool,
+        typer.Option(
+            "--slurm-only",
+            help="Leave out the decision store's reservations (Slurm's jobs only).",
+        ),
+    ] = False,
+    cluster_name: Annotated[
+        str | None, typer.Option(help="Cluster name the decisions are kept under.")
+    ] = None,
+    db_url: DbUrl = None,
+) -> None:
+    """Show the live cluster: capacity and free resources per node, running jobs, and
+    the decision store's reservations."""
+    from .slurm_access import slurm_access
 
-    @app.command()
-    def cluster(
-        slot_seconds: Annotated[
-            float | None,
-            typer.Option(
-                help="Δ, seconds per slot, for the reservations' slots (default: the "
-                "config's slot_seconds, 60).",
-                min=1,
-            ),
-        ] = None,
-        as_json: AsJson = False,
-        remote: RemoteOption = None,
-        slurm_only: Annotated[
-            bool,
-            typer.Option(
-                "--slurm-only",
-                help="Leave out the decision store's reservations (Slurm's jobs only).",
-            ),
-        ] = False,
-        cluster_name: Annotated[
-            str | None, typer.Option(help="Cluster name the decisions are kept under.")
-        ] = None,
-        db_url: DbUrl = None,
-    ) -> None:
-        """Show the live cluster: capacity and free resources per node, running jobs, and
-        the decision store's reservations."""
-        with handle_errors(debug=debug()):
-            from .slurm_access import slurm_access
+    ctx = app_context().store_context(db_url=db_url, cluster_name=cluster_name, remote=remote)
+    config = ctx.config
+    slot = slot_seconds or config.slot_seconds
+    with slurm_access(config.remote, remote_dir=config.remote_dir) as access:
+        from ..services.cluster_state import read_cluster_state
+        from ..services.submit import cluster_view
 
-            ctx = context({"db_url": db_url, "cluster_name": cluster_name, "remote": remote})
-            config = ctx.config
-            slot = slot_seconds or config.slot_seconds
-            with slurm_access(config.remote, remote_dir=config.remote_dir) as access:
-                from ..services.cluster_state import read_cluster_state
-                from ..services.submit import cluster_view
-
-                source = access.node_state_source()
-                if slurm_only:
-                    state = read_cluster_state(source, clock=clock(), slot_seconds=slot)
-                else:
-                    with opened(ctx) as store:
-                        state = cluster_view(
-                            source,
-                            store,
-                            clock=clock(),
-                            cluster_name=config.cluster_name,
-                            slot_seconds=slot,
-                        )
-            output.show_cluster(state.as_dict(), as_json=as_json)
+        source = access.node_state_source()
+        if slurm_only:
+            state = read_cluster_state(source, clock=app_context().clock, slot_seconds=slot)
+        else:
+            with app_context().opened(ctx) as store:
+                state = cluster_view(
+                    source,
+                    store,
+                    clock=app_context().clock,
+                    cluster_name=config.cluster_name,
+                    slot_seconds=slot,
+                )
+    output.show_cluster(state.as_dict(), as_json=as_json)

@@ -1,15 +1,15 @@
 """The decision-store commands: ``release``, ``history``, ``show``, ``explain``, ``export``
 and ``db upgrade`` / ``db current``; plus the ``--reserve`` path of ``plan``.
 
-Each command declares its options and calls one service; :func:`register` adds them to the
-main app with its clock and debug switch (``app.py`` owns those).
+Each command declares its options and calls one service; ``app.py`` adds :data:`commands`
+and :data:`db_commands` to the app. The clock, configuration and store come from the root
+context object (:func:`~.context.app_context`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import InputError
-from ..services.clock import Clock, FixedClock, WallClock
+from ..services.clock import Clock, FixedClock
 from . import output
-from .errors import handle_errors
+from .context import Commands, app_context
 from .highs_banner import silence_highs_banner
 from .options import AsJson, DbUrl
-from .store import StoreContext, context, opened
+from .store import StoreContext
 
 if TYPE_CHECKING:  # the services and the store load when a command runs
     from ..storage import DecisionState, HistoryFilter
@@ -31,24 +31,8 @@ if TYPE_CHECKING:  # the services and the store load when a command runs
 DecisionId = Annotated[int, typer.Argument(help="Decision id (see mlsub history).")]
 
 
-@dataclass(frozen=True)
-class Wiring:
-    clock: Callable[[], Clock]
-    debug: Callable[[], bool]
-
-
-_wiring = Wiring(clock=WallClock, debug=lambda: False)
-
-db_app = typer.Typer(name="db", help="The decision store's schema.", no_args_is_help=True)
-
-
-def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
-    """Add the commands to ``app``; they read the clock and debug switch through these."""
-    global _wiring
-    _wiring = Wiring(clock, debug)
-    for fn in (release, history, show, explain, export, calibrate, report):
-        app.command()(fn)
-    app.add_typer(db_app, name="db")
+commands = Commands()
+db_commands = Commands("db", help="The decision store's schema.")
 
 
 def _package_versions() -> tuple[tuple[str, str], ...]:
@@ -58,7 +42,7 @@ def _package_versions() -> tuple[tuple[str, str], ...]:
 
 
 def _ctx(db_url: str | None, **flags: object) -> StoreContext:
-    return context({"db_url": db_url, **flags})
+    return app_context().store_context(db_url=db_url, **flags)
 
 
 # --- plan --reserve -------------------------------------------------------------------------
@@ -77,7 +61,7 @@ def plan_reserved(
     from ..services import decisions as svc
 
     ctx = _ctx(db_url, cluster_name=cluster_name)
-    with opened(ctx) as store:
+    with app_context().opened(ctx) as store:
         reserved = svc.plan_and_reserve(
             script=script,
             cluster=cluster,
@@ -95,18 +79,18 @@ def plan_reserved(
 # --- commands ----------------------------------------------------------------------------------
 
 
+@commands.command()
 def release(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Give a planned reservation back (its state becomes 'released')."""
     from ..services import decisions as svc
 
-    with handle_errors(debug=_wiring.debug()):
-        ctx = _ctx(db_url)
-        with opened(ctx) as store:
-            row = svc.release(store, ctx.viewer, decision_id, _wiring.clock().now())
-            waiting = svc.has_queued(store, ctx.config.cluster_name)
-        output.show_released(row, as_json=as_json)
-        if waiting:  # the capacity given back may start a queued job (issue 19)
-            _replan_after_release(db_url)
+    ctx = _ctx(db_url)
+    with app_context().opened(ctx) as store:
+        row = svc.release(store, ctx.viewer, decision_id, app_context().clock.now())
+        waiting = svc.has_queued(store, ctx.config.cluster_name)
+    output.show_released(row, as_json=as_json)
+    if waiting:  # the capacity given back may start a queued job (issue 19)
+        _replan_after_release(db_url)
 
 
 def _replan_after_release(db_url: str | None) -> None:
@@ -114,11 +98,12 @@ def _replan_after_release(db_url: str | None) -> None:
     from .live import ReplanRequest, run_replan
 
     try:
-        run_replan(ReplanRequest(None, db_url), clock=_wiring.clock())
+        run_replan(ReplanRequest(None, db_url), clock=app_context().clock)
     except MlschedError as err:
         output.note(f"the queue was not re-planned ({err.message}); `mlsub replan` does it")
 
 
+@commands.command()
 def history(
     user: Annotated[str | None, typer.Option(help="Only this user's decisions.")] = None,
     since: Annotated[
@@ -132,25 +117,25 @@ def history(
     """List stored decisions, oldest first (your own; admins see everyone's)."""
     from ..services import decisions as svc
 
-    with handle_errors(debug=_wiring.debug()):
-        where = _filter(user, since, state, limit)
-        ctx = _ctx(db_url)
-        with opened(ctx) as store:
-            rows = svc.history(store, ctx.viewer, where)
-        output.show_history(rows, as_json=as_json)
+    where = _filter(user, since, state, limit)
+    ctx = _ctx(db_url)
+    with app_context().opened(ctx) as store:
+        rows = svc.history(store, ctx.viewer, where)
+    output.show_history(rows, as_json=as_json)
 
 
+@commands.command()
 def show(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Show one stored decision: placement, times, solver, state history."""
     from ..services import decisions as svc
 
-    with handle_errors(debug=_wiring.debug()):
-        ctx = _ctx(db_url)
-        with opened(ctx) as store:
-            data = svc.show(store, ctx.viewer, decision_id)
-        output.show_decision(data, as_json=as_json)
+    ctx = _ctx(db_url)
+    with app_context().opened(ctx) as store:
+        data = svc.show(store, ctx.viewer, decision_id)
+    output.show_decision(data, as_json=as_json)
 
 
+@commands.command()
 def explain(
     decision_id: DecisionId,
     db_url: DbUrl = None,
@@ -162,15 +147,14 @@ def explain(
     """Why a decision is what it is, and a re-solve from its stored inputs."""
     from ..services import decisions as svc
 
-    with handle_errors(debug=_wiring.debug()):
-        silence_highs_banner()
-        ctx = _ctx(db_url)
-        with opened(ctx) as store:
-            data = svc.explain(store, ctx.viewer, decision_id)
-            queued = store.get(decision_id).state.value == "queued"
-        if queued:
-            data = _why_it_waits(data, decision_id, db_url, ctx.viewer.is_admin)
-        output.show_explanation(data, as_json=as_json, all_trials=trials)
+    silence_highs_banner()
+    ctx = _ctx(db_url)
+    with app_context().opened(ctx) as store:
+        data = svc.explain(store, ctx.viewer, decision_id)
+        queued = store.get(decision_id).state.value == "queued"
+    if queued:
+        data = _why_it_waits(data, decision_id, db_url, ctx.viewer.is_admin)
+    output.show_explanation(data, as_json=as_json, all_trials=trials)
 
 
 def _why_it_waits(
@@ -183,7 +167,7 @@ def _why_it_waits(
     from .live import ReplanRequest, run_queue
 
     try:
-        view = run_queue(ReplanRequest(None, db_url), clock=_wiring.clock(), everyone=admin)
+        view = run_queue(ReplanRequest(None, db_url), clock=app_context().clock, everyone=admin)
     except MlschedError as err:
         line = (
             "queued: it waits held in Slurm and holds nothing; where it stands needs the "
@@ -205,6 +189,7 @@ def _why_it_waits(
     return {**data, "why": [line, *data["why"]], "queue": queue}
 
 
+@commands.command()
 def calibrate(
     model: Annotated[
         list[str] | None,
@@ -225,27 +210,27 @@ def calibrate(
     """Fit each model's speed from completed runs; later plans use the fit (admins)."""
     from ..services.calibrate import calibrate as run
 
-    with handle_errors(debug=_wiring.debug()):
-        ctx = _ctx(db_url, cluster_name=cluster_name)
-        if not ctx.viewer.is_admin:
-            raise InputError(
-                "mlsub calibrate changes every user's plans: admins only",
-                hint="ask an admin (the site file's admins, or root) to run it",
-                context={"user": ctx.viewer.user},
-            )
-        with opened(ctx) as store:
-            report = run(
-                store,
-                cluster_name=ctx.config.cluster_name,
-                now=_wiring.clock().now(),
-                by=ctx.viewer.user,
-                min_samples=min_samples,
-                models=tuple(model or ()),
-                reset=reset,
-            )
-        output.show_calibration(report.to_json(), as_json=as_json)
+    ctx = _ctx(db_url, cluster_name=cluster_name)
+    if not ctx.viewer.is_admin:
+        raise InputError(
+            "mlsub calibrate changes every user's plans: admins only",
+            hint="ask an admin (the site file's admins, or root) to run it",
+            context={"user": ctx.viewer.user},
+        )
+    with app_context().opened(ctx) as store:
+        report = run(
+            store,
+            cluster_name=ctx.config.cluster_name,
+            now=app_context().clock.now(),
+            by=ctx.viewer.user,
+            min_samples=min_samples,
+            models=tuple(model or ()),
+            reset=reset,
+        )
+    output.show_calibration(report.to_json(), as_json=as_json)
 
 
+@commands.command()
 def report(
     out: Annotated[
         Path, typer.Option("--out", help="Directory to write report.html into.", show_default=False)
@@ -263,40 +248,38 @@ def report(
     from ..services.report import render_page, report_data
     from ..storage import HistoryFilter
 
-    with handle_errors(debug=_wiring.debug()):
-        now = _wiring.clock().now()
-        ctx = _ctx(db_url, cluster_name=cluster_name)
-        where = HistoryFilter(
-            user=svc.own_user(ctx.viewer, user),
-            since=None if since is None else parse_since(since, now),
-            until=None if until is None else parse_since(until, now, option="--until"),
-            cluster=ctx.config.cluster_name,
+    now = app_context().clock.now()
+    ctx = _ctx(db_url, cluster_name=cluster_name)
+    where = HistoryFilter(
+        user=svc.own_user(ctx.viewer, user),
+        since=None if since is None else parse_since(since, now),
+        until=None if until is None else parse_since(until, now, option="--until"),
+        cluster=ctx.config.cluster_name,
+    )
+    if not out.is_dir():
+        raise InputError(
+            f"--out {out} is not a directory",
+            hint="create it first (mkdir -p), or give another --out",
+            context={"option": "--out", "value": str(out)},
         )
-        if not out.is_dir():
-            raise InputError(
-                f"--out {out} is not a directory",
-                hint="create it first (mkdir -p), or give another --out",
-                context={"option": "--out", "value": str(out)},
-            )
-        with opened(ctx) as store:
-            rows = store.report_rows(where)
-            fits = store.profile_fits(ctx.config.cluster_name)
-        filters = {
-            k: v
-            for k, v in (("user", where.user), ("since", since), ("until", until))
-            if v is not None
-        }
-        data = report_data(
-            rows, now=now, cluster_name=ctx.config.cluster_name, filters=filters, fits=fits
-        )
-        page = out / "report.html"
-        svc.write_private(page, render_page(data))
-        output.show_report(
-            {"path": str(page), "decisions": len(rows), "cluster_name": ctx.config.cluster_name},
-            as_json=as_json,
-        )
+    with app_context().opened(ctx) as store:
+        rows = store.report_rows(where)
+        fits = store.profile_fits(ctx.config.cluster_name)
+    filters = {
+        k: v for k, v in (("user", where.user), ("since", since), ("until", until)) if v is not None
+    }
+    data = report_data(
+        rows, now=now, cluster_name=ctx.config.cluster_name, filters=filters, fits=fits
+    )
+    page = out / "report.html"
+    svc.write_private(page, render_page(data))
+    output.show_report(
+        {"path": str(page), "decisions": len(rows), "cluster_name": ctx.config.cluster_name},
+        as_json=as_json,
+    )
 
 
+@commands.command()
 def export(
     fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "json",
     user: Annotated[str | None, typer.Option(help="Only this user's decisions.")] = None,
@@ -307,41 +290,38 @@ def export(
     """Export decisions: JSON (everything, solver inputs included) or CSV (one row each)."""
     from ..services import decisions as svc
 
-    with handle_errors(debug=_wiring.debug()):
-        if fmt not in ("csv", "json"):
-            raise InputError(
-                f"option --format must be csv or json, got {fmt!r}",
-                hint="write --format csv or --format json",
-                context={"option": "--format", "value": fmt},
-            )
-        where = _filter(user, since, state, None)
-        ctx = _ctx(db_url)
-        with opened(ctx) as store:
-            use_case = svc.export if fmt == "json" else svc.history
-            rows = use_case(store, ctx.viewer, where)
-        output.show_export(rows, fmt=fmt)
+    if fmt not in ("csv", "json"):
+        raise InputError(
+            f"option --format must be csv or json, got {fmt!r}",
+            hint="write --format csv or --format json",
+            context={"option": "--format", "value": fmt},
+        )
+    where = _filter(user, since, state, None)
+    ctx = _ctx(db_url)
+    with app_context().opened(ctx) as store:
+        use_case = svc.export if fmt == "json" else svc.history
+        rows = use_case(store, ctx.viewer, where)
+    output.show_export(rows, fmt=fmt)
 
 
-@db_app.command("upgrade")
+@db_commands.command("upgrade")
 def db_upgrade(db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Upgrade the decision store's schema to this mlsub's (creating it if empty)."""
     from ..services import db
 
-    with handle_errors(debug=_wiring.debug()):
-        ctx = _ctx(db_url)
-        data = db.db_upgrade(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
-        output.show_db_upgrade(data, as_json=as_json)
+    ctx = _ctx(db_url)
+    data = db.db_upgrade(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
+    output.show_db_upgrade(data, as_json=as_json)
 
 
-@db_app.command("current")
+@db_commands.command("current")
 def db_current(db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Show the decision store's schema revision and the one this mlsub needs."""
     from ..services import db
 
-    with handle_errors(debug=_wiring.debug()):
-        ctx = _ctx(db_url)
-        data = db.db_current(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
-        output.show_db_current(data, as_json=as_json)
+    ctx = _ctx(db_url)
+    data = db.db_current(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
+    output.show_db_current(data, as_json=as_json)
 
 
 # --- option parsing -----------------------------------------------------------------------------
@@ -357,7 +337,7 @@ def _filter(
 
     return HistoryFilter(
         user=user,
-        since=None if since is None else parse_since(since, _wiring.clock().now()),
+        since=None if since is None else parse_since(since, app_context().clock.now()),
         state=None if state is None else parse_state(state),
         limit=limit,
     )

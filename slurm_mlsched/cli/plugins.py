@@ -13,33 +13,22 @@ Wiring: the interpreter is ``$MLSUB_LUA`` or ``lua5.1``; it runs through a
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..errors import InputError, PluginCheckError
-from ..services.clock import Clock
 from . import output
-from .errors import handle_errors
+from .context import Commands
 
-plugins_app = typer.Typer(
-    name="plugins",
+commands = Commands(
+    "plugins",
     help="The Slurm plugins that tie plain sbatch use to mlsub (docs/admin-plugins.md).",
-    no_args_is_help=True,
 )
-_debug: Callable[[], bool] = lambda: False  # noqa: E731
 
 
-def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
-    """Add ``plugins check`` and ``plugins install-files`` to ``app``."""
-    global _debug
-    _debug = debug
-    app.add_typer(plugins_app, name="plugins")
-
-
-@plugins_app.command("check")
+@commands.command("check")
 def check(
     paths: Annotated[
         list[Path] | None,
@@ -53,32 +42,30 @@ def check(
 ) -> None:
     """Check Lua plugins before slurmctld or sbatch loads them: syntax, loading, required
     functions, the site table."""
-    with handle_errors(debug=_debug()):
-        from ..plugins import check_plugins, find_lua, installed_plugins
-        from ..plugins.files import slurm_conf_dir
-        from ..slurm.runner import LocalRunner
+    from ..plugins import check_plugins, find_lua, installed_plugins
+    from ..plugins.files import slurm_conf_dir
+    from ..slurm.runner import LocalRunner
 
-        env = dict(os.environ)
-        files = list(paths or installed_plugins(env))
-        if not files:
-            raise InputError(
-                f"no plugin to check: {slurm_conf_dir(env)} holds no job_submit.lua or "
-                "cli_filter.lua",
-                hint="give the files to check: mlsub plugins check PATH...",
-            )
-        report = check_plugins(files, runner=LocalRunner(), lua=find_lua(env))
-        output.show_plugin_check(report.as_dict(), as_json=as_json)
-        if not report.ok:
-            bad = [f.path for f in report.files if not f.ok]
-            raise PluginCheckError(
-                f"{', '.join(bad)}: not safe to install (see the problems above)",
-                hint="fix them and check again; slurmctld does not start with a broken "
-                "job_submit.lua, and a broken cli_filter.lua breaks every sbatch and srun",
-                context={"files": ",".join(bad)},
-            )
+    env = dict(os.environ)
+    files = list(paths or installed_plugins(env))
+    if not files:
+        raise InputError(
+            f"no plugin to check: {slurm_conf_dir(env)} holds no job_submit.lua or cli_filter.lua",
+            hint="give the files to check: mlsub plugins check PATH...",
+        )
+    report = check_plugins(files, runner=LocalRunner(), lua=find_lua(env))
+    output.show_plugin_check(report.as_dict(), as_json=as_json)
+    if not report.ok:
+        bad = [f.path for f in report.files if not f.ok]
+        raise PluginCheckError(
+            f"{', '.join(bad)}: not safe to install (see the problems above)",
+            hint="fix them and check again; slurmctld does not start with a broken "
+            "job_submit.lua, and a broken cli_filter.lua breaks every sbatch and srun",
+            context={"files": ",".join(bad)},
+        )
 
 
-@plugins_app.command("install-files")
+@commands.command("install-files")
 def install(
     dest: Annotated[
         Path, typer.Option("--dest", help="Directory to copy the plugins into.", show_default=False)
@@ -86,8 +73,7 @@ def install(
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
 ) -> None:
     """Copy the shipped job_submit.lua and cli_filter.lua into DEST (to edit and check)."""
-    with handle_errors(debug=_debug()):
-        from ..plugins import install_files
+    from ..plugins import install_files
 
-        written = install_files(dest, force=force)
-        output.show_installed_plugins([str(p) for p in written])
+    written = install_files(dest, force=force)
+    output.show_installed_plugins([str(p) for p in written])

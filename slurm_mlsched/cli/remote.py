@@ -7,31 +7,17 @@ submission over SSH").
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
-from ..services.clock import Clock
 from . import output
-from .errors import handle_errors
+from .context import Commands
 
-remote_app = typer.Typer(
-    name="remote",
-    help="Remote submission over SSH: trust a login node's host key.",
-    no_args_is_help=True,
-)
-_debug: Callable[[], bool] = lambda: False  # noqa: E731
+commands = Commands("remote", help="Remote submission over SSH: trust a login node's host key.")
 
 
-def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
-    """Add ``remote trust`` to ``app``."""
-    global _debug
-    _debug = debug
-    app.add_typer(remote_app, name="remote")
-
-
-@remote_app.command("trust")
+@commands.command("trust")
 def trust(
     target: Annotated[
         str, typer.Argument(help="[user@]host[:port] or a ~/.ssh/config Host alias.")
@@ -59,16 +45,15 @@ def trust(
 ) -> None:
     """Trust a login node's host key: add it to known_hosts only if the server proves it
     holds the key with this fingerprint. Nothing is written otherwise."""
-    with handle_errors(debug=_debug()):
-        from ..remote.ssh import resolve
-        from ..remote.trust import trust as trust_host
+    from ..remote.ssh import resolve
+    from ..remote.trust import trust as trust_host
 
-        resolved = resolve(target)
-        if known_hosts:
-            from dataclasses import replace
-            from pathlib import Path
+    resolved = resolve(target)
+    if known_hosts:
+        from dataclasses import replace
+        from pathlib import Path
 
-            path = str(Path(known_hosts).expanduser())
-            resolved = replace(resolved, known_hosts_files=(path, *resolved.known_hosts_files))
-        done = trust_host(resolved, fingerprint, timeout=timeout)
-        output.show_trusted(done.as_dict(), as_json=as_json)
+        path = str(Path(known_hosts).expanduser())
+        resolved = replace(resolved, known_hosts_files=(path, *resolved.known_hosts_files))
+    done = trust_host(resolved, fingerprint, timeout=timeout)
+    output.show_trusted(done.as_dict(), as_json=as_json)

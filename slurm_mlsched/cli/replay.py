@@ -7,7 +7,6 @@ With ``--on-slurm`` (or ``--merge DIR``) it hands over to :mod:`.replay_slurm`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -16,10 +15,9 @@ import typer
 from ..errors import InputError
 from ..model import Form
 from ..placement.params import Binding, PlacementParams
-from ..services.clock import Clock
 from ..sim.limits import DEFAULT_NODES, LP_MAX_JOBS
 from . import output, replay_slurm
-from .errors import handle_errors
+from .context import Commands, app_context
 from .highs_banner import silence_highs_banner
 
 if TYPE_CHECKING:  # the replay services load when the command runs
@@ -47,234 +45,222 @@ def _choice(kind: type[_E], value: str, option: str) -> _E:
         ) from None
 
 
-def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
-    """Add ``replay`` to ``app``."""
+commands = Commands()
 
-    @app.command()
-    def replay(
-        trace: Annotated[
-            Path | None,
-            typer.Argument(
-                help="Trace file (sacct, Philly, Pollux/Sia, Mustang, SWF, CSV with --columns) "
-                "or a job list (.json/.yaml). Required, except with --merge.",
-                show_default=False,
-            ),
-        ] = None,
-        policy: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--policy",
-                "-p",
-                help="Policy to replay (repeat for several). Required, except with --merge.",
-                show_default=False,
-            ),
-        ] = None,
-        out: Annotated[
-            Path | None,
-            typer.Option("--out", "-o", help="Directory for summary.json, plots and report."),
-        ] = None,
-        nodes: Annotated[
-            str | None,
-            typer.Option(
-                help=f"NODESxGPUS identical nodes (default {DEFAULT_NODES}; 8 CPUs and 64 GiB "
-                "per GPU).",
-                rich_help_panel=CLUSTER,
-            ),
-        ] = None,
-        cluster: Annotated[
-            Path | None,
-            typer.Option("--cluster", "-c", help="Cluster file (YAML).", rich_help_panel=CLUSTER),
-        ] = None,
-        slot_seconds: Annotated[
-            float | None,
-            typer.Option(
-                help="Δ, seconds per slot (default: the cluster file's, else 600).",
-                rich_help_panel=CLUSTER,
-            ),
-        ] = None,
-        seed: Annotated[int, typer.Option(help="Seed of rounding, synthesis, utility.")] = 0,
-        form: Annotated[
-            str, typer.Option(help="elastic | non-elastic (yu-rr; fifo-* are non-elastic).")
-        ] = "non-elastic",
-        binding: Annotated[
-            str,
-            typer.Option(
-                help="yu-rr: late (re-plan the waiting queue at every event) | early (book "
-                "each job's future at its arrival)."
-            ),
-        ] = "late",
-        queue_program: Annotated[
-            str,
-            typer.Option(
-                "--queue-program",
-                help="yu-rr late binding: per-job (each waiting job alone, in queue order) | "
-                "joint (one LP over the head of the queue).",
-            ),
-        ] = "per-job",
-        cpu_jobs: Annotated[
-            str,
-            typer.Option(
-                "--cpu-jobs",
-                help="Trace records without GPUs: off (skipped) | per-node (one worker a "
-                "node) | per-cores (one worker per --cores-per-worker CPUs).",
-            ),
-        ] = "off",
-        cores_per_worker: Annotated[
-            int,
-            typer.Option(
-                "--cores-per-worker", help="CPUs of one worker with --cpu-jobs per-cores."
-            ),
-        ] = 8,
-        lookahead: Annotated[
-            bool,
-            typer.Option(
-                "--lookahead/--no-lookahead",
-                help="yu-rr late binding: weigh a start narrower than the requested width "
-                "against the arrivals the recent past forecasts.",
-            ),
-        ] = True,
-        restart_cost: Annotated[
-            float,
-            typer.Option(
-                "--restart-cost",
-                help="Seconds of no progress each time a running job's allocation changes "
-                "(every policy).",
-            ),
-        ] = RESTART_S,
-        limit: Annotated[
-            int | None, typer.Option(help="Replay only the N earliest-submitted jobs.")
-        ] = None,
-        lp_max_jobs: Annotated[
-            int, typer.Option(help="Compute the LP lower bound up to this many jobs.")
-        ] = LP_MAX_JOBS,
-        trace_format: Annotated[
-            str,
-            typer.Option("--format", help="Trace format (auto detects).", rich_help_panel=TRACE),
-        ] = "auto",
-        columns: Annotated[
-            str | None,
-            typer.Option(
-                help="Column map of a generic CSV (submit=COL,…) or a file with it.",
-                rich_help_panel=TRACE,
-            ),
-        ] = None,
-        skip_bad: Annotated[
-            bool,
-            typer.Option(
-                "--skip-bad", help="Skip malformed lines (counted).", rich_help_panel=TRACE
-            ),
-        ] = False,
-        tz: Annotated[
-            str | None,
-            typer.Option(
-                help="Zone of trace times written without one (default UTC; Philly: "
-                "America/Los_Angeles).",
-                rich_help_panel=TRACE,
-            ),
-        ] = None,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="Print summary.json to stdout.")
-        ] = False,
-        on_slurm: Annotated[
-            bool,
-            typer.Option(
-                "--on-slurm",
-                help="Run the cells as a Slurm job array and merge them (needs --out DIR).",
-                rich_help_panel=SLURM,
-            ),
-        ] = False,
-        seeds: Annotated[
-            str | None,
-            typer.Option(
-                help="Seeds to replay, e.g. 0,1,2 (default: --seed); results are means.",
-                rich_help_panel=SLURM,
-            ),
-        ] = None,
-        slices: Annotated[
-            int,
-            typer.Option(
-                help="Cut the jobs into K contiguous slices replayed alone (an approximation).",
-                rich_help_panel=SLURM,
-            ),
-        ] = 1,
-        partition: Annotated[
-            str | None, typer.Option(help="Partition of the array tasks.", rich_help_panel=SLURM)
-        ] = None,
-        time_limit: Annotated[
-            str | None,
-            typer.Option(
-                "--time", help="Time limit of each task (sbatch --time).", rich_help_panel=SLURM
-            ),
-        ] = None,
-        wait: Annotated[
-            bool,
-            typer.Option(
-                "--wait/--no-wait",
-                help="Wait for the cells and merge them; --no-wait prints the job id and the "
-                "merge command.",
-                rich_help_panel=SLURM,
-            ),
-        ] = True,
-        merge: Annotated[
-            Path | None,
-            typer.Option(
-                metavar="DIR",
-                help="Merge the cells of an earlier --on-slurm --no-wait run in DIR.",
-                rich_help_panel=SLURM,
-            ),
-        ] = None,
-    ) -> None:
-        """Replay a trace under one or more placement policies and report the metrics."""
-        if merge is not None:
-            with handle_errors(debug=debug()):
-                silence_highs_banner()
-                _only_merge(trace, policy, on_slurm)
-                replay_slurm.run_merge(merge, as_json=as_json)
-            return
-        if trace is None:  # usage: exit 2
-            raise typer.BadParameter(
-                "give the TRACE to replay (or --merge DIR)", param_hint="'TRACE'"
-            )
-        if not policy:
-            raise typer.BadParameter("give a policy to replay", param_hint="'--policy' / '-p'")
-        with handle_errors(debug=debug()):
-            silence_highs_banner()
-            from ..services.replay import ReplayOptions, run_replay
 
-            opts = ReplayOptions(
-                trace=trace,
-                policies=tuple(policy),
-                out_dir=out,
-                nodes=nodes,
-                cluster=cluster,
-                seed=seed,
-                form=_choice(Form, form, "--form"),
-                binding=_choice(Binding, binding, "--binding"),
-                queue_program=queue_program.strip().lower(),
-                lookahead=lookahead,
-                cpu_jobs=cpu_jobs.strip().lower(),
-                cores_per_worker=cores_per_worker,
-                restart_s=restart_cost,
-                slot_seconds=slot_seconds,
-                limit=limit,
-                lp_max_jobs=lp_max_jobs,
-                trace_format=trace_format,
-                columns=columns,
-                skip_bad=skip_bad,
-                tz=tz,
-            )
-            if on_slurm:
-                slurm_opts = _slurm_options(seed, seeds, slices, partition, time_limit)
-                replay_slurm.run_on_slurm(
-                    opts, slurm_opts, wait=wait, as_json=as_json, clock=clock()
-                )
-                return
-            _local_only(seeds, slices, partition, time_limit, wait)
-            with output.replay_progress(enabled=not as_json) as progress:
-                report = run_replay(opts, clock(), progress=progress)
-            output.show_replay({**report.details(), "files": report.files}, as_json=as_json)
+@commands.command()
+def replay(
+    trace: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Trace file (sacct, Philly, Pollux/Sia, Mustang, SWF, CSV with --columns) "
+            "or a job list (.json/.yaml). Required, except with --merge.",
+            show_default=False,
+        ),
+    ] = None,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--policy",
+            "-p",
+            help="Policy to replay (repeat for several). Required, except with --merge.",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Directory for summary.json, plots and report."),
+    ] = None,
+    nodes: Annotated[
+        str | None,
+        typer.Option(
+            help=f"NODESxGPUS identical nodes (default {DEFAULT_NODES}; 8 CPUs and 64 GiB "
+            "per GPU).",
+            rich_help_panel=CLUSTER,
+        ),
+    ] = None,
+    cluster: Annotated[
+        Path | None,
+        typer.Option("--cluster", "-c", help="Cluster file (YAML).", rich_help_panel=CLUSTER),
+    ] = None,
+    slot_seconds: Annotated[
+        float | None,
+        typer.Option(
+            help="Δ, seconds per slot (default: the cluster file's, else 600).",
+            rich_help_panel=CLUSTER,
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of rounding, synthesis, utility.")] = 0,
+    form: Annotated[
+        str, typer.Option(help="elastic | non-elastic (yu-rr; fifo-* are non-elastic).")
+    ] = "non-elastic",
+    binding: Annotated[
+        str,
+        typer.Option(
+            help="yu-rr: late (re-plan the waiting queue at every event) | early (book "
+            "each job's future at its arrival)."
+        ),
+    ] = "late",
+    queue_program: Annotated[
+        str,
+        typer.Option(
+            "--queue-program",
+            help="yu-rr late binding: per-job (each waiting job alone, in queue order) | "
+            "joint (one LP over the head of the queue).",
+        ),
+    ] = "per-job",
+    cpu_jobs: Annotated[
+        str,
+        typer.Option(
+            "--cpu-jobs",
+            help="Trace records without GPUs: off (skipped) | per-node (one worker a "
+            "node) | per-cores (one worker per --cores-per-worker CPUs).",
+        ),
+    ] = "off",
+    cores_per_worker: Annotated[
+        int,
+        typer.Option("--cores-per-worker", help="CPUs of one worker with --cpu-jobs per-cores."),
+    ] = 8,
+    lookahead: Annotated[
+        bool,
+        typer.Option(
+            "--lookahead/--no-lookahead",
+            help="yu-rr late binding: weigh a start narrower than the requested width "
+            "against the arrivals the recent past forecasts.",
+        ),
+    ] = True,
+    restart_cost: Annotated[
+        float,
+        typer.Option(
+            "--restart-cost",
+            help="Seconds of no progress each time a running job's allocation changes "
+            "(every policy).",
+        ),
+    ] = RESTART_S,
+    limit: Annotated[
+        int | None, typer.Option(help="Replay only the N earliest-submitted jobs.")
+    ] = None,
+    lp_max_jobs: Annotated[
+        int, typer.Option(help="Compute the LP lower bound up to this many jobs.")
+    ] = LP_MAX_JOBS,
+    trace_format: Annotated[
+        str,
+        typer.Option("--format", help="Trace format (auto detects).", rich_help_panel=TRACE),
+    ] = "auto",
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            help="Column map of a generic CSV (submit=COL,…) or a file with it.",
+            rich_help_panel=TRACE,
+        ),
+    ] = None,
+    skip_bad: Annotated[
+        bool,
+        typer.Option("--skip-bad", help="Skip malformed lines (counted).", rich_help_panel=TRACE),
+    ] = False,
+    tz: Annotated[
+        str | None,
+        typer.Option(
+            help="Zone of trace times written without one (default UTC; Philly: "
+            "America/Los_Angeles).",
+            rich_help_panel=TRACE,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print summary.json to stdout.")] = False,
+    on_slurm: Annotated[
+        bool,
+        typer.Option(
+            "--on-slurm",
+            help="Run the cells as a Slurm job array and merge them (needs --out DIR).",
+            rich_help_panel=SLURM,
+        ),
+    ] = False,
+    seeds: Annotated[
+        str | None,
+        typer.Option(
+            help="Seeds to replay, e.g. 0,1,2 (default: --seed); results are means.",
+            rich_help_panel=SLURM,
+        ),
+    ] = None,
+    slices: Annotated[
+        int,
+        typer.Option(
+            help="Cut the jobs into K contiguous slices replayed alone (an approximation).",
+            rich_help_panel=SLURM,
+        ),
+    ] = 1,
+    partition: Annotated[
+        str | None, typer.Option(help="Partition of the array tasks.", rich_help_panel=SLURM)
+    ] = None,
+    time_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--time", help="Time limit of each task (sbatch --time).", rich_help_panel=SLURM
+        ),
+    ] = None,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait/--no-wait",
+            help="Wait for the cells and merge them; --no-wait prints the job id and the "
+            "merge command.",
+            rich_help_panel=SLURM,
+        ),
+    ] = True,
+    merge: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="Merge the cells of an earlier --on-slurm --no-wait run in DIR.",
+            rich_help_panel=SLURM,
+        ),
+    ] = None,
+) -> None:
+    """Replay a trace under one or more placement policies and report the metrics."""
+    if merge is not None:
+        silence_highs_banner()
+        _only_merge(trace, policy, on_slurm)
+        replay_slurm.run_merge(merge, as_json=as_json)
+        return
+    if trace is None:  # usage: exit 2
+        raise typer.BadParameter("give the TRACE to replay (or --merge DIR)", param_hint="'TRACE'")
+    if not policy:
+        raise typer.BadParameter("give a policy to replay", param_hint="'--policy' / '-p'")
+    silence_highs_banner()
+    from ..services.replay import ReplayOptions, run_replay
 
-    replay_slurm.register(app, clock=clock, debug=debug)
+    opts = ReplayOptions(
+        trace=trace,
+        policies=tuple(policy),
+        out_dir=out,
+        nodes=nodes,
+        cluster=cluster,
+        seed=seed,
+        form=_choice(Form, form, "--form"),
+        binding=_choice(Binding, binding, "--binding"),
+        queue_program=queue_program.strip().lower(),
+        lookahead=lookahead,
+        cpu_jobs=cpu_jobs.strip().lower(),
+        cores_per_worker=cores_per_worker,
+        restart_s=restart_cost,
+        slot_seconds=slot_seconds,
+        limit=limit,
+        lp_max_jobs=lp_max_jobs,
+        trace_format=trace_format,
+        columns=columns,
+        skip_bad=skip_bad,
+        tz=tz,
+    )
+    if on_slurm:
+        slurm_opts = _slurm_options(seed, seeds, slices, partition, time_limit)
+        replay_slurm.run_on_slurm(
+            opts, slurm_opts, wait=wait, as_json=as_json, clock=app_context().clock
+        )
+        return
+    _local_only(seeds, slices, partition, time_limit, wait)
+    with output.replay_progress(enabled=not as_json) as progress:
+        report = run_replay(opts, app_context().clock, progress=progress)
+    output.show_replay({**report.details(), "files": report.files}, as_json=as_json)
 
 
 def _only_merge(trace: Path | None, policy: list[str] | None, on_slurm: bool) -> None:

@@ -22,7 +22,7 @@ import typer
 from ..errors import SlurmError
 from ..services.clock import Clock
 from . import output
-from .errors import handle_errors
+from .context import Commands, app_context
 from .highs_banner import silence_highs_banner
 
 if TYPE_CHECKING:  # the replay services load when a command runs
@@ -107,21 +107,20 @@ def _states_of(job_id: str | None, tasks: int) -> Callable[[], Mapping[int, str]
     return read
 
 
-def register(app: typer.Typer, *, clock: Callable[[], Clock], debug: Callable[[], bool]) -> None:
-    """Add the hidden ``replay-cell`` command to ``app``."""
+commands = Commands()
 
-    @app.command("replay-cell", hidden=True)
-    def replay_cell(
-        out_dir: Annotated[Path, typer.Argument(help="The --out DIR of the replay.")],
-        index: Annotated[int, typer.Argument(help="The cell (the array task's index).")],
-    ) -> None:
-        """Run one cell of `mlsub replay --on-slurm` (what each array task runs)."""
-        # A cell's log is read by people chasing a failure: let tracebacks through.
-        with handle_errors(debug=True):
-            silence_highs_banner()
-            from ..services.replay.cells import run_cell
 
-            where = {k: os.environ[k] for k in CELL_ENV if k in os.environ}
-            where["host"] = socket.gethostname()
-            doc = run_cell(out_dir, index, clock(), where, started=output.show_line)
-            output.show_cell(doc)
+@commands.command("replay-cell", hidden=True, debug=True)
+def replay_cell(
+    out_dir: Annotated[Path, typer.Argument(help="The --out DIR of the replay.")],
+    index: Annotated[int, typer.Argument(help="The cell (the array task's index).")],
+) -> None:
+    """Run one cell of `mlsub replay --on-slurm` (what each array task runs)."""
+    # A cell's log is read by people chasing a failure: let tracebacks through.
+    silence_highs_banner()
+    from ..services.replay.cells import run_cell
+
+    where = {k: os.environ[k] for k in CELL_ENV if k in os.environ}
+    where["host"] = socket.gethostname()
+    doc = run_cell(out_dir, index, app_context().clock, where, started=output.show_line)
+    output.show_cell(doc)
