@@ -1,0 +1,88 @@
+"""Golden JSON of the decision-store commands (issue 16, item 3): ``history``, ``show``,
+``explain``, ``export``, ``release``, ``db current`` and ``db upgrade``, each from a real
+SQLite store, at a fixed clock. A changed key, nesting or stable value fails here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from slurm_mlsched.cli.app import app
+from tests.golden_json import assert_golden
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = ROOT / "examples" / "cluster.yaml"
+SCRIPT = ROOT / "examples" / "train_resnet.py"
+NOW = "2026-03-01T10:07:30Z"
+
+#: Values that differ between machines or runs: package versions, solver timings, paths.
+VOLATILE = ("packages", "host", "user", "url", "solver_version", "stats", "timings_ms")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "MLSUB_FIXED_NOW": NOW,
+        "MLSUB_DEBUG": "",
+        "MLSUB_DB_URL": f"sqlite:///{tmp_path / 'decisions.db'}",
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "MLSUB_AS_USER": "",
+        "MLSUB_ADMINS": "",
+    }
+
+
+def ok_json(env: dict[str, str], *args: str | Path) -> Any:
+    result = CliRunner().invoke(app, [str(a) for a in args] + ["--json"], env=env)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def busy_cluster(tmp_path: Path) -> Path:
+    """The example cluster with two GPUs of every node held for 3 slots: the example job's
+    fastest shape does not fit now, so its decision goes through LP + rounding + repair."""
+    path = tmp_path / "busy.yaml"
+    rows = "".join(
+        f"  - {{node: node{i}, start: 0, end: 3, gpus: 2, cpus: 2, mem_gb: 8, job_id: 'b{i}'}}\n"
+        for i in range(1, 5)
+    )
+    path.write_text(CLUSTER.read_text() + "reservations:\n" + rows)
+    return path
+
+
+def _store(env: dict[str, str]) -> None:
+    """Decisions 1 and 2 by the fast path; 3 by LP + rounding (its trials in explain)."""
+    for workers in ("2", "4"):
+        ok_json(env, "plan", SCRIPT, "--cluster", CLUSTER, "--reserve", "--workers", workers)
+    busy = busy_cluster(Path(env["XDG_CONFIG_HOME"]).parent)
+    ok_json(env, "plan", SCRIPT, "--cluster", busy, "--reserve")
+
+
+def test_history_show_release_golden(env: dict[str, str]) -> None:
+    _store(env)
+    assert_golden("decisions/history", ok_json(env, "history"), volatile=VOLATILE)
+    assert_golden("decisions/show", ok_json(env, "show", "1"), volatile=VOLATILE)
+    assert_golden("decisions/release", ok_json(env, "release", "2"), volatile=VOLATILE)
+    assert_golden("decisions/history_after_release", ok_json(env, "history"), volatile=VOLATILE)
+
+
+def test_explain_golden(env: dict[str, str]) -> None:
+    _store(env)
+    assert_golden("decisions/explain", ok_json(env, "explain", "2"), volatile=VOLATILE)
+    assert_golden("decisions/explain_lp", ok_json(env, "explain", "3"), volatile=VOLATILE)
+    assert_golden("decisions/show_lp", ok_json(env, "show", "3"), volatile=VOLATILE)
+
+
+def test_export_golden(env: dict[str, str]) -> None:
+    _store(env)
+    result = CliRunner().invoke(app, ["export", "--format", "json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert_golden("decisions/export", json.loads(result.stdout), volatile=VOLATILE)
+
+
+def test_db_golden(env: dict[str, str]) -> None:
+    assert_golden("decisions/db_upgrade", ok_json(env, "db", "upgrade"), volatile=VOLATILE)
+    assert_golden("decisions/db_current", ok_json(env, "db", "current"), volatile=VOLATILE)
