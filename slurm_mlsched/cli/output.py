@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+    from ..model import NodeCount
+    from ..services.decision_views import DecisionRow, DecisionView, SchemaState, SchemaUpgrade
     from ..services.replan import QueueView, ReplanReport
 
 
@@ -194,11 +196,16 @@ def _summary_table(plan: Mapping[str, Any]) -> Table:
     return table
 
 
-def _job_ids(d: Mapping[str, Any]) -> str:
+def _job_ids(slurm_job_id: str | None, earlier: Sequence[str]) -> str:
     """The Slurm job id, and the earlier ones of a queued job submitted again."""
-    current = d["slurm_job_id"] or "—"
-    earlier = d.get("earlier_slurm_job_ids") or []
+    current = slurm_job_id or "—"
     return f"{current} (earlier: {', '.join(earlier)})" if earlier else current
+
+
+def placement_json(rows: tuple[NodeCount, ...]) -> list[dict[str, object]]:
+    from ..services.decision_views import placement_json as shape
+
+    return shape(rows)
 
 
 def _short_time(iso: str) -> str:
@@ -261,11 +268,11 @@ def show_reserved(plan: Mapping[str, Any], *, as_json: bool) -> None:
         )
 
 
-def show_released(row: Mapping[str, Any], *, as_json: bool) -> None:
+def show_released(row: DecisionRow, *, as_json: bool) -> None:
     if as_json:
-        show_json(row)
+        show_json(row.to_json())
         return
-    _out().print(f"decision {row['decision_id']} released")
+    _out().print(f"decision {row.summary.decision_id} released")
 
 
 def show_trusted(row: Mapping[str, Any], *, as_json: bool) -> None:
@@ -279,9 +286,9 @@ def show_trusted(row: Mapping[str, Any], *, as_json: bool) -> None:
         typer.echo(f"{what} is already in {row['known_hosts']}: nothing to do")
 
 
-def show_history(rows: Sequence[Mapping[str, Any]], *, as_json: bool) -> None:
+def show_history(rows: Sequence[DecisionRow], *, as_json: bool) -> None:
     if as_json:
-        show_json(list(rows))
+        show_json([r.to_json() for r in rows])
         return
     from rich import box
 
@@ -292,51 +299,52 @@ def show_history(rows: Sequence[Mapping[str, Any]], *, as_json: bool) -> None:
     columns += ["start (UTC)", "end", "placement", "slurm job"]
     for name in columns:
         table.add_column(name, overflow="fold")
-    for r in rows:
-        created = [_compact_time(r["created_at"])] if wide else []
+    for row in rows:
+        s = row.summary
+        created = [_compact_time(s.created_at.isoformat())] if wide else []
         table.add_row(
-            str(r["decision_id"]),
+            str(s.decision_id),
             *created,
-            r["user"],
-            r["job_id"],
-            r["state"],
-            _compact_time(r["start"]),
-            _compact_time(r["end"]),
-            _placement_text(r["placement"]),
-            r["slurm_job_id"] or "—",
+            s.user,
+            s.job_id,
+            s.state.value,
+            _compact_time(s.start.isoformat()),
+            _compact_time(s.end.isoformat()),
+            _placement_text(placement_json(s.placement)),
+            s.slurm_job_id or "—",
         )
     console.print(table)
 
 
-def show_decision(d: Mapping[str, Any], *, as_json: bool) -> None:
+def show_decision(view: DecisionView, *, as_json: bool) -> None:
     if as_json:
-        show_json(d)
+        show_json(view.to_json())
         return
+    r = view.record
+    s, d = r.summary, r.decision
     console = _out()
-    console.print(
-        _text(f"Decision {d['decision_id']}: job {d['job_id']!r} of {d['user']}", style="bold")
-    )
+    console.print(_text(f"Decision {s.decision_id}: job {s.job_id!r} of {s.user}", style="bold"))
     table = _table(show_header=False, box=None)
     rows = [
-        ("state", d["state"]),
-        ("cluster", d["cluster"]),
-        ("created", f"{_short_time(d['created_at'])} on {d['host']}"),
-        ("policy", f"{d['policy']} ({d['form']}), seed {d['seed']}"),
-        ("mode", d["mode"]),
-        ("start", f"{_short_time(d['start'])} (slot {d['start_slot']})"),
-        ("end", f"{_short_time(d['end'])} (end of slot {d['end_slot']})"),
-        ("placement", _placement_text(d["placement"])),
-        ("solver", f"{d['solver'] or '—'} {d['solver_version']} · {d['trials']} trial(s)"),
-        ("LP deadline", "—" if d["lp_deadline_slot"] is None else f"slot {d['lp_deadline_slot']}"),
-        ("snapshot", f"sha256 {d['snapshot_sha256'][:16]}…"),
-        ("slurm job", _job_ids(d)),
+        ("state", s.state.value),
+        ("cluster", s.cluster),
+        ("created", f"{_short_time(s.created_at.isoformat())} on {s.host}"),
+        ("policy", f"{s.policy} ({s.form}), seed {r.seed}"),
+        ("mode", s.mode),
+        ("start", f"{_short_time(s.start.isoformat())} (slot {s.start_slot})"),
+        ("end", f"{_short_time(s.end.isoformat())} (end of slot {s.end_slot})"),
+        ("placement", _placement_text(placement_json(s.placement))),
+        ("solver", f"{d.solver or '—'} {d.solver_version} · {d.trials} trial(s)"),
+        ("LP deadline", "—" if d.lp_deadline is None else f"slot {d.lp_deadline}"),
+        ("snapshot", f"sha256 {r.snapshot_sha256[:16]}…"),
+        ("slurm job", _job_ids(s.slurm_job_id, r.earlier_job_ids)),
     ]
     for key, value in rows:
         table.add_row(key, str(value))
     console.print(table)
     history = _table("state", "at (UTC)", "detail", title="state history")
-    for t in d["transitions"]:
-        history.add_row(t["state"], _short_time(t["at"]), t["detail"])
+    for t in r.transitions:
+        history.add_row(t.state.value, _short_time(t.at.isoformat()), t.detail)
     console.print(history)
 
 
@@ -438,43 +446,45 @@ def _ranges(ids: Sequence[int]) -> str:
     return ",".join(parts)
 
 
-def show_export(rows: Sequence[Mapping[str, Any]], *, fmt: str) -> None:
+def show_export(rows: Sequence[DecisionRow | DecisionView], *, fmt: str) -> None:
+    """``mlsub export``: JSON (each decision in full) or CSV (a history row each)."""
     if fmt == "json":
-        show_json(list(rows))
+        show_json([r.to_json() for r in rows])
         return
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore")
     writer.writeheader()
+    from ..services.decision_views import DecisionRow
+
     for r in rows:
+        row = r if isinstance(r, DecisionRow) else r.row
         writer.writerow(
             {
-                **r,
-                "placement": _placement_csv(r["placement"]),
-                "slurm_job_id": r["slurm_job_id"] or "",
+                **row.to_json(),
+                "placement": _placement_csv(placement_json(row.summary.placement)),
+                "slurm_job_id": row.summary.slurm_job_id or "",
             }
         )
     typer.echo(buffer.getvalue(), nl=False)
 
 
-def show_db_current(info: Mapping[str, Any], *, as_json: bool) -> None:
+def show_db_current(info: SchemaState, *, as_json: bool) -> None:
     if as_json:
-        show_json(info)
+        show_json(info.to_json())
         return
-    state = "up to date" if info["up_to_date"] else "needs: mlsub db upgrade"
-    typer.echo(
-        f"{info['url']}: revision {info['current'] or '(empty)'}, head {info['head']} ({state})"
-    )
+    state = "up to date" if info.up_to_date else "needs: mlsub db upgrade"
+    typer.echo(f"{info.url}: revision {info.current or '(empty)'}, head {info.head} ({state})")
 
 
-def show_db_upgrade(info: Mapping[str, Any], *, as_json: bool) -> None:
+def show_db_upgrade(info: SchemaUpgrade, *, as_json: bool) -> None:
     if as_json:
-        show_json(info)
+        show_json(info.to_json())
         return
-    before = info["before"] or "(empty)"
-    if info["before"] == info["after"]:
-        typer.echo(f"{info['url']}: already at {info['after']}")
+    before = info.before or "(empty)"
+    if info.before == info.after:
+        typer.echo(f"{info.url}: already at {info.after}")
     else:
-        typer.echo(f"{info['url']}: upgraded {before} -> {info['after']}")
+        typer.echo(f"{info.url}: upgraded {before} -> {info.after}")
 
 
 def show_cluster(state: Mapping[str, Any], *, as_json: bool) -> None:

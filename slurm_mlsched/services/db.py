@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..storage.database import (
     current_revision,
     db_errors,
@@ -12,9 +10,10 @@ from ..storage.database import (
     make_engine,
     upgrade,
 )
+from .decision_views import SchemaState, SchemaUpgrade
 
 
-def db_current(url: str, *, busy_timeout_s: float = 30.0) -> dict[str, Any]:
+def db_current(url: str, *, busy_timeout_s: float = 30.0) -> SchemaState:
     """The database's revision and this mlsub's head (``current`` is null when empty)."""
     engine = make_engine(url, busy_timeout_s=busy_timeout_s)
     try:
@@ -22,20 +21,14 @@ def db_current(url: str, *, busy_timeout_s: float = 30.0) -> dict[str, Any]:
             current = current_revision(conn)
     finally:
         engine.dispose()
-    head = head_revision()
-    return {
-        "url": display_url(url),
-        "current": current,
-        "head": head,
-        "up_to_date": current == head,
-    }
+    return SchemaState(display_url(url), current, head_revision())
 
 
-def db_upgrade(url: str, *, busy_timeout_s: float = 30.0) -> dict[str, Any]:
+def db_upgrade(url: str, *, busy_timeout_s: float = 30.0) -> SchemaUpgrade:
     """Upgrade the database to head (creating it if empty)."""
     engine = make_engine(url, busy_timeout_s=busy_timeout_s)
     try:
         before, after = upgrade(engine, url)
     finally:
         engine.dispose()
-    return {"url": display_url(url), "before": before, "after": after, "head": head_revision()}
+    return SchemaUpgrade(display_url(url), before, after, head_revision())

@@ -17,18 +17,18 @@ from typing import Any
 from ..errors import InputError, InvalidTransitionError, NotFoundError
 from ..files.cluster_file import load_cluster
 from ..files.job_options import merge_options, read_script_header
-from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, Form, NodeCount
+from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, Form
 from ..placement import place
 from ..storage import (
     DecisionRecord,
     DecisionState,
     DecisionStore,
-    DecisionSummary,
     HistoryFilter,
     NewDecision,
     codec,
 )
 from .clock import Clock
+from .decision_views import DecisionRow, DecisionView
 from .plan import PlanResult, params_for, plan_job
 from .viewer import Viewer
 
@@ -138,7 +138,7 @@ def write_private(path: Path, text: str) -> None:
 
 def history(
     store: DecisionStore, viewer: Viewer, where: HistoryFilter = HistoryFilter()
-) -> list[dict[str, Any]]:
+) -> tuple[DecisionRow, ...]:
     """The decisions ``viewer`` may see that match ``where``, oldest first."""
     if not viewer.is_admin:
         if where.user not in (None, viewer.user):
@@ -148,24 +148,22 @@ def history(
                 context={"option": "--user", "value": where.user},
             )
         where = HistoryFilter(viewer.user, where.since, where.state, where.cluster, where.limit)
-    return [summary_dict(s) for s in store.history(where)]
+    return tuple(DecisionRow(s) for s in store.history(where))
 
 
-def show(store: DecisionStore, viewer: Viewer, decision_id: int) -> dict[str, Any]:
-    return record_dict(visible(store, viewer, decision_id))
+def show(store: DecisionStore, viewer: Viewer, decision_id: int) -> DecisionView:
+    return DecisionView(visible(store, viewer, decision_id))
 
 
 def export(
     store: DecisionStore, viewer: Viewer, where: HistoryFilter = HistoryFilter()
-) -> list[dict[str, Any]]:
+) -> tuple[DecisionView, ...]:
     """Every visible decision in full (solver inputs included), oldest first."""
     rows = history(store, viewer, where)
-    return [record_dict(store.get(int(r["decision_id"])), full=True) for r in rows]
+    return tuple(DecisionView(store.get(r.summary.decision_id), full=True) for r in rows)
 
 
-def release(
-    store: DecisionStore, viewer: Viewer, decision_id: int, now: datetime
-) -> dict[str, Any]:
+def release(store: DecisionStore, viewer: Viewer, decision_id: int, now: datetime) -> DecisionRow:
     """Give a planned reservation back (state ``released``)."""
     visible(store, viewer, decision_id)
     try:
@@ -178,7 +176,7 @@ def release(
             f"scancel, and reconcile records it); see: mlsub show {decision_id}"
         )
         raise
-    return summary_dict(moved.summary)
+    return DecisionRow(moved.summary)
 
 
 # --- explain -----------------------------------------------------------------------------------
@@ -433,69 +431,6 @@ def binding_resources(
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat()
-
-
-def placement_rows(rows: tuple[NodeCount, ...]) -> list[dict[str, Any]]:
-    return [{"node": r.node, "role": r.role.value, "count": r.count} for r in rows]
-
-
-def summary_dict(s: DecisionSummary) -> dict[str, Any]:
-    """The documented shape of one decision in ``mlsub history --json``."""
-    return {
-        "decision_id": s.decision_id,
-        "cluster": s.cluster,
-        "created_at": _iso(s.created_at),
-        "user": s.user,
-        "host": s.host,
-        "job_id": s.job_id,
-        "job_name": s.job_name,
-        "policy": s.policy,
-        "form": s.form,
-        "mode": s.mode,
-        "state": s.state.value,
-        "start": _iso(s.start),
-        "end": _iso(s.end),
-        "start_slot": s.start_slot,
-        "end_slot": s.end_slot,
-        "placement": placement_rows(s.placement),
-        "slurm_job_id": s.slurm_job_id,
-    }
-
-
-def record_dict(r: DecisionRecord, *, full: bool = False) -> dict[str, Any]:
-    """``mlsub show --json`` (and, with ``full``, one element of ``mlsub export``)."""
-    d, snap = r.decision, r.snapshot
-    out = {
-        **summary_dict(r.summary),
-        "earlier_slurm_job_ids": list(r.earlier_job_ids),
-        "seed": r.seed,
-        "params": codec.encode_params(r.params),
-        "solver": d.solver,
-        "solver_version": d.solver_version,
-        "packages": dict(r.packages),
-        "lp_deadline_slot": d.lp_deadline,
-        "lp_value": d.lp_value,
-        "trials": d.trials,
-        "repair_actions": list(d.repair_actions),
-        "slots": [codec.encode_slot_plan(p) for p in d.slots],
-        "snapshot_sha256": r.snapshot_sha256,
-        "cluster_snapshot": {
-            "nodes": len(snap.machines),
-            "reservations": len(snap.reservations),
-            "slot_seconds": snap.slot_seconds,
-            "epoch": _iso(snap.epoch),
-            "now_slot": snap.now_slot,
-        },
-        "script": r.script,
-        "transitions": [
-            {"state": t.state.value, "at": _iso(t.at), "detail": t.detail} for t in r.transitions
-        ],
-    }
-    if full:
-        out["request"] = codec.encode_request(r.request)
-        out["snapshot"] = codec.encode_snapshot(snap)
-        out["decision"] = codec.encode_decision(d)
-    return out
 
 
 def has_queued(store: DecisionStore, cluster_name: str) -> bool:
