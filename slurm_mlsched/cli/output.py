@@ -408,8 +408,8 @@ def show_explanation(e: Mapping[str, Any], *, as_json: bool, all_trials: bool = 
 
 def _grouped_trials(alternatives: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The rounding trials with the same outcome (mode, workers, start, end, violations,
-    work) as one row, ``trials 0-3,5 (5)``, kept if one of them was; the other rows as
-    they are, in order."""
+    work) as one row, ``trials 0-3,5 (5)``, kept (with the kept one's ``kept_because``) if
+    one of them was; the other rows as they are, in order."""
     keys = ("mode", "workers", "start_slot", "end", "completion_slots", "violations")
     out: list[dict[str, Any]] = []
     seen: dict[tuple[object, ...], dict[str, Any]] = {}
@@ -426,6 +426,8 @@ def _grouped_trials(alternatives: Sequence[Mapping[str, Any]]) -> list[dict[str,
             out.append(row)
         row["trials"].append(int(kind.rsplit(" ", 1)[-1]))
         row["kept"] = bool(row.get("kept")) or bool(a.get("kept"))
+        if a.get("kept") and "kept_because" in a:
+            row["kept_because"] = a["kept_because"]
     for row in seen.values():
         ids = row.pop("trials")
         row["kind"] = f"trial {ids[0]}" if len(ids) == 1 else f"trials {_ranges(ids)} ({len(ids)})"

@@ -1,7 +1,7 @@
 """Pure model types: cluster snapshot, job request, decision (MODEL.md §1–2)."""
 
 from .cluster import ClusterSnapshot, Machine, Reservation
-from .decision import Decision, Form, Mode, NodeCount, Role, SlotPlan
+from .decision import Decision, Form, Mode, NodeCount, Role, RoundingTrial, SlotPlan, TrialRule
 from .job import DEFAULT_PS_BANDWIDTH_FACTOR, JobProfile, JobRequest
 from .resources import RESOURCE_NAMES, Resources
 
@@ -19,5 +19,7 @@ __all__ = [
     "Reservation",
     "Resources",
     "Role",
+    "RoundingTrial",
     "SlotPlan",
+    "TrialRule",
 ]

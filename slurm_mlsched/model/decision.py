@@ -3,6 +3,10 @@
 A schedule is a list of :class:`SlotPlan` (one per slot in which the job runs; idle slots
 are absent). The non-elastic form (MODEL.md §5) has identical plans from its start slot to
 its end slot, and also reports them once as :attr:`Decision.placement`.
+
+A policy that draws randomized-rounding trials records each as a :class:`RoundingTrial`
+in :attr:`Decision.rounding`, and which one it kept and by which rule in
+:attr:`Decision.kept_trial` and :attr:`Decision.kept_because` (:class:`TrialRule`).
 """
 
 from __future__ import annotations
@@ -80,6 +84,105 @@ class SlotPlan:
         return tuple(sorted(rows, key=lambda r: (r.node, r.role != Role.PS)))
 
 
+class TrialRule(StrEnum):
+    """How a policy chooses among its rounding trials: the first words of
+    :attr:`Decision.kept_because` (docs/formulation.md §5 step 5, §14.3, §14.4)."""
+
+    #: ``yu-rr`` non-elastic: every trial repaired, the earliest end after repair kept.
+    EARLIEST_END = "earliest end after repair"
+    #: ``yu-rr`` elastic (MODEL.md §4 step 3): fewest violations, then most work by D.
+    FEWEST_VIOLATIONS = "fewest violations before repair, then most work by D"
+    #: the joint program (late binding): least total completion of the window's jobs.
+    LEAST_TOTAL_COMPLETION = "least total completion after repair"
+
+
+_TIES = {
+    TrialRule.EARLIEST_END: "ties: fewer task-slots, then lower index",
+    TrialRule.FEWEST_VIOLATIONS: "ties: lower index",
+    TrialRule.LEAST_TOTAL_COMPLETION: "ties: fewer task-slots, then lower index",
+}
+
+#: :attr:`Decision.kept_because` of a decision stored before policies recorded the trial
+#: they kept: the storage codec re-derives :attr:`Decision.kept_trial` with the rule
+#: ``explain`` used then, which need not be the policy's.
+LEGACY_KEPT_BECAUSE = (
+    "legacy rule (not recorded by the policy, re-derived when read): fewest violations "
+    "before repair, then most work by D, then earliest end; ties: lower index"
+)
+
+
+def kept_reason(rule: TrialRule, detail: str = "") -> str:
+    """:attr:`Decision.kept_because` for a trial kept by ``rule``: the rule, the kept
+    trial's value under it (``detail``, free of slot numbers, so that it stays true on a
+    shifted grid) and the tie-breaks. The policies and the storage codec (for decisions
+    stored before this field) build it with the three functions below."""
+    value = f" ({detail})" if detail else ""
+    return f"{rule.value}{value}; {_TIES[rule]}"
+
+
+def earliest_end_reason(completion_slots: int) -> str:
+    """:attr:`TrialRule.EARLIEST_END`; the kept trial's end after repair − arrival + 1."""
+    return kept_reason(TrialRule.EARLIEST_END, f"completion {completion_slots} slots")
+
+
+def fewest_violations_reason(violations: int, work_fraction: float) -> str:
+    """:attr:`TrialRule.FEWEST_VIOLATIONS`; the work counted at most V, as the rule does."""
+    return kept_reason(
+        TrialRule.FEWEST_VIOLATIONS,
+        f"{violations} over, {min(work_fraction, 1.0):.0%} of the work by D",
+    )
+
+
+def least_total_completion_reason(total_slots: float, jobs: int) -> str:
+    """:attr:`TrialRule.LEAST_TOTAL_COMPLETION` over ``jobs`` jobs (the trials are drawn
+    over the whole window, so such decisions hold no per-job :attr:`Decision.rounding`)."""
+    return kept_reason(
+        TrialRule.LEAST_TOTAL_COMPLETION, f"{total_slots:g} slots over {jobs} job(s)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RoundingTrial:
+    """One randomized-rounding trial a policy drew (before repair), and, where the policy
+    repairs every trial, what repair made of it. Slot numbers are on the decision's grid.
+
+    * ``index``: k, the trial's place in the draw sequence of the decision's seed (0 … K−1);
+    * ``violations``: capacity violations of the draw before repair (non-elastic: machines
+      over capacity over its run; elastic: group-slots over capacity, Σ_b ω_b·groups over);
+    * ``work_fraction``: work the draw covers by the LP deadline D, as a share of V
+      (non-elastic: at most 1; elastic: the rounded blocks' work inside [a, D], uncapped);
+    * ``start_slot``, ``workers``, ``colocated``: the drawn constant shape (non-elastic);
+      ``None`` when the draw is no single shape (elastic: one draw per block);
+    * ``end_slot``: the drawn shape's last slot; ``None`` when the trial placed nothing
+      (no worker) or is no single shape;
+    * ``repaired_end_slot``, ``repaired_workers``: the shape after repair (non-elastic:
+      every trial is repaired); ``None`` when only the kept trial is repaired (elastic).
+    """
+
+    index: int
+    violations: int
+    work_fraction: float
+    start_slot: int | None = None
+    end_slot: int | None = None
+    workers: int | None = None
+    colocated: bool | None = None
+    repaired_end_slot: int | None = None
+    repaired_workers: int | None = None
+
+    def shifted(self, k: int) -> RoundingTrial:
+        """The same trial on a grid whose slot numbers are this one's plus ``k``."""
+
+        def plus(slot: int | None) -> int | None:
+            return None if slot is None else slot + k
+
+        return replace(
+            self,
+            start_slot=plus(self.start_slot),
+            end_slot=plus(self.end_slot),
+            repaired_end_slot=plus(self.repaired_end_slot),
+        )
+
+
 @dataclass(frozen=True)
 class Decision:
     """The outcome of one ``place()`` call, with everything needed to audit it."""
@@ -102,6 +205,15 @@ class Decision:
     timings_ms: tuple[tuple[str, float], ...] = ()
     notes: tuple[str, ...] = ()
     stats: tuple[tuple[str, float], ...] = field(default=())
+    rounding: tuple[RoundingTrial, ...] = ()
+    """The randomized-rounding trials the policy drew, in draw order (empty: none drawn,
+    or no per-job trials, as in the joint program)."""
+    kept_trial: int | None = None
+    """Index of the trial the policy kept (``None``: no rounding, e.g. the fast path)."""
+    kept_because: str = ""
+    """Why that trial: the rule (:class:`TrialRule`, made by :func:`kept_reason`), the
+    kept trial's value under it and the tie-breaks; :data:`LEGACY_KEPT_BECAUSE` when the
+    decision was stored before policies recorded their choice."""
 
     @property
     def mode(self) -> Mode:
@@ -147,7 +259,14 @@ class Decision:
             end_slot=self.end_slot + k,
             arrival_slot=self.arrival_slot + k,
             lp_deadline=None if self.lp_deadline is None else self.lp_deadline + k,
+            rounding=tuple(t.shifted(k) for t in self.rounding),
         )
+
+    @property
+    def kept_rederived(self) -> bool:
+        """Whether :attr:`kept_trial` was re-derived when read (a decision stored before
+        policies recorded it) rather than recorded by the policy."""
+        return self.kept_because == LEGACY_KEPT_BECAUSE
 
 
 def merge_runs(plans: Iterable[SlotPlan]) -> tuple[SlotPlan, ...]:

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..errors import SolverError
 from ..model import ClusterSnapshot, Decision, JobRequest, Reservation, SlotPlan
+from ..model.decision import least_total_completion_reason
 from .arrival import Arrival, prepare, slot_plan
 from .highs_lp import highs_version
 from .job_lp import FloatArray, IntArray
@@ -308,6 +309,7 @@ def joint_start(
             best = ((total, slots, k), started)
     assert best is not None
     (score, _, kept), chosen = best
+    because = least_total_completion_reason(score, len(window))
     elapsed = (time.perf_counter() - began) * 1000.0
     out: list[Decision] = []
     for i, sh in chosen:
@@ -344,12 +346,13 @@ def joint_start(
                 ),
                 stats=(
                     ("joint_jobs", float(len(window))),
-                    ("kept_trial", float(kept)),
                     ("distinct_trial_outcomes", float(len(outcomes))),
                     ("trial_total_completion_slots", float(score)),
                     ("lp_completion_slots", lp.completion_slots(inst.widths)),
                     ("lp_solves", 1.0),
                 ),
+                kept_trial=kept,
+                kept_because=because,
             )
         )
     return tuple(out)

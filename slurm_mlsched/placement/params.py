@@ -27,7 +27,8 @@ class PlacementParams:
     seed: int = 0
     """Seed of the rounding RNG; stored with the decision."""
     trials: int = 20
-    """K: randomized-rounding trials; the best one (fewest violations, most work) is kept."""
+    """K: randomized-rounding trials; the kept one and the rule that kept it are recorded
+    with each (``Decision.kept_trial``, ``kept_because``; docs/formulation.md §14.4)."""
     scale: float = 1.0
     """λ: fractional counts are scaled by λ / probability before unbiased rounding."""
     top_k_colocated: int = 10

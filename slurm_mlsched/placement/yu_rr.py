@@ -4,8 +4,10 @@ On each arrival, earlier jobs keep their reservations (they are in the snapshot)
 
 1. residual capacity C̃ = C − reserved, from the arrival on;
 2. the smallest deadline D whose LP relaxation is feasible; the load-priced LP at D;
-3. randomized rounding with K seeded trials (fewest capacity violations, then most work
-   / earliest end); 4. repair; 5. the caller commits ``decision.reservations(job)``.
+3. randomized rounding with K seeded trials, recorded in ``Decision.rounding`` with the
+   kept one and the rule that kept it (elastic: fewest capacity violations, then most
+   work; non-elastic: the earliest end after repair); 4. repair; 5. the caller commits
+   ``decision.reservations(job)``.
 
 Size control: the LP window [a, D] is split into at most ``lp_max_blocks`` blocks (its
 size does not grow with the horizon), co-location is offered on the top-k machines
@@ -23,7 +25,12 @@ import time
 import numpy as np
 
 from ..model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
-from ..model.decision import merge_runs
+from ..model.decision import (
+    RoundingTrial,
+    earliest_end_reason,
+    fewest_violations_reason,
+    merge_runs,
+)
 from . import elastic, nonelastic
 from .arrival import Arrival, prepare, slot_plan, with_candidates
 from .highs_lp import highs_version
@@ -147,22 +154,20 @@ def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
     sr = elastic.search_deadline(arr)
     clock.lap("lp_search")
     rng = np.random.default_rng(arr.params.seed)
-    best: elastic.BlockDraw | None = None
-    trials: list[tuple[str, float]] = []
+    v = arr.shape.workload
+    best: tuple[tuple[float, float], int, elastic.BlockDraw] | None = None
+    trials: list[RoundingTrial] = []
     for k in range(max(1, arr.params.trials)):
         draw = elastic.round_trial(arr, sr, rng)
-        trials += [
-            (f"trial{k}:violations", float(draw.violations)),
-            (f"trial{k}:work_fraction", draw.work / arr.shape.workload),
-        ]
-        if best is None or (draw.violations, -min(draw.work, arr.shape.workload)) < (
-            best.violations,
-            -min(best.work, arr.shape.workload),
-        ):
-            best = draw
+        trials.append(RoundingTrial(k, int(draw.violations), draw.work / v))
+        key = (draw.violations, -min(draw.work, v))
+        if best is None or key < best[0]:
+            best = (key, k, draw)
     assert best is not None
+    _, kept, drawn = best
+    because = fewest_violations_reason(int(drawn.violations), drawn.work / v)
     clock.lap("rounding")
-    ws = elastic.materialize(arr, sr, best)
+    ws = elastic.materialize(arr, sr, drawn)
     elastic.repair_capacity(arr, ws)
     elastic.cover_work(arr, ws)
     if arr.params.restart_s > 0:
@@ -172,13 +177,12 @@ def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
     plans, _ = elastic.to_plans(arr, ws)
     clock.lap("repair")
     stats = (
-        ("pre_repair_violation_slots", best.violations),
-        ("pre_repair_max_overload", best.max_overload),
-        ("pre_repair_work_fraction", best.work / arr.shape.workload),
+        ("pre_repair_violation_slots", drawn.violations),
+        ("pre_repair_max_overload", drawn.max_overload),
+        ("pre_repair_work_fraction", drawn.work / v),
         ("lp_solves", float(sr.lp_solves)),
         ("lp_blocks", float(len(sr.starts))),
         ("restarts", float(restarts)),
-        *trials,
     )
     return _decision(
         arr,
@@ -188,22 +192,22 @@ def _elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
         lp_value=sr.solution.objective,
         actions=tuple(ws.actions),
         stats=stats,
+        rounding=(tuple(trials), kept, because),
     )
 
 
 def _non_elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
     """K rounding trials, each repaired; the kept trial is the one that ends first after
     repair (ties: fewer task-slots, then the lower trial index), then trimmed
-    (docs/formulation.md §14, ``trial_rule``)."""
+    (docs/formulation.md §14.4, :attr:`TrialRule.EARLIEST_END`)."""
     ss = nonelastic.search_start(arr)
     clock.lap("lp_search")
     rng = np.random.default_rng(arr.params.seed)
-    trials: list[tuple[str, float]] = []
+    trials: list[RoundingTrial] = []
     repaired: dict[bytes, nonelastic.Shape] = {}  # identical draws are repaired once
     best: tuple[tuple[int, int, int], int, nonelastic.Shape, nonelastic.Shape] | None = None
     for k in range(max(1, arr.params.trials)):
         sh = nonelastic.round_trial(arr, ss, rng)
-        end = nonelastic.end_slot(arr, sh) if sh.workers else -1
         violations = nonelastic.violations(arr, sh)
         work = nonelastic.work_by(arr, sh, ss.deadline)
         sig = nonelastic.signature(sh)
@@ -214,21 +218,25 @@ def _non_elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
             fixed = nonelastic.repair(arr, chosen, ss.deadline)
             repaired[sig] = fixed
         fixed_end = nonelastic.end_slot(arr, fixed)
-        trials += [
-            (f"trial{k}:violations", float(violations)),
-            (f"trial{k}:work_fraction", work / arr.shape.workload),
-            (f"trial{k}:end_slot", float(end)),
-            (f"trial{k}:workers", float(sh.workers)),
-            (f"trial{k}:start_slot", float(sh.start)),
-            (f"trial{k}:colocated", 1.0 if sh.colo >= 0 else 0.0),
-            (f"trial{k}:repaired_end_slot", float(fixed_end)),
-            (f"trial{k}:repaired_workers", float(fixed.workers)),
-        ]
+        trials.append(
+            RoundingTrial(
+                index=k,
+                violations=violations,
+                work_fraction=work / arr.shape.workload,
+                start_slot=sh.start,
+                end_slot=nonelastic.end_slot(arr, sh) if sh.workers else None,
+                workers=sh.workers,
+                colocated=sh.colo >= 0,
+                repaired_end_slot=fixed_end,
+                repaired_workers=fixed.workers,
+            )
+        )
         key = (fixed_end, nonelastic.task_slots(arr, fixed), k)
         if best is None or key < best[0]:
             best = (key, k, sh, fixed)
     assert best is not None
-    _, kept, drawn, fixed = best
+    (kept_end, _, _), kept, drawn, fixed = best
+    because = earliest_end_reason(kept_end - arr.job.arrival_slot + 1)
     v = arr.shape.workload
     clock.lap("rounding")
     fixed = nonelastic.trim(arr, fixed.copy())
@@ -237,14 +245,12 @@ def _non_elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
     plans = (SlotPlan(plan.slot, plan.mode, plan.workers, plan.ps, end - fixed.start + 1),)
     clock.lap("repair")
     stats = (
-        ("kept_trial", float(kept)),
         ("distinct_trial_outcomes", float(len(repaired))),
         ("pre_repair_violations", float(nonelastic.violations(arr, drawn))),
         ("pre_repair_max_overload", nonelastic.max_overload(arr, drawn)),
         ("pre_repair_work_fraction", nonelastic.work_by(arr, drawn, ss.deadline) / v),
         ("pre_repair_end_slot", float(nonelastic.end_slot(arr, drawn)) if drawn.workers else -1.0),
         ("lp_solves", float(ss.lp_solves)),
-        *trials,
     )
     return _decision(
         arr,
@@ -254,6 +260,7 @@ def _non_elastic(arr: Arrival, clock: _Stopwatch) -> Decision:
         lp_value=ss.solution.objective,
         actions=tuple(fixed.actions),
         stats=stats,
+        rounding=(tuple(trials), kept, because),
     )
 
 
@@ -267,7 +274,10 @@ def _decision(
     notes: tuple[str, ...] = (),
     stats: tuple[tuple[str, float], ...] = (),
     solver: str = "highs-lp",
+    rounding: tuple[tuple[RoundingTrial, ...], int, str] | None = None,
 ) -> Decision:
+    """``rounding``: the trials drawn, the index of the one kept and why."""
+    trials, kept, because = rounding if rounding is not None else ((), None, "")
     work = sum(arr.rate(p.mode) * p.total_workers * p.length for p in plans)
     return Decision(
         job_id=arr.job.job_id,
@@ -288,4 +298,7 @@ def _decision(
         timings_ms=tuple(clock.laps),
         notes=notes,
         stats=stats,
+        rounding=trials,
+        kept_trial=kept,
+        kept_because=because,
     )

@@ -35,6 +35,11 @@ from .viewer import Viewer
 #: Fields of a decision that a re-solve need not reproduce (wall-time measurements).
 NOT_REPRODUCED = ("timings_ms",)
 
+#: Fields a decision stored before policies recorded their kept trial does not hold: the
+#: codec re-derives them when reading it (``Decision.kept_rederived``), so a re-solve,
+#: which records them, is not compared on them.
+NOT_RECORDED_BEFORE = ("kept_trial", "kept_because")
+
 
 @dataclass(frozen=True)
 class ReservedPlan:
@@ -202,6 +207,8 @@ def explain(store: DecisionStore, viewer: Viewer, decision_id: int) -> dict[str,
         "start_slot": d.start_slot,
         "end_slot": d.end_slot,
         "trials": d.trials,
+        "kept_trial": d.kept_trial,
+        "kept_because": d.kept_because,
         "repair_actions": list(d.repair_actions),
         "binding": binding_resources(d, record, snap),
         "alternatives": alternatives(record),
@@ -222,11 +229,11 @@ WHAT_IF: tuple[tuple[str, str, bool], ...] = (
 def alternatives(record: DecisionRecord) -> list[dict[str, Any]]:
     """What the decision was chosen among, each with its predicted completion:
 
-    * the rounding trials the policy drew (from the decision's ``trial<k>:*`` stats):
-      before repair, with their capacity violations, work covered by the LP deadline and
-      end, and their end after repair; the kept one is the one the policy recorded
-      (``kept_trial``: the earliest end after repair), or for older decisions the first by
-      (violations, −work, end);
+    * the rounding trials the policy drew (``Decision.rounding``): before repair, with
+      their capacity violations, work covered by the LP deadline and end, and their end
+      after repair; ``kept`` marks the one the policy recorded (``Decision.kept_trial``),
+      with why (``kept_because``; for a decision stored before policies recorded it, the
+      storage codec's re-derivation, :data:`~slurm_mlsched.model.decision.LEGACY_KEPT_BECAUSE`);
     * what-if re-solves on the stored inputs (:data:`WHAT_IF`), deterministic like the
       decision itself.
     """
@@ -266,50 +273,31 @@ def _alternative(kind: str, d: Decision, snap: ClusterSnapshot, arrival: int) ->
 
 
 def _trials(d: Decision, snap: ClusterSnapshot, arrival: int) -> list[dict[str, Any]]:
-    by_trial: dict[int, dict[str, float]] = {}
-    for key, value in d.stats:
-        name, sep, field = key.partition(":")
-        if sep and name.startswith("trial") and name[5:].isdigit():
-            by_trial.setdefault(int(name[5:]), {})[field] = value
+    """A row per rounding trial of ``d.rounding``, ``kept`` on the one ``d.kept_trial``
+    names (with ``kept_because``)."""
     rows = []
-    for k in sorted(by_trial):
-        t = by_trial[k]
+    for t in d.rounding:
         row: dict[str, Any] = {
-            "kind": f"rounding trial {k}",
-            "violations": int(t.get("violations", 0)),
-            "work_fraction": t.get("work_fraction"),
+            "kind": f"rounding trial {t.index}",
+            "violations": t.violations,
+            "work_fraction": t.work_fraction,
         }
-        end = t.get("end_slot")
-        if end is not None and end >= 0:
+        if t.end_slot is not None:
             row.update(
-                end_slot=int(end),
-                end=_iso(snap.slot_start(int(end) + 1)),
-                completion_slots=int(end) - arrival + 1,
-                workers=int(t.get("workers", 0)),
-                start_slot=int(t.get("start_slot", 0)),
-                mode="colocated" if t.get("colocated") else "distributed",
+                end_slot=t.end_slot,
+                end=_iso(snap.slot_start(t.end_slot + 1)),
+                completion_slots=t.end_slot - arrival + 1,
+                workers=t.workers or 0,
+                start_slot=t.start_slot,
+                mode="colocated" if t.colocated else "distributed",
             )
+        if t.repaired_end_slot is not None:
+            row["repaired_end_slot"] = t.repaired_end_slot
+            row["repaired_workers"] = t.repaired_workers or 0
+        row["kept"] = t.index == d.kept_trial
+        if row["kept"]:
+            row["kept_because"] = d.kept_because
         rows.append(row)
-    for k, row in zip(sorted(by_trial), rows, strict=True):
-        repaired = by_trial[k].get("repaired_end_slot")
-        if repaired is not None and repaired >= 0:
-            row["repaired_end_slot"] = int(repaired)
-            row["repaired_workers"] = int(by_trial[k].get("repaired_workers", 0))
-    if rows:
-        kept = dict(d.stats).get("kept_trial")
-        if kept is not None:  # the policy records which trial it kept (after repair)
-            best = sorted(by_trial).index(int(kept))
-        else:  # decisions before the rule changed: fewest violations, most work, end
-            best = min(
-                range(len(rows)),
-                key=lambda i: (
-                    rows[i]["violations"],
-                    -(rows[i]["work_fraction"] or 0.0),
-                    rows[i].get("end_slot", 1 << 60),
-                ),
-            )
-        for i, row in enumerate(rows):
-            row["kept"] = i == best
     return rows
 
 
@@ -325,10 +313,11 @@ def resolve(record: DecisionRecord) -> dict[str, Any]:
 
 def decision_diff(stored: Decision, again: Decision) -> list[dict[str, Any]]:
     a, b = codec.encode_decision(stored), codec.encode_decision(again)
+    skip = NOT_REPRODUCED + (NOT_RECORDED_BEFORE if stored.kept_rederived else ())
     return [
         {"field": key, "stored": a[key], "resolved": b[key]}
         for key in sorted(a)
-        if key not in NOT_REPRODUCED and codec.dumps(a[key]) != codec.dumps(b[key])
+        if key not in skip and codec.dumps(a[key]) != codec.dumps(b[key])
     ]
 
 
@@ -342,10 +331,14 @@ def _why(d: Decision, record: DecisionRecord) -> list[str]:
             "job's arrival for its whole run, which is optimal for the job"
         )
     elif d.lp_deadline is not None:
+        kept = (
+            f"the best of {d.trials} trial(s)"
+            if d.kept_trial is None
+            else f"trial {d.kept_trial} of {d.trials}: {d.kept_because}"
+        )
         lines.append(
             f"LP relaxation: the smallest feasible window ends at slot {d.lp_deadline} "
-            f"(objective {d.lp_value:.6g}); randomized rounding kept the best of "
-            f"{d.trials} trial(s)"
+            f"(objective {d.lp_value:.6g}); randomized rounding kept {kept}"
         )
     if plan is not None:
         nodes = len({n for n, c in plan.workers + plan.ps if c})

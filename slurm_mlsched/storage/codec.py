@@ -7,6 +7,11 @@ times as ISO 8601 text (with their offset). :func:`dumps` is the canonical text 
 sorted, no spaces) that the store writes and digests (:func:`digest`).
 
 A decoder given data of the wrong shape raises :class:`CodecError` naming what is wrong.
+
+Stored JSON carries no schema version. The one older shape still read is a decision
+whose rounding trials are ``trial<k>:*`` statistics (no ``rounding`` field; decisions
+stored before issue 16): :func:`_legacy_rounding`, the only place that knows it, turns
+them into the typed fields, so such a decision is re-encoded in the current shape.
 """
 
 from __future__ import annotations
@@ -27,7 +32,15 @@ from ..model import (
     Mode,
     Reservation,
     Resources,
+    RoundingTrial,
     SlotPlan,
+)
+from ..model.decision import (
+    LEGACY_KEPT_BECAUSE,
+    TrialRule,
+    earliest_end_reason,
+    kept_reason,
+    least_total_completion_reason,
 )
 from ..placement.params import Binding, PlacementParams
 
@@ -265,12 +278,56 @@ def encode_decision(x: Decision) -> Json:
         "timings_ms": [[k, v] for k, v in x.timings_ms],
         "notes": list(x.notes),
         "stats": [[k, v] for k, v in x.stats],
+        "rounding": [encode_rounding_trial(t) for t in x.rounding],
+        "kept_trial": x.kept_trial,
+        "kept_because": x.kept_because,
     }
+
+
+def encode_rounding_trial(t: RoundingTrial) -> Json:
+    return {
+        "index": t.index,
+        "violations": t.violations,
+        "work_fraction": t.work_fraction,
+        "start_slot": t.start_slot,
+        "end_slot": t.end_slot,
+        "workers": t.workers,
+        "colocated": t.colocated,
+        "repaired_end_slot": t.repaired_end_slot,
+        "repaired_workers": t.repaired_workers,
+    }
+
+
+def decode_rounding_trial(d: Json) -> RoundingTrial:
+    m = _obj(d, "rounding trial")
+    colocated = m.get("colocated")
+    if colocated is not None and not isinstance(colocated, bool):
+        raise CodecError(f"field 'colocated' must be true, false or null, got {colocated!r}")
+    return RoundingTrial(
+        index=_int(m, "index"),
+        violations=_int(m, "violations"),
+        work_fraction=_num(m, "work_fraction"),
+        start_slot=_opt_int(m, "start_slot"),
+        end_slot=_opt_int(m, "end_slot"),
+        workers=_opt_int(m, "workers"),
+        colocated=colocated,
+        repaired_end_slot=_opt_int(m, "repaired_end_slot"),
+        repaired_workers=_opt_int(m, "repaired_workers"),
+    )
 
 
 def decode_decision(d: Json) -> Decision:
     m = _obj(d, "decision")
     deadline, value = m.get("lp_deadline"), m.get("lp_value")
+    stats = _pairs(m, "stats", float)
+    if "rounding" in m:
+        rounding = tuple(decode_rounding_trial(t) for t in _list(m, "rounding"))
+        kept = _opt_int(m, "kept_trial")
+        because = _str(m, "kept_because")
+    else:  # stored before decisions held their trials: read them from the statistics
+        rounding, kept, because, stats = _legacy_rounding(
+            stats, _str(m, "solver"), _int(m, "arrival_slot")
+        )
     return Decision(
         job_id=_str(m, "job_id"),
         policy=_str(m, "policy"),
@@ -289,8 +346,99 @@ def decode_decision(d: Json) -> Decision:
         solver_version=_str(m, "solver_version"),
         timings_ms=_pairs(m, "timings_ms", float),
         notes=tuple(_strs(m, "notes")),
-        stats=_pairs(m, "stats", float),
+        stats=stats,
+        rounding=rounding,
+        kept_trial=kept,
+        kept_because=because,
     )
+
+
+_LEGACY_INT_FIELDS = (
+    "violations",
+    "start_slot",
+    "end_slot",
+    "workers",
+    "repaired_end_slot",
+    "repaired_workers",
+)
+
+
+def _legacy_rounding(
+    stats: tuple[tuple[str, float], ...], solver: str, arrival_slot: int
+) -> tuple[tuple[RoundingTrial, ...], int | None, str, tuple[tuple[str, float], ...]]:
+    """A decision stored before ``rounding``/``kept_trial``/``kept_because`` existed:
+    its trials from the ``trial<k>:<field>`` statistics (an end slot of −1: the trial
+    placed nothing), its kept trial from the ``kept_trial`` statistic (what yu-rr's
+    non-elastic form and the joint program recorded; the rule follows from the solver),
+    or, where none was recorded (the elastic form, and older decisions), re-derived by
+    the rule ``explain`` used for them: fewest violations, then most work, then earliest
+    end, ties to the lower index (:data:`LEGACY_KEPT_BECAUSE`). Returns the trials, the
+    kept index, why, and the statistics without the keys read."""
+    by_trial: dict[int, dict[str, float]] = {}
+    rest: list[tuple[str, float]] = []
+    recorded: float | None = None
+    for key, value in stats:
+        name, sep, field = key.partition(":")
+        if sep and name.startswith("trial") and name[5:].isdigit():
+            by_trial.setdefault(int(name[5:]), {})[field] = value
+        elif key == "kept_trial":
+            recorded = value
+        else:
+            rest.append((key, value))
+    trials = tuple(_legacy_trial(k, by_trial[k]) for k in sorted(by_trial))
+    kept: int | None = None
+    because = ""
+    if recorded is not None:
+        kept = _whole(recorded, "kept_trial")
+        if solver == "highs-lp-joint":
+            st = dict(rest)
+            because = least_total_completion_reason(
+                st.get("trial_total_completion_slots", 0.0),
+                int(st.get("joint_jobs", 0.0)),
+            )
+        else:
+            row = next((t for t in trials if t.index == kept), None)
+            end = None if row is None else row.repaired_end_slot
+            because = (
+                kept_reason(TrialRule.EARLIEST_END)
+                if end is None
+                else earliest_end_reason(end - arrival_slot + 1)
+            )
+    elif trials:
+        no_end = 1 << 60
+        best = min(
+            trials,
+            key=lambda t: (
+                t.violations,
+                -t.work_fraction,
+                no_end if t.end_slot is None else t.end_slot,
+                t.index,
+            ),
+        )
+        kept, because = best.index, LEGACY_KEPT_BECAUSE
+    return trials, kept, because, tuple(rest)
+
+
+def _legacy_trial(k: int, t: Mapping[str, float]) -> RoundingTrial:
+    n = {f: _whole(t[f], f"trial{k}:{f}") for f in _LEGACY_INT_FIELDS if f in t}
+    end = n.get("end_slot")
+    return RoundingTrial(
+        index=k,
+        violations=n.get("violations", 0),
+        work_fraction=t.get("work_fraction", 0.0),
+        start_slot=n.get("start_slot"),
+        end_slot=None if end is None or end < 0 else end,
+        workers=n.get("workers"),
+        colocated=None if "colocated" not in t else bool(t["colocated"]),
+        repaired_end_slot=n.get("repaired_end_slot"),
+        repaired_workers=n.get("repaired_workers"),
+    )
+
+
+def _whole(value: float, what: str) -> int:
+    if not float(value).is_integer():
+        raise CodecError(f"stats: {what} must be a whole number, got {value!r}")
+    return int(value)
 
 
 # --- checked access --------------------------------------------------------------------------
@@ -320,6 +468,10 @@ def _int(m: Mapping[str, Json], key: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise CodecError(f"field {key!r} must be an integer, got {v!r}")
     return v
+
+
+def _opt_int(m: Mapping[str, Json], key: str) -> int | None:
+    return None if m.get(key) is None else _int(m, key)
 
 
 def _str(m: Mapping[str, Json], key: str) -> str:

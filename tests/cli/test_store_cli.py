@@ -117,9 +117,32 @@ def test_explain_reproduces_bit_for_bit(env: dict[str, str], tmp_path: Path) -> 
     trials = [a for a in data["alternatives"] if a["kind"].startswith("rounding trial")]
     assert plan["solver"] == "highs-lp"  # this example goes through LP + rounding + repair
     assert len(trials) == plan["trials"] and sum(t["kept"] for t in trials) == 1
-    human = run(env, "explain", str(plan["decision_id"]))
+    kept = next(t for t in trials if t["kept"])
+    assert kept["kind"] == f"rounding trial {data['kept_trial']}"
+    assert kept["kept_because"] == data["kept_because"]
+    assert data["kept_because"].startswith("earliest end after repair (completion ")
+    assert {"violations", "work_fraction", "repaired_end_slot", "repaired_workers"} <= set(kept)
+    human = run(env, "explain", str(plan["decision_id"]), COLUMNS="200")
     assert human.exit_code == 0 and "reproduced exactly" in human.stdout
     assert "alternatives" in human.stdout and "kept" in human.stdout
+    assert f"kept trial {data['kept_trial']} of {plan['trials']}: earliest end" in human.stdout
+
+
+def test_grouped_trials_carry_the_kept_reason() -> None:
+    from slurm_mlsched.cli.output import _grouped_trials
+
+    same = {"mode": "colocated", "workers": 2, "start_slot": 0, "end": "x", "violations": 0}
+    rows = [
+        {"kind": "chosen"},
+        {"kind": "rounding trial 0", **same, "work_fraction": 1.0, "kept": False},
+        {"kind": "rounding trial 1", **same, "work_fraction": 1.0, "kept": True,
+         "kept_because": "why"},
+        {"kind": "rounding trial 2", **same, "work_fraction": 0.5, "kept": False},
+    ]  # fmt: skip
+    out = _grouped_trials(rows)
+    assert [r["kind"] for r in out] == ["chosen", "trials 0-1 (2)", "trial 2"]
+    assert out[1]["kept"] and out[1]["kept_because"] == "why"
+    assert not out[2]["kept"] and "kept_because" not in out[2]
 
 
 def test_explain_reports_a_difference(env: dict[str, str], tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot, Machine, Reservation, Resources
+from slurm_mlsched.model.decision import least_total_completion_reason
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.joint import _blocks, joint_start
 from slurm_mlsched.placement.late_binding import PendingJob
@@ -71,3 +72,18 @@ def test_replays_under_the_joint_program_keep_the_invariants(
     result = simulate(jobs, cluster, "yu-rr", PlacementParams(queue_program="joint"))
     assert not result.rejected
     assert capacity_violations(result) == [] and decision_problems(result) == []
+
+
+def test_joint_decisions_record_the_kept_trial_and_why() -> None:
+    snap = make_cluster(2)
+    window = [PendingJob(make_job(f"w{k}", workers=4, workload=2e4 * (k + 1)), k) for k in range(3)]
+    params = PlacementParams(queue_program="joint", trials=4)
+    out = joint_start(window, snap, params)
+    assert out
+    for d in out:  # trials are drawn over the whole window: no per-job rows
+        assert d.rounding == () and d.kept_trial is not None and 0 <= d.kept_trial < 4
+        stats = dict(d.stats)
+        assert "kept_trial" not in stats and "distinct_trial_outcomes" in stats
+        assert d.kept_because == least_total_completion_reason(
+            stats["trial_total_completion_slots"], len(window)
+        )

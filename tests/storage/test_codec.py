@@ -19,6 +19,7 @@ from slurm_mlsched.model import (
     Mode,
     Reservation,
     Resources,
+    RoundingTrial,
     SlotPlan,
 )
 from slurm_mlsched.placement import PlacementParams
@@ -62,6 +63,12 @@ plans = st.builds(
     SlotPlan, st.integers(0, 10**6), st.sampled_from(Mode), pairs, pairs, st.integers(1, 100)
 )
 stats = st.lists(st.tuples(names, finite), max_size=4).map(tuple)
+maybe_slot = st.one_of(st.none(), st.integers(-(10**6), 10**6))
+rounding_trials = st.builds(
+    RoundingTrial, st.integers(0, 1000), st.integers(0, 10**4), finite, maybe_slot, maybe_slot,
+    st.one_of(st.none(), st.integers(0, 1000)), st.one_of(st.none(), st.booleans()), maybe_slot,
+    st.one_of(st.none(), st.integers(0, 1000)),
+)  # fmt: skip
 decisions = st.builds(
     Decision,
     job_id=names, policy=names, form=st.sampled_from(Form), seed=st.integers(0, 2**63 - 1),
@@ -71,7 +78,8 @@ decisions = st.builds(
     lp_value=st.one_of(st.none(), finite), trials=st.integers(0, 1000),
     repair_actions=st.lists(st.text(), max_size=3).map(tuple), solver=st.text(),
     solver_version=st.text(), timings_ms=stats, notes=st.lists(st.text(), max_size=2).map(tuple),
-    stats=stats,
+    stats=stats, rounding=st.lists(rounding_trials, max_size=3).map(tuple),
+    kept_trial=st.one_of(st.none(), st.integers(0, 1000)), kept_because=st.text(max_size=8),
 )  # fmt: skip
 params = st.builds(
     PlacementParams, form=st.sampled_from(Form), seed=st.integers(0, 2**63 - 1),
@@ -123,6 +131,10 @@ def test_canonical_text_and_digest_are_stable() -> None:
          "mode"),
         (codec.decode_time, "yesterday", "ISO 8601"),
         (codec.decode_snapshot, [], "JSON object"),
+        (codec.decode_rounding_trial, {"index": 0, "violations": 1.0, "work_fraction": 1},
+         "'violations' must be an integer"),
+        (codec.decode_rounding_trial,
+         {"index": 0, "violations": 0, "work_fraction": 1, "colocated": 1}, "'colocated'"),
     ],
 )  # fmt: skip
 def test_bad_data_is_a_codec_error(decode, data, needle) -> None:  # type: ignore[no-untyped-def]

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from slurm_mlsched.errors import NeverFitsError
-from slurm_mlsched.model import Form, Mode, Reservation, Resources
+from slurm_mlsched.model import (
+    ClusterSnapshot,
+    Form,
+    JobRequest,
+    Mode,
+    Reservation,
+    Resources,
+    TrialRule,
+)
+from slurm_mlsched.model.decision import earliest_end_reason
 from slurm_mlsched.placement import PlacementParams, place
 from slurm_mlsched.placement.verify import check_decision
 from tests.conftest import RESNET, make_cluster, make_job
@@ -143,3 +153,61 @@ def test_elastic_schedules_pay_for_their_restarts(restart_s: float) -> None:
     free = place(job, snap, "yu-rr", PlacementParams(form=Form.ELASTIC, restart_s=0.0))
     assert d.end_slot >= free.end_slot  # restarts never make a job end sooner
     assert check_decision(d, job, snap) == []
+
+
+def _contested() -> tuple[ClusterSnapshot, JobRequest]:
+    """Four nodes partly held at first (each longer): rounding trials differ."""
+    snap = make_cluster(4)
+    busy = tuple(
+        Reservation(f"node{i + 1}", 0, 2 + i, Resources(2 + i % 2, 2, 8192), f"b{i}")
+        for i in range(4)
+    )
+    job = make_job(workers=8, workload=8 * NU_EX * 5)
+    return replace(snap, reservations=busy), job
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_rounding_trials_are_recorded_typed_with_the_kept_one(form: Form) -> None:
+    snap, job = _contested()
+    d = place(job, snap, "yu-rr", PlacementParams(form=form, trials=6, seed=3))
+    assert d.solver == "highs-lp"
+    assert [t.index for t in d.rounding] == list(range(6)) == list(range(d.trials))
+    assert not [k for k, _ in d.stats if k.startswith("trial") and ":" in k]
+    assert "kept_trial" not in dict(d.stats)
+    assert d.kept_trial is not None and not d.kept_rederived
+    kept = d.rounding[d.kept_trial]
+    if form == Form.NON_ELASTIC:  # the earliest end after repair; ties: the lower index
+        ends = [t.repaired_end_slot for t in d.rounding]
+        assert kept.repaired_end_slot == min(e for e in ends if e is not None)
+        assert kept.repaired_end_slot == d.end_slot  # trimming never moves the end
+        assert d.kept_because == earliest_end_reason(d.end_slot - job.arrival_slot + 1)
+        assert all(t.workers is not None and t.colocated is not None for t in d.rounding)
+        assert all((t.end_slot is None) == (t.workers == 0) for t in d.rounding)
+        assert dict(d.stats)["distinct_trial_outcomes"] >= 1
+    else:  # fewest violations, then most work (at most V); ties: the lower index
+        best = min(d.rounding, key=lambda t: (t.violations, -min(t.work_fraction, 1.0), t.index))
+        assert kept == best
+        assert d.kept_because.startswith(TrialRule.FEWEST_VIOLATIONS.value)
+        assert all(t.end_slot is None and t.repaired_end_slot is None for t in d.rounding)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_the_fast_path_draws_no_trials(form: Form) -> None:
+    d = place(make_job(workers=2, workload=2 * NU_IN * 3), make_cluster(2), "yu-rr",
+              PlacementParams(form=form))  # fmt: skip
+    assert d.solver == "fast-path"
+    assert (d.rounding, d.kept_trial, d.kept_because, d.trials) == ((), None, "", 0)
+
+
+def test_a_shifted_decision_shifts_its_trials_but_not_its_reason() -> None:
+    snap, job = _contested()
+    d = place(job, snap, "yu-rr", PlacementParams(trials=6, seed=3))
+    moved = d.shifted(5)
+    for before, after in zip(d.rounding, moved.rounding, strict=True):
+        assert after.start_slot == (before.start_slot or 0) + 5
+        assert after.repaired_end_slot == (before.repaired_end_slot or 0) + 5
+        assert after.end_slot == (None if before.end_slot is None else before.end_slot + 5)
+        assert (after.workers, after.violations) == (before.workers, before.violations)
+    # the reason names the completion (end − arrival + 1), which a shift keeps
+    assert moved.kept_because == d.kept_because
+    assert moved.kept_because == earliest_end_reason(moved.end_slot - moved.arrival_slot + 1)
