@@ -25,6 +25,7 @@ from .options import AsJson, DbUrl
 from .store import StoreContext
 
 if TYPE_CHECKING:  # the services and the store load when a command runs
+    from ..services.decision_views import Explanation
     from ..storage import DecisionState, HistoryFilter
 
 
@@ -158,12 +159,15 @@ def explain(
 
 
 def _why_it_waits(
-    data: dict[str, Any], decision_id: int, db_url: str | None, admin: bool
-) -> dict[str, Any]:
+    data: Explanation, decision_id: int, db_url: str | None, admin: bool
+) -> Explanation:
     """A queued decision (late binding): its place in the queue now and what it waits for,
     from a re-plan step over the live cluster (nothing is started); the plan shown below
     is its tentative plan at submission."""
+    from dataclasses import replace
+
     from ..errors import MlschedError
+    from ..services.decision_views import QueuePlace
     from .live import ReplanRequest, run_queue
 
     try:
@@ -173,7 +177,7 @@ def _why_it_waits(
             "queued: it waits held in Slurm and holds nothing; where it stands needs the "
             f"live cluster ({err.message})"
         )
-        return {**data, "why": [line, *data["why"]], "queue": None}
+        return replace(data, why=(line, *data.why), queue=None, queue_unknown=True)
     rows = [w for w in (*view.would_start, *view.waiting) if w.decision_id == decision_id]
     if not rows:
         return data
@@ -184,9 +188,8 @@ def _why_it_waits(
         else (f"position {w.position} in the queue: {w.reason}")
     )
     line = f"queued (held Slurm job {w.slurm_job_id}, holding nothing): {where}"
-    start = None if w.estimated_start is None else w.estimated_start.isoformat()
-    queue = {"position": w.position, "reason": w.reason, "estimated_start": start}
-    return {**data, "why": [line, *data["why"]], "queue": queue}
+    place = QueuePlace(w.position, w.reason, w.estimated_start)
+    return replace(data, why=(line, *data.why), queue=place)
 
 
 @commands.command()

@@ -22,7 +22,15 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from ..model import NodeCount
-    from ..services.decision_views import DecisionRow, DecisionView, SchemaState, SchemaUpgrade
+    from ..services.decision_views import (
+        AlternativeRow,
+        DecisionRow,
+        DecisionView,
+        Explanation,
+        SchemaState,
+        SchemaUpgrade,
+        TrialOutcome,
+    )
     from ..services.replan import QueueView, ReplanReport
 
 
@@ -348,90 +356,106 @@ def show_decision(view: DecisionView, *, as_json: bool) -> None:
     console.print(history)
 
 
-def show_explanation(e: Mapping[str, Any], *, as_json: bool, all_trials: bool = False) -> None:
+def show_explanation(e: Explanation, *, as_json: bool, all_trials: bool = False) -> None:
     if as_json:
-        show_json(e)
+        show_json(e.to_json())
         return
     from rich import box
 
     console = _out()
-    console.print(
-        _text(
-            f"Decision {e['decision_id']}: {e['mode']} ({e['policy']}, {e['form']})", style="bold"
-        )
-    )
-    for line in e["why"]:
+    console.print(_text(f"Decision {e.decision_id}: {e.mode} ({e.policy}, {e.form})", style="bold"))
+    for line in e.why:
         console.print(f"  • {line}")
-    for b in e["binding"]:
-        console.print(f"  • {b['node']}: tightest resource {b['resource']} at {b['share']:.0%}")
+    for b in e.binding:
+        console.print(f"  • {b.node}: tightest resource {b.resource} at {b.share:.0%}")
     table = _table(
         box=box.SIMPLE_HEAD, padding=0, pad_edge=False, show_edge=False,
         title="alternatives (completion = end slot − arrival + 1)",
     )  # fmt: skip
     for name in ("alternative", "mode", "workers", "start", "end (UTC)", "slots", "notes"):
         table.add_column(name, overflow="fold")
-    rows = e["alternatives"] if all_trials else _grouped_trials(e["alternatives"])
-    for a in rows:
-        if "error" in a:
-            table.add_row(a["kind"], "", "", "", "", "", a["error"])
-            continue
-        notes = []
-        if "violations" in a:
-            notes.append(
-                f"before repair: {a['violations']} over, {a['work_fraction']:.0%} of work by D"
-            )
-            if a.get("kept"):
-                notes.append("kept")
-        table.add_row(
-            a["kind"],
-            a.get("mode", ""),
-            str(a.get("workers", "")),
-            str(a.get("start_slot", "")),
-            _compact_time(a["end"]) if a.get("end") else "",
-            str(a.get("completion_slots", "")),
-            ", ".join(notes),
-        )
+    rows = _alternative_rows(e.alternatives, grouped=not all_trials)
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
-    if not all_trials and len(rows) < len(e["alternatives"]):
+    if not all_trials and len(rows) < len(e.alternatives):
         console.print("  (identical rounding trials shown once; every trial: --trials)")
-    if e["reproduced"]:
+    if e.resolved.reproduced:
         console.print(_text("re-solve from the stored inputs: reproduced exactly", style="green"))
         return
     console.print(_text("re-solve from the stored inputs: NOT reproduced", style="bold red"))
-    if e["resolve_error"]:
-        console.print(f"  error: {e['resolve_error']}")
-    for diff in e["diff"]:
-        console.print(
-            f"  {diff['field']}: stored {diff['stored']!r}, re-solved {diff['resolved']!r}"
-        )
+    if e.resolved.resolve_error:
+        console.print(f"  error: {e.resolved.resolve_error}")
+    for diff in e.resolved.diff:
+        console.print(f"  {diff.field}: stored {diff.stored!r}, re-solved {diff.resolved!r}")
 
 
-def _grouped_trials(alternatives: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The rounding trials with the same outcome (mode, workers, start, end, violations,
-    work) as one row, ``trials 0-3,5 (5)``, kept (with the kept one's ``kept_because``) if
-    one of them was; the other rows as they are, in order."""
-    keys = ("mode", "workers", "start_slot", "end", "completion_slots", "violations")
-    out: list[dict[str, Any]] = []
-    seen: dict[tuple[object, ...], dict[str, Any]] = {}
+def _alternative_rows(
+    alternatives: Sequence[AlternativeRow], *, grouped: bool
+) -> list[tuple[str, str, str, str, str, str, str]]:
+    """The table rows of ``explain``: one per alternative; with ``grouped``, rounding trials
+    with the same outcome (mode, workers, start, end, violations, work) share one row,
+    ``trials 0-3,5 (5)``, kept if one of them was."""
+    from ..services.decision_views import FailedAlternative, TrialOutcome
+
+    out: list[tuple[str, str, str, str, str, str, str]] = []
+    groups: dict[tuple[object, ...], list[TrialOutcome]] = {}
+    slot: dict[tuple[object, ...], int] = {}
     for a in alternatives:
-        kind = str(a.get("kind", ""))
-        if not kind.startswith("rounding trial") or "error" in a:
-            out.append(dict(a))
+        if isinstance(a, FailedAlternative):
+            out.append((a.kind, "", "", "", "", "", a.error))
             continue
-        key = (*(a.get(k) for k in keys), round(float(a.get("work_fraction", 0.0)), 4))
-        row = seen.get(key)
-        if row is None:
-            row = {**a, "trials": []}
-            seen[key] = row
-            out.append(row)
-        row["trials"].append(int(kind.rsplit(" ", 1)[-1]))
-        row["kept"] = bool(row.get("kept")) or bool(a.get("kept"))
-        if a.get("kept") and "kept_because" in a:
-            row["kept_because"] = a["kept_because"]
-    for row in seen.values():
-        ids = row.pop("trials")
-        row["kind"] = f"trial {ids[0]}" if len(ids) == 1 else f"trials {_ranges(ids)} ({len(ids)})"
+        if isinstance(a, TrialOutcome) and not grouped:
+            out.append(_trial_row([a], grouped=False))
+            continue
+        if isinstance(a, TrialOutcome):
+            t = a.trial
+            placed = t.end_slot is not None and a.end is not None
+            key: tuple[object, ...] = (
+                a.mode if placed else "", t.workers if placed else None,
+                t.start_slot if placed else None, a.end, a.completion_slots, t.violations,
+                round(t.work_fraction or 0.0, 4),
+            )  # fmt: skip
+            if key in groups:
+                groups[key].append(a)
+                continue
+            groups[key] = [a]
+            slot[key] = len(out)
+            out.append(_trial_row([a], grouped=True))  # completed below
+            continue
+        out.append(
+            (a.kind, a.mode, str(a.workers), str(a.start_slot),
+             _compact_time(a.end.isoformat()), str(a.completion_slots), "")
+        )  # fmt: skip
+    for key, members in groups.items():
+        out[slot[key]] = _trial_row(members, grouped=True)
     return out
+
+
+def _trial_row(
+    members: Sequence[TrialOutcome], *, grouped: bool
+) -> tuple[str, str, str, str, str, str, str]:
+    first = members[0]
+    t = first.trial
+    ids = [m.trial.index for m in members]
+    if not grouped:
+        label = first.kind
+    else:
+        label = f"trial {ids[0]}" if len(ids) == 1 else f"trials {_ranges(ids)} ({len(ids)})"
+    work = t.work_fraction or 0.0
+    notes = [f"before repair: {t.violations} over, {work:.0%} of work by D"]
+    if any(m.kept for m in members):
+        notes.append("kept")
+    placed = t.end_slot is not None and first.end is not None
+    return (
+        label,
+        first.mode if placed else "",
+        str(t.workers or 0) if placed else "",
+        str(t.start_slot) if placed else "",
+        _compact_time(first.end.isoformat()) if first.end is not None and placed else "",
+        str(first.completion_slots) if placed else "",
+        ", ".join(notes),
+    )
 
 
 def _ranges(ids: Sequence[int]) -> str:

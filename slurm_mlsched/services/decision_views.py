@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..model import NodeCount
+from ..model.decision import RoundingTrial
 from ..storage import DecisionRecord, DecisionSummary, codec
 
 
@@ -187,55 +188,49 @@ class FailedAlternative:
 
 
 @dataclass(frozen=True)
-class TrialPlacement:
-    """Where a rounding trial put the job before repair (when it placed it at all)."""
-
-    end_slot: int
-    end: datetime
-    completion_slots: int
-    workers: int
-    start_slot: int
-    mode: str
-
-
-@dataclass(frozen=True)
 class TrialOutcome:
-    """One randomized-rounding trial: before repair its capacity violations, the share of
-    the work done by the LP deadline and its placement; after repair its end and workers;
-    ``kept`` for the trial the policy kept."""
+    """One randomized-rounding trial as the policy recorded it (``Decision.rounding``):
+    before repair its capacity violations, the share of the work done by the LP deadline
+    and, when it placed the job, its start, end (``end``: the end slot's end as a time;
+    ``completion_slots`` from the arrival) and mode; after repair its end and workers.
+    ``kept`` marks the trial the policy kept, ``kept_because`` its reason."""
 
-    index: int
-    violations: int
-    work_fraction: float | None
+    trial: RoundingTrial
+    end: datetime | None
+    completion_slots: int | None
     kept: bool
-    placed: TrialPlacement | None = None
-    repaired_end_slot: int | None = None
-    repaired_workers: int | None = None
+    kept_because: str = ""
 
     @property
     def kind(self) -> str:
-        return f"rounding trial {self.index}"
+        return f"rounding trial {self.trial.index}"
+
+    @property
+    def mode(self) -> str:
+        return "colocated" if self.trial.colocated else "distributed"
 
     def to_json(self) -> dict[str, object]:
+        t = self.trial
         out: dict[str, object] = {
             "kind": self.kind,
-            "violations": self.violations,
-            "work_fraction": self.work_fraction,
+            "violations": t.violations,
+            "work_fraction": t.work_fraction,
         }
-        p = self.placed
-        if p is not None:
+        if t.end_slot is not None and self.end is not None:
             out.update(
-                end_slot=p.end_slot,
-                end=_iso(p.end),
-                completion_slots=p.completion_slots,
-                workers=p.workers,
-                start_slot=p.start_slot,
-                mode=p.mode,
+                end_slot=t.end_slot,
+                end=_iso(self.end),
+                completion_slots=self.completion_slots,
+                workers=t.workers or 0,
+                start_slot=t.start_slot,
+                mode=self.mode,
             )
-        if self.repaired_end_slot is not None:
-            out["repaired_end_slot"] = self.repaired_end_slot
-            out["repaired_workers"] = self.repaired_workers
+        if t.repaired_end_slot is not None:
+            out["repaired_end_slot"] = t.repaired_end_slot
+            out["repaired_workers"] = t.repaired_workers or 0
         out["kept"] = self.kept
+        if self.kept:
+            out["kept_because"] = self.kept_because
         return out
 
 
@@ -318,6 +313,8 @@ class Explanation:
     start_slot: int
     end_slot: int
     trials: int
+    kept_trial: int | None
+    kept_because: str
     repair_actions: tuple[str, ...]
     binding: tuple[BindingResource, ...]
     alternatives: tuple[AlternativeRow, ...]
@@ -342,6 +339,8 @@ class Explanation:
             "start_slot": self.start_slot,
             "end_slot": self.end_slot,
             "trials": self.trials,
+            "kept_trial": self.kept_trial,
+            "kept_because": self.kept_because,
             "repair_actions": list(self.repair_actions),
             "binding": [b.to_json() for b in self.binding],
             "alternatives": [a.to_json() for a in self.alternatives],

@@ -28,7 +28,18 @@ from ..storage import (
     codec,
 )
 from .clock import Clock
-from .decision_views import DecisionRow, DecisionView
+from .decision_views import (
+    Alternative,
+    AlternativeRow,
+    BindingResource,
+    DecisionRow,
+    DecisionView,
+    Explanation,
+    FailedAlternative,
+    FieldDiff,
+    Resolve,
+    TrialOutcome,
+)
 from .plan import PlanResult, params_for, plan_job
 from .viewer import Viewer
 
@@ -187,35 +198,35 @@ def release(store: DecisionStore, viewer: Viewer, decision_id: int, now: datetim
 # --- explain -----------------------------------------------------------------------------------
 
 
-def explain(store: DecisionStore, viewer: Viewer, decision_id: int) -> dict[str, Any]:
+def explain(store: DecisionStore, viewer: Viewer, decision_id: int) -> Explanation:
     """Why the decision is what it is, and a re-solve from its stored inputs that must
     reproduce it exactly (every field but :data:`NOT_REPRODUCED`)."""
     record = visible(store, viewer, decision_id)
     d, snap = record.decision, record.snapshot
     stored_digest = codec.digest(codec.dumps(codec.encode_snapshot(snap)))
-    return {
-        "decision_id": record.decision_id,
-        "job_id": d.job_id,
-        "policy": d.policy,
-        "form": d.form.value,
-        "seed": d.seed,
-        "mode": d.mode.value,
-        "why": _why(d, record),
-        "lp_deadline_slot": d.lp_deadline,
-        "lp_deadline": None if d.lp_deadline is None else _iso(snap.slot_start(d.lp_deadline + 1)),
-        "lp_value": d.lp_value,
-        "start_slot": d.start_slot,
-        "end_slot": d.end_slot,
-        "trials": d.trials,
-        "kept_trial": d.kept_trial,
-        "kept_because": d.kept_because,
-        "repair_actions": list(d.repair_actions),
-        "binding": binding_resources(d, record, snap),
-        "alternatives": alternatives(record),
-        "snapshot_sha256": record.snapshot_sha256,
-        "snapshot_digest_ok": stored_digest == record.snapshot_sha256,
-        **resolve(record),
-    }
+    return Explanation(
+        decision_id=record.decision_id,
+        job_id=d.job_id,
+        policy=d.policy,
+        form=d.form.value,
+        seed=d.seed,
+        mode=d.mode.value,
+        why=tuple(_why(d, record)),
+        lp_deadline_slot=d.lp_deadline,
+        lp_deadline=None if d.lp_deadline is None else snap.slot_start(d.lp_deadline + 1),
+        lp_value=d.lp_value,
+        start_slot=d.start_slot,
+        end_slot=d.end_slot,
+        trials=d.trials,
+        kept_trial=d.kept_trial,
+        kept_because=d.kept_because,
+        repair_actions=tuple(d.repair_actions),
+        binding=binding_resources(d, record, snap),
+        alternatives=alternatives(record),
+        snapshot_sha256=record.snapshot_sha256,
+        snapshot_digest_ok=stored_digest == record.snapshot_sha256,
+        resolved=resolve(record),
+    )
 
 
 #: Other ways to place the job that ``explain`` re-solves on the stored snapshot: what plain
@@ -226,7 +237,7 @@ WHAT_IF: tuple[tuple[str, str, bool], ...] = (
 )
 
 
-def alternatives(record: DecisionRecord) -> list[dict[str, Any]]:
+def alternatives(record: DecisionRecord) -> tuple[AlternativeRow, ...]:
     """What the decision was chosen among, each with its predicted completion:
 
     * the rounding trials the policy drew (``Decision.rounding``): before repair, with
@@ -238,7 +249,7 @@ def alternatives(record: DecisionRecord) -> list[dict[str, Any]]:
       decision itself.
     """
     d, snap, req = record.decision, record.snapshot, record.request
-    out: list[dict[str, Any]] = [_alternative("chosen", d, snap, req.arrival_slot)]
+    out: list[AlternativeRow] = [_alternative("chosen", d, snap, req.arrival_slot)]
     out += _trials(d, snap, req.arrival_slot)
     for label, policy, switch_form in WHAT_IF:
         params = record.params
@@ -249,76 +260,62 @@ def alternatives(record: DecisionRecord) -> list[dict[str, Any]]:
         try:
             alt = place(req, snap, policy, params)
         except Exception as exc:  # an alternative that cannot be built is reported, not raised
-            out.append({"kind": label, "error": f"{type(exc).__name__}: {exc}"})
+            out.append(FailedAlternative(label, f"{type(exc).__name__}: {exc}"))
             continue
         out.append(_alternative(label, alt, snap, req.arrival_slot))
-    return out
+    return tuple(out)
 
 
-def _alternative(kind: str, d: Decision, snap: ClusterSnapshot, arrival: int) -> dict[str, Any]:
+def _alternative(kind: str, d: Decision, snap: ClusterSnapshot, arrival: int) -> Alternative:
     first = d.slots[0] if d.slots else None
-    return {
-        "kind": kind,
-        "policy": d.policy,
-        "form": d.form.value,
-        "mode": d.mode.value,
-        "workers": first.total_workers if first else 0,
-        "ps": first.total_ps if first else 0,
-        "start_slot": d.start_slot,
-        "end_slot": d.end_slot,
-        "start": _iso(snap.slot_start(d.start_slot)),
-        "end": _iso(snap.slot_start(d.end_slot + 1)),
-        "completion_slots": d.end_slot - arrival + 1,
-    }
+    return Alternative(
+        kind=kind,
+        policy=d.policy,
+        form=d.form.value,
+        mode=d.mode.value,
+        workers=first.total_workers if first else 0,
+        ps=first.total_ps if first else 0,
+        start_slot=d.start_slot,
+        end_slot=d.end_slot,
+        start=snap.slot_start(d.start_slot),
+        end=snap.slot_start(d.end_slot + 1),
+        completion_slots=d.end_slot - arrival + 1,
+    )
 
 
-def _trials(d: Decision, snap: ClusterSnapshot, arrival: int) -> list[dict[str, Any]]:
+def _trials(d: Decision, snap: ClusterSnapshot, arrival: int) -> list[TrialOutcome]:
     """A row per rounding trial of ``d.rounding``, ``kept`` on the one ``d.kept_trial``
     names (with ``kept_because``)."""
-    rows = []
-    for t in d.rounding:
-        row: dict[str, Any] = {
-            "kind": f"rounding trial {t.index}",
-            "violations": t.violations,
-            "work_fraction": t.work_fraction,
-        }
-        if t.end_slot is not None:
-            row.update(
-                end_slot=t.end_slot,
-                end=_iso(snap.slot_start(t.end_slot + 1)),
-                completion_slots=t.end_slot - arrival + 1,
-                workers=t.workers or 0,
-                start_slot=t.start_slot,
-                mode="colocated" if t.colocated else "distributed",
-            )
-        if t.repaired_end_slot is not None:
-            row["repaired_end_slot"] = t.repaired_end_slot
-            row["repaired_workers"] = t.repaired_workers or 0
-        row["kept"] = t.index == d.kept_trial
-        if row["kept"]:
-            row["kept_because"] = d.kept_because
-        rows.append(row)
-    return rows
+    return [
+        TrialOutcome(
+            trial=t,
+            end=None if t.end_slot is None else snap.slot_start(t.end_slot + 1),
+            completion_slots=None if t.end_slot is None else t.end_slot - arrival + 1,
+            kept=t.index == d.kept_trial,
+            kept_because=d.kept_because if t.index == d.kept_trial else "",
+        )
+        for t in d.rounding
+    ]
 
 
-def resolve(record: DecisionRecord) -> dict[str, Any]:
+def resolve(record: DecisionRecord) -> Resolve:
     """Re-run ``place()`` on the stored request, snapshot, policy and parameters."""
     try:
         again = place(record.request, record.snapshot, record.decision.policy, record.params)
     except Exception as exc:  # a re-solve that fails is a finding, not a crash
-        return {"reproduced": False, "diff": [], "resolve_error": f"{type(exc).__name__}: {exc}"}
+        return Resolve(False, (), f"{type(exc).__name__}: {exc}")
     diff = decision_diff(record.decision, again)
-    return {"reproduced": not diff, "diff": diff, "resolve_error": None}
+    return Resolve(not diff, diff, None)
 
 
-def decision_diff(stored: Decision, again: Decision) -> list[dict[str, Any]]:
+def decision_diff(stored: Decision, again: Decision) -> tuple[FieldDiff, ...]:
     a, b = codec.encode_decision(stored), codec.encode_decision(again)
     skip = NOT_REPRODUCED + (NOT_RECORDED_BEFORE if stored.kept_rederived else ())
-    return [
-        {"field": key, "stored": a[key], "resolved": b[key]}
+    return tuple(
+        FieldDiff(key, a[key], b[key])
         for key in sorted(a)
         if key not in skip and codec.dumps(a[key]) != codec.dumps(b[key])
-    ]
+    )
 
 
 def _why(d: Decision, record: DecisionRecord) -> list[str]:
@@ -395,11 +392,11 @@ def wait_reasons(d: Decision, record: DecisionRecord) -> list[str]:
 
 def binding_resources(
     d: Decision, record: DecisionRecord, snap: ClusterSnapshot
-) -> list[dict[str, Any]]:
+) -> tuple[BindingResource, ...]:
     """Per node used in the start slot: its tightest resource after this decision (share of
     capacity held by reservations plus this job)."""
     if not d.slots:
-        return []
+        return ()
     plan, t = d.slots[0], d.slots[0].slot
     usage = plan.usage(record.request)
     caps = {m.name: m.capacity for m in snap.machines}
@@ -415,8 +412,8 @@ def binding_resources(
             if cap > 0:
                 shares.append(((held[i] + use.as_tuple()[i]) / cap, name))
         share, name = max(shares) if shares else (0.0, "none")
-        out.append({"node": node, "resource": name, "share": round(share, 6)})
-    return out
+        out.append(BindingResource(node, name, round(share, 6)))
+    return tuple(out)
 
 
 # --- shapes -------------------------------------------------------------------------------------

@@ -128,21 +128,26 @@ def test_explain_reproduces_bit_for_bit(env: dict[str, str], tmp_path: Path) -> 
     assert f"kept trial {data['kept_trial']} of {plan['trials']}: earliest end" in human.stdout
 
 
-def test_grouped_trials_carry_the_kept_reason() -> None:
-    from slurm_mlsched.cli.output import _grouped_trials
+def test_identical_trials_share_a_row_that_is_kept_if_one_was() -> None:
+    from datetime import UTC, datetime
 
-    same = {"mode": "colocated", "workers": 2, "start_slot": 0, "end": "x", "violations": 0}
-    rows = [
-        {"kind": "chosen"},
-        {"kind": "rounding trial 0", **same, "work_fraction": 1.0, "kept": False},
-        {"kind": "rounding trial 1", **same, "work_fraction": 1.0, "kept": True,
-         "kept_because": "why"},
-        {"kind": "rounding trial 2", **same, "work_fraction": 0.5, "kept": False},
-    ]  # fmt: skip
-    out = _grouped_trials(rows)
-    assert [r["kind"] for r in out] == ["chosen", "trials 0-1 (2)", "trial 2"]
-    assert out[1]["kept"] and out[1]["kept_because"] == "why"
-    assert not out[2]["kept"] and "kept_because" not in out[2]
+    from slurm_mlsched.cli.output import _alternative_rows
+    from slurm_mlsched.model.decision import RoundingTrial
+    from slurm_mlsched.services.decision_views import Alternative, TrialOutcome
+
+    at = datetime(2026, 3, 1, 10, 40, tzinfo=UTC)
+
+    def trial(index: int, work: float, kept: bool) -> TrialOutcome:
+        t = RoundingTrial(index, 0, work, start_slot=0, end_slot=3, workers=2, colocated=True)
+        return TrialOutcome(t, at, 4, kept, "why" if kept else "")
+
+    chosen = Alternative("chosen", "yu-rr", "non-elastic", "colocated", 2, 1, 0, 3, at, at, 4)
+    rows = [chosen, trial(0, 1.0, False), trial(1, 1.0, True), trial(2, 0.5, False)]
+    out = _alternative_rows(rows, grouped=True)
+    assert [r[0] for r in out] == ["chosen", "trials 0-1 (2)", "trial 2"]
+    assert out[1][-1].endswith("kept") and not out[2][-1].endswith("kept")
+    every = _alternative_rows(rows, grouped=False)
+    assert [r[0] for r in every][1:] == [f"rounding trial {i}" for i in range(3)]
 
 
 def test_explain_reports_a_difference(env: dict[str, str], tmp_path: Path) -> None:

@@ -122,7 +122,7 @@ def test_first_revision_database_upgrades_with_every_row_intact(db_url: str) -> 
         assert rec.state == DecisionState(state) and rec.script == "#!/bin/sh\n"
         expected = [("planned", NOW, "")] + ([] if state == "planned" else [(state, NOW, detail)])
         assert [(t.state.value, t.at, t.detail) for t in rec.transitions] == expected
-        assert resolve(rec)["reproduced"] is True
+        assert resolve(rec).reproduced is True
     assert len(store.reservations("c1", NOW, epoch=news[0].snapshot.epoch, slot_seconds=600)) > 0
 
 
