@@ -132,10 +132,10 @@ class ReplanReport:
     skipped: tuple[int, ...] = ()  # queued decisions of other users this process may not start
     notes: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "cluster_name": self.cluster_name,
-            "started": [s.__dict__ for s in self.started],
+            "started": [dict(s.__dict__) for s in self.started],
             "waiting": [
                 {
                     **w.__dict__,
@@ -719,8 +719,8 @@ class QueueView:
     would_start: tuple[Waiting, ...]
     waiting: tuple[Waiting, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        def row(w: Waiting) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
+        def row(w: Waiting) -> dict[str, object]:
             start = w.estimated_start
             return {**w.__dict__, "estimated_start": None if start is None else start.isoformat()}
 
