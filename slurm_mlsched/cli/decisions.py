@@ -25,6 +25,7 @@ from .options import AsJson, DbUrl
 from .store import StoreContext
 
 if TYPE_CHECKING:  # the services and the store load when a command runs
+    from ..services.decisions import ReservedPlan
     from ..storage import DecisionState, HistoryFilter
 
 
@@ -56,7 +57,7 @@ def plan_reserved(
     clock: Clock,
     cluster_name: str | None,
     db_url: str | None,
-) -> dict[str, Any]:
+) -> ReservedPlan:
     """``mlsub plan --reserve``: plan under the cluster's lock and record the decision."""
     from ..services import decisions as svc
 
@@ -73,7 +74,7 @@ def plan_reserved(
             host=ctx.host,
             packages=_package_versions(),
         )
-    return reserved.as_dict()
+    return reserved
 
 
 # --- commands ----------------------------------------------------------------------------------

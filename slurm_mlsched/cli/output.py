@@ -21,7 +21,12 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+    from ..model import JobRequest, NodeCount
+    from ..services.decisions import ReservedPlan
+    from ..services.plan import PlanResult, SlotRun
+    from ..services.policies import PolicyInfo
     from ..services.replan import QueueView, ReplanReport
+    from ..services.submit import SubmitOutcome
 
 
 def _out() -> Console:
@@ -100,94 +105,96 @@ def show_internal_error(exc: BaseException) -> None:
     )
 
 
-def show_policies(policies: Sequence[Mapping[str, str]], *, as_json: bool) -> None:
+def show_policies(policies: Sequence[PolicyInfo], *, as_json: bool) -> None:
+    """``mlsub policies``: one row per policy, or a JSON list."""
     if as_json:
-        show_json(list(policies))
+        show_json([p.to_json() for p in policies])
         return
     table = _table("policy", "summary", box=None)
     for p in policies:
-        table.add_row(p["name"], p["summary"])
+        table.add_row(p.name, p.summary)
     _out().print(table)
 
 
-def show_plan(plan: Mapping[str, Any], *, as_json: bool) -> None:
-    """Render ``PlanResult.as_dict()``: JSON, or a placement table and a summary."""
+def show_plan(plan: PlanResult, *, as_json: bool) -> None:
+    """``mlsub plan``: JSON, or a placement table and a summary."""
     if as_json:
-        show_json(plan)
+        show_json(plan.to_json())
         return
     console = _out()
-    job = plan["job"]
+    d = plan.decision
     console.print(
         _text(
-            f"Plan for job {job['id']!r}: policy {plan['policy']}, {plan['form']}, "
-            f"seed {plan['seed']}",
+            f"Plan for job {plan.request.job_id!r}: policy {d.policy}, {d.form}, seed {d.seed}",
             style="bold",
         )
     )
-    several = len(plan["slots"]) > 1
+    runs = plan.slot_runs
+    several = len(runs) > 1
     title = "placement (first slot; the schedule below)" if several else "placement"
-    console.print(_placement_table(plan["placement"], job, title))
+    console.print(_placement_table(d.placement, plan.request, title))
     if several:
-        console.print(_slots_table(plan["slots"]))
+        console.print(_slots_table(runs))
     console.print(_summary_table(plan))
 
 
-def _placement_table(
-    rows: Sequence[Mapping[str, Any]], job: Mapping[str, Any], title: str
-) -> Table:
+def _placement_table(rows: Sequence[NodeCount], job: JobRequest, title: str) -> Table:
+    from ..model import Role
+
     table = _table("node", "role", "count", "GPUs", "CPUs", "memory", title=title)
     for row in rows:
-        per = job["per_ps"] if row["role"] == "ps" else job["per_worker"]
-        n = row["count"]
+        per = job.ps if row.role == Role.PS else job.worker
+        n = row.count
         table.add_row(
-            row["node"],
-            row["role"],
+            row.node,
+            str(row.role),
             str(n),
-            f"{per['gpus'] * n:g}",
-            f"{per['cpus'] * n:g}",
-            format_mem_mib(per["mem_mib"] * n),
+            f"{per.gpu * n:g}",
+            f"{per.cpu * n:g}",
+            format_mem_mib(per.mem * n),
         )
     return table
 
 
-def _slots_table(runs: Sequence[Mapping[str, Any]]) -> Table:
+def _slots_table(runs: Sequence[SlotRun]) -> Table:
     table = _table("slots", "start (UTC)", "mode", "workers", "PSs", title="schedule")
     table.add_column("nodes", overflow="fold")
     for run in runs:
-        nodes = sorted({r["node"] for r in run["placement"]})
-        first, last = run["first_slot"], run["last_slot"]
+        nodes = sorted({r.node for r in run.placement})
+        first, last = run.first_slot, run.last_slot
         table.add_row(
             str(first) if first == last else f"{first}–{last}",
-            _short_time(run["start"])[5:16],
-            run["mode"],
-            str(run["workers"]),
-            str(run["ps"]),
+            _short_time(run.start.isoformat())[5:16],
+            str(run.mode),
+            str(run.workers),
+            str(run.ps),
             ",".join(nodes),
         )
     return table
 
 
-def _summary_table(plan: Mapping[str, Any]) -> Table:
+def _summary_table(plan: PlanResult) -> Table:
     table = _table(show_header=False, box=None, title="summary", title_justify="left")
+    d, job = plan.decision, plan.request
+    lp_deadline = plan.lp_deadline
     deadline = (
-        f"{_short_time(plan['lp_deadline'])} (end of slot {plan['lp_deadline_slot']})"
-        if plan["lp_deadline"] is not None
+        f"{_short_time(lp_deadline.isoformat())} (end of slot {d.lp_deadline})"
+        if lp_deadline is not None
         else "—"
     )
-    job = plan["job"]
     rows = [
-        ("mode", plan["mode"]),
-        ("start", f"{_short_time(plan['start'])} (slot {plan['start_slot']})"),
-        ("end", f"{_short_time(plan['end'])} (end of slot {plan['end_slot']})"),
-        ("predicted runtime", _duration(plan["predicted_runtime_s"])),
+        ("mode", str(d.mode)),
+        ("start", f"{_short_time(plan.start.isoformat())} (slot {d.start_slot})"),
+        ("end", f"{_short_time(plan.end.isoformat())} (end of slot {d.end_slot})"),
+        ("predicted runtime", _duration(round(plan.predicted_runtime_s, 3))),
         ("LP deadline", deadline),
-        ("workload", f"{job['workload']:g} mini-batches, model {job['profile']['name']}"),
+        ("workload", f"{job.workload:g} mini-batches, model {job.profile.name}"),
         (
             "solver",
-            f"{plan['solver'] or '—'} {plan['solver_version']} · {plan['decision_ms']:.1f} ms "
-            f"· {plan['trials']} trial(s)",
+            f"{d.solver or '—'} {d.solver_version} · {round(plan.decision_ms, 3):.1f} ms "
+            f"· {d.trials} trial(s)",
         ),
-        ("repair", "; ".join(plan["repair_actions"]) or "none"),
+        ("repair", "; ".join(d.repair_actions) or "none"),
     ]
     for key, value in rows:
         table.add_row(key, value)
@@ -251,14 +258,17 @@ def _compact_time(iso: str | None) -> str:
     return _short_time(iso)[5:16]
 
 
-def show_reserved(plan: Mapping[str, Any], *, as_json: bool) -> None:
+def show_reserved(reserved: ReservedPlan, *, as_json: bool) -> None:
     """``mlsub plan --reserve``: the plan, then the id it was recorded under."""
-    show_plan(plan, as_json=as_json)
-    if not as_json:
-        _out().print(
-            f"reserved as decision {plan['decision_id']} (state {plan['state']}, cluster "
-            f"{plan['cluster_name']}); give it back with: mlsub release {plan['decision_id']}"
-        )
+    if as_json:
+        show_json(reserved.to_json())
+        return
+    show_plan(reserved.plan, as_json=False)
+    decision_id = reserved.record.decision_id
+    _out().print(
+        f"reserved as decision {decision_id} (state {reserved.record.state}, cluster "
+        f"{reserved.cluster_name}); give it back with: mlsub release {decision_id}"
+    )
 
 
 def show_released(row: Mapping[str, Any], *, as_json: bool) -> None:
@@ -661,45 +671,47 @@ def show_cell(info: Mapping[str, Any]) -> None:
     )
 
 
-def show_submitted(result: Mapping[str, Any], *, as_json: bool, show_script: bool) -> None:
+def show_submitted(outcome: SubmitOutcome, *, as_json: bool, show_script: bool) -> None:
     """``mlsub submit`` / ``mlsub plan SCRIPT`` (live): the plan, the script, the outcome."""
     if as_json:
-        show_json(result)
+        show_json(outcome.to_json())
         return
-    show_plan(result, as_json=False)
+    show_plan(outcome.plan, as_json=False)
     console = _out()
-    excluded = result["cluster"].get("excluded") or []
+    excluded = outcome.cluster.excluded
     if excluded:
-        console.print("not used: " + ", ".join(f"{e['name']} ({e['reason']})" for e in excluded))
+        console.print("not used: " + ", ".join(f"{e.record.name} ({e.reason})" for e in excluded))
     if show_script:
         console.print(_text("sbatch script:", style="bold"))
-        console.print(_text(result["script"]), soft_wrap=True)
-    begin = f", begins {_short_time(result['begin'])}" if result.get("begin") else ""
+        console.print(_text(outcome.script.text), soft_wrap=True)
+    begin_at = outcome.begin
+    begin = f", begins {_short_time(begin_at.isoformat())}" if begin_at else ""
+    start = _short_time(outcome.plan.start.isoformat())
     waits = (
-        f"; it cannot start now: it would wait in mlsub's queue (estimated start "
-        f"{_short_time(result['start'])})"
-        if result.get("waits")
+        f"; it cannot start now: it would wait in mlsub's queue (estimated start {start})"
+        if outcome.waits
         else ""
     )
-    if result.get("decision_id") is None:
+    decision_id = outcome.decision_id
+    if decision_id is None:
         console.print(f"dry run: nothing recorded or submitted{begin}{waits}")
         return
-    if result.get("waits"):
+    if outcome.waits:
         console.print(
-            f"decision {result['decision_id']} waits in mlsub's queue, held as Slurm job "
-            f"{result['slurm_job_id']} (state {result['state']}; estimated start "
-            f"{_short_time(result['start'])}); a re-plan starts it when resources free up: "
+            f"decision {decision_id} waits in mlsub's queue, held as Slurm job "
+            f"{outcome.slurm_job_id} (state {outcome.state}; estimated start "
+            f"{start}); a re-plan starts it when resources free up: "
             "mlsub queue shows where it stands"
         )
-        for warning in result.get("warnings") or ():
+        for warning in outcome.warnings:
             _err().print(f"warning: {warning}")
         return
     console.print(
-        f"decision {result['decision_id']} submitted as Slurm job {result['slurm_job_id']}"
-        f"{begin} (state {result['state']}); follow it with: mlsub show "
-        f"{result['decision_id']}, squeue -j {result['slurm_job_id']}"
+        f"decision {decision_id} submitted as Slurm job {outcome.slurm_job_id}"
+        f"{begin} (state {outcome.state}); follow it with: mlsub show "
+        f"{decision_id}, squeue -j {outcome.slurm_job_id}"
     )
-    for warning in result.get("warnings") or ():
+    for warning in outcome.warnings:
         _err().print(f"warning: {warning}")
 
 

@@ -109,13 +109,13 @@ def test_submit_outcome(store: SqlDecisionStore) -> None:
     w = wiring(store, FakeSource(), FakeSubmitter())
     submit_job(w, opts(workers=2), JOB)
     out = submit_job(w, opts(), JOB)
-    assert_golden("live/submit", out.as_dict(), volatile=VOLATILE)
+    assert_golden("live/submit", out.to_json(), volatile=VOLATILE)
 
 
 def test_submit_dry_run_outcome(store: SqlDecisionStore) -> None:
     w = wiring(store, FakeSource(), FakeSubmitter())
     out = submit_job(w, opts(), JobScript(Path("/home/alice/run.sh")), dry_run=True)
-    assert_golden("live/submit_dry_run", out.as_dict(), volatile=VOLATILE)
+    assert_golden("live/submit_dry_run", out.to_json(), volatile=VOLATILE)
 
 
 def test_submit_with_a_warning(store: SqlDecisionStore) -> None:
@@ -132,7 +132,7 @@ def test_submit_with_a_warning(store: SqlDecisionStore) -> None:
 
     out = submit_job(replace(w, store=Broken()), opts(), JOB)  # type: ignore[arg-type]
     assert out.warnings
-    assert_golden("live/submit_warning", out.as_dict(), volatile=VOLATILE)
+    assert_golden("live/submit_warning", out.to_json(), volatile=VOLATILE)
 
 
 def test_plan_script_on_the_live_cluster(tmp_path: Path, env: dict[str, str]) -> None:

@@ -330,7 +330,7 @@ def test_a_store_failure_after_sbatch_is_a_warning_not_a_failed_submit(
     (warning,) = out.warnings
     assert "Slurm queued job 101" in warning and "disk is full" in warning
     assert "stays 'submitting'" in warning and "mlsub reconcile" in warning
-    assert out.as_dict()["warnings"] == [warning]
+    assert out.to_json()["warnings"] == [warning]
     assert store.get(out.record.decision_id).state == S.SUBMITTING  # reconcile's to record
 
 
