@@ -228,7 +228,7 @@ def calibrate(
             models=tuple(model or ()),
             reset=reset,
         )
-    output.show_calibration(report.to_json(), as_json=as_json)
+    output.show_calibration(report, as_json=as_json)
 
 
 @commands.command()
@@ -246,7 +246,7 @@ def report(
     """Write the decision history as one self-contained HTML page (timeline, predicted vs
     actual, queue, GPU-hours; filters that work offline)."""
     from ..services import decisions as svc
-    from ..services.report import render_page, report_data
+    from ..services.report import write_report
     from ..storage import HistoryFilter
 
     now = app_context().clock.now()
@@ -269,15 +269,10 @@ def report(
     filters = {
         k: v for k, v in (("user", where.user), ("since", since), ("until", until)) if v is not None
     }
-    data = report_data(
-        rows, now=now, cluster_name=ctx.config.cluster_name, filters=filters, fits=fits
+    written = write_report(
+        out, rows, now=now, cluster_name=ctx.config.cluster_name, filters=filters, fits=fits
     )
-    page = out / "report.html"
-    svc.write_private(page, render_page(data))
-    output.show_report(
-        {"path": str(page), "decisions": len(rows), "cluster_name": ctx.config.cluster_name},
-        as_json=as_json,
-    )
+    output.show_report(written, as_json=as_json)
 
 
 @commands.command()

@@ -22,10 +22,16 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from ..model import JobRequest, NodeCount
+    from ..plugins.check import CheckReport
+    from ..remote.trust import Trusted
+    from ..services.calibrate import CalibrationReport
+    from ..services.cluster_state import ClusterState
     from ..services.decisions import ReservedPlan
     from ..services.plan import PlanResult, SlotRun
     from ..services.policies import PolicyInfo
+    from ..services.reconcile import ReconcileReport
     from ..services.replan import QueueView, ReplanReport
+    from ..services.report import ReportWritten
     from ..services.submit import SubmitOutcome
 
 
@@ -278,15 +284,16 @@ def show_released(row: Mapping[str, Any], *, as_json: bool) -> None:
     _out().print(f"decision {row['decision_id']} released")
 
 
-def show_trusted(row: Mapping[str, Any], *, as_json: bool) -> None:
+def show_trusted(done: Trusted, *, as_json: bool) -> None:
+    """``mlsub remote trust``: the key trusted, and whether a line was added."""
     if as_json:
-        show_json(row)
+        show_json(done.to_json())
         return
-    what = f"{row['host']} {row['key_type']} {row['fingerprint']}"
-    if row["added"]:
-        typer.echo(f"trusted {what}: added to {row['known_hosts']}")
+    what = f"{done.host} {done.key_type} {done.fingerprint}"
+    if done.added:
+        typer.echo(f"trusted {what}: added to {done.file}")
     else:
-        typer.echo(f"{what} is already in {row['known_hosts']}: nothing to do")
+        typer.echo(f"{what} is already in {done.file}: nothing to do")
 
 
 def show_history(rows: Sequence[Mapping[str, Any]], *, as_json: bool) -> None:
@@ -487,50 +494,50 @@ def show_db_upgrade(info: Mapping[str, Any], *, as_json: bool) -> None:
         typer.echo(f"{info['url']}: upgraded {before} -> {info['after']}")
 
 
-def show_cluster(state: Mapping[str, Any], *, as_json: bool) -> None:
-    """Render ``ClusterState.as_dict()``: JSON, or one row per node and a summary."""
+def show_cluster(state: ClusterState, *, as_json: bool) -> None:
+    """``mlsub cluster``: JSON, or one row per node and a summary."""
     if as_json:
-        show_json(state)
+        show_json(state.to_json())
         return
     console = _out()
-    version = state["slurm_version"] or "?"
+    version = state.slurm_version or "?"
     console.print(
         _text(
-            f"Cluster at {_short_time(state['now'])[:19]} UTC: Slurm {version}, "
-            f"read with {state['source']}"
-            + (f" ({state['source_reason']})" if state.get("source_reason") else ""),
+            f"Cluster at {_short_time(state.now.isoformat())[:19]} UTC: Slurm {version}, "
+            f"read with {state.source}"
+            + (f" ({state.source_reason})" if state.source_reason else ""),
             style="bold",
         ),
         soft_wrap=True,
     )
     table = _table("node", "state", "GPUs", "CPUs", "memory", title="free now / total")
     table.add_column("running jobs", overflow="fold")
-    for node in state["nodes"]:
-        free, total = node["free_now"], node["total"]
+    for node in state.nodes:
+        free, total = node.free_now, node.total
         table.add_row(
-            node["name"],
-            node["state"].lower() + ("" if node["usable"] else " (excluded)"),
-            f"{free['gpus']:g}/{total['gpus']:g}",
-            f"{free['cpus']:g}/{total['cpus']:g}",
-            f"{format_mem_mib(free['mem_mib'])}/{format_mem_mib(total['mem_mib'])}",
-            ", ".join(node["jobs"]) or "—",
+            node.record.name,
+            node.record.state_text.lower() + ("" if node.usable else " (excluded)"),
+            f"{free.gpu:g}/{total.gpu:g}",
+            f"{free.cpu:g}/{total.cpu:g}",
+            f"{format_mem_mib(free.mem)}/{format_mem_mib(total.mem)}",
+            ", ".join(node.jobs) or "—",
         )
     console.print(table)
-    free, capacity = state["free_now"], state["capacity"]
-    usable = sum(1 for n in state["nodes"] if n["usable"])
+    free, capacity = state.free_now, state.capacity
+    usable = sum(1 for n in state.nodes if n.usable)
     console.print(
-        f"{usable} usable node(s) of {len(state['nodes'])}; free now "
-        f"{free['gpus']:g}/{capacity['gpus']:g} GPUs, {free['cpus']:g}/{capacity['cpus']:g} "
-        f"CPUs, {format_mem_mib(free['mem_mib'])}/{format_mem_mib(capacity['mem_mib'])}; "
-        f"{len(state['jobs'])} running job(s)",
+        f"{usable} usable node(s) of {len(state.nodes)}; free now "
+        f"{free.gpu:g}/{capacity.gpu:g} GPUs, {free.cpu:g}/{capacity.cpu:g} "
+        f"CPUs, {format_mem_mib(free.mem)}/{format_mem_mib(capacity.mem)}; "
+        f"{len(state.jobs)} running job(s)",
         soft_wrap=True,
     )
-    for excluded in state["excluded"]:
+    for excluded in state.excluded:
         console.print(
-            _assemble(("excluded", "bold yellow"), f": {excluded['name']}: {excluded['reason']}"),
+            _assemble(("excluded", "bold yellow"), f": {excluded.record.name}: {excluded.reason}"),
             soft_wrap=True,
         )
-    for note in state["notes"]:
+    for note in state.notes:
         console.print(_assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)
 
 
@@ -715,46 +722,46 @@ def show_submitted(outcome: SubmitOutcome, *, as_json: bool, show_script: bool) 
         _err().print(f"warning: {warning}")
 
 
-def show_reconciled(report: Mapping[str, Any], *, as_json: bool) -> None:
+def show_reconciled(report: ReconcileReport, *, as_json: bool) -> None:
     """``mlsub reconcile``: one row per open decision looked at."""
     if as_json:
-        show_json(report)
+        show_json(report.to_json())
         return
     console = _out()
-    rows = report["decisions"]
+    rows = report.decisions
     if not rows:
         console.print("no open decisions to reconcile")
     else:
         table = _table("decision", "slurm job", "before", "after", "found in", "note")
         for r in rows:
             table.add_row(
-                str(r["decision_id"]),
-                r["slurm_job_id"] or "",
-                r["before"],
-                r["after"],
-                r["found_in"] or "",
-                r["note"],
+                str(r.decision_id),
+                r.slurm_job_id or "",
+                r.before.value,
+                r.after.value,
+                r.found_in or "",
+                r.note,
             )
         console.print(table)
-    for note in report["notes"]:
+    for note in report.notes:
         _err().print(f"note: {note}")
 
 
 # --- the Slurm plugins -------------------------------------------------------------------------
 
 
-def show_plugin_check(report: Mapping[str, Any], *, as_json: bool) -> None:
+def show_plugin_check(report: CheckReport, *, as_json: bool) -> None:
     """``mlsub plugins check``: one ``FILE: ok`` line per good file, else its problems as
     ``FILE:LINE: error: message`` (the compiler convention editors understand)."""
     if as_json:
-        show_json(report)
+        show_json(report.to_json())
         return
-    for f in report["files"]:
-        for finding in f["findings"]:
-            where = f["path"] if finding["line"] is None else f"{f['path']}:{finding['line']}"
-            typer.echo(f"{where}: {finding['severity']}: {finding['message']}")
-        if f["ok"]:
-            typer.echo(f"{f['path']}: ok ({f['kind']}, checked with {report['interpreter']})")
+    for f in report.files:
+        for finding in f.findings:
+            where = f.path if finding.line is None else f"{f.path}:{finding.line}"
+            typer.echo(f"{where}: {finding.severity}: {finding.message}")
+        if f.ok:
+            typer.echo(f"{f.path}: ok ({f.kind}, checked with {report.interpreter})")
 
 
 def show_installed_plugins(paths: Sequence[str]) -> None:
@@ -847,13 +854,13 @@ def note(text: str) -> None:
     _err().print(f"note: {text}")
 
 
-def show_calibration(report: Mapping[str, Any], *, as_json: bool) -> None:
+def show_calibration(report: CalibrationReport, *, as_json: bool) -> None:
     """``mlsub calibrate``: per model the runs, the factor and the prediction error."""
     if as_json:
-        show_json(report)
+        show_json(report.to_json())
         return
     console = _out()
-    rows = report["models"]
+    rows = report.fits
     if not rows:
         console.print("no completed runs of a profiled model (--model) to fit from")
         return
@@ -864,23 +871,24 @@ def show_calibration(report: Mapping[str, Any], *, as_json: bool) -> None:
     table = _table(
         "model", "runs of", "runs", "factor", "error before", "error after", "version", "note"
     )
-    for r in rows:
-        factor = "—" if r["factor"] is None else f"×{r['factor']:.3g}"
-        version = "" if r["version"] is None else f"v{r['version']}"
-        whose = (r["scope"] or "").removeprefix("user:") or "everyone"
+    for f in rows:
+        factor = "—" if f.factor is None else f"×{f.factor:.3g}"
+        number = report.version(f)
+        version = "" if number is None else f"v{number}"
+        whose = f.scope.removeprefix("user:") or "everyone"
         table.add_row(
-            r["model"], whose, str(r["samples"]), factor, pct(r["error_before"]),
-            pct(r["error_after"]), version, r["skipped"] or ("reset" if report["reset"] else ""),
+            f.model, whose, str(f.samples), factor, pct(f.error_before),
+            pct(f.error_after), version, f.skipped or ("reset" if report.reset else ""),
         )  # fmt: skip
     console.print(table)
 
 
-def show_report(result: Mapping[str, Any], *, as_json: bool) -> None:
+def show_report(written: ReportWritten, *, as_json: bool) -> None:
     """``mlsub report``: where the page is."""
     if as_json:
-        show_json(result)
+        show_json(written.to_json())
         return
     typer.echo(
-        f"{result['path']}: {result['decisions']} decision(s) of cluster "
-        f"{result['cluster_name']} (open it in a browser; it needs no network)"
+        f"{written.path}: {written.decisions} decision(s) of cluster "
+        f"{written.cluster_name} (open it in a browser; it needs no network)"
     )

@@ -23,7 +23,7 @@ from slurm_mlsched.plugins.check import CheckReport, Finding, PluginReport, pars
 from slurm_mlsched.remote.trust import Trusted
 from slurm_mlsched.services.calibrate import calibrate
 from slurm_mlsched.services.clock import FixedClock
-from slurm_mlsched.services.reconcile import reconcile
+from slurm_mlsched.services.reconcile import ReconcileReport, reconcile
 from slurm_mlsched.services.submit import JobScript, submit_job
 from slurm_mlsched.services.viewer import Viewer
 from slurm_mlsched.slurm.jobs import JobStatus, StatusReport
@@ -162,11 +162,7 @@ def reconcile_json(store: SqlDecisionStore, jobs: dict[str, JobStatus], when: An
         store=store, reader=Reader(), clock=FixedClock(when),  # type: ignore[arg-type]
         cluster_name="lab", viewer=Viewer("alice"),
     )  # fmt: skip
-    return {
-        "cluster_name": "lab",
-        "decisions": [u.as_dict() for u in updates],
-        "notes": list(notes),
-    }
+    return ReconcileReport("lab", tuple(updates), notes).to_json()
 
 
 def test_reconcile(store: SqlDecisionStore) -> None:
@@ -220,12 +216,12 @@ def test_plugins_check() -> None:
             PluginReport("x.lua", None, (Finding("x.lua", None, "no such file", "load"),)),
         ),
     )
-    assert_golden("live/plugins_check", report.as_dict())
+    assert_golden("live/plugins_check", report.to_json())
 
 
 def test_remote_trust() -> None:
     done = Trusted("login.example.org", "ssh-ed25519", "SHA256:" + "A" * 43, "/h/kh", True)
-    assert_golden("live/remote_trust", done.as_dict())
+    assert_golden("live/remote_trust", done.to_json())
 
 
 def test_policies(env: dict[str, str]) -> None:

@@ -490,7 +490,7 @@ def test_reconcile_reports_a_submit_failed_decision_only_when_it_repairs_it(
             store=store, reader=Reader(jobs), clock=FixedClock(NOW + timedelta(minutes=1)),  # type: ignore[arg-type]
             cluster_name="lab", viewer=Viewer("alice"),
         )  # fmt: skip
-        return [u.as_dict() for u in updates]
+        return [u.to_json() for u in updates]
 
     assert run({}) == []  # looked up, nothing found: not reported
     found = {"5": status("5", "RUNNING", tag, start=NOW, user="alice")}
