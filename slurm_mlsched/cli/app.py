@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -170,7 +170,7 @@ def plan(
             clock=app_context().clock,
             dry_run=True,
         )
-        output.show_submitted(outcome.as_dict(), as_json=as_json, show_script=True)
+        output.show_submitted(outcome, as_json=as_json, show_script=True)
         return
     if reserve:
         from .decisions import plan_reserved
@@ -190,7 +190,7 @@ def plan(
     result = plan_from_files(
         script=script, cluster=cluster, overrides=_plan_only(overrides), clock=app_context().clock
     )
-    output.show_plan(result.as_dict(), as_json=as_json)
+    output.show_plan(result, as_json=as_json)
 
 
 @commands.command()
@@ -233,15 +233,14 @@ def submit(
             dry_run=False,
             wait=progress if wait else None,
         )
-    result = outcome.as_dict()
     if final is not None:
-        result["state"] = final.value
-    output.show_submitted(result, as_json=as_json, show_script=show_script)
+        outcome = replace(outcome, final=final)
+    output.show_submitted(outcome, as_json=as_json, show_script=show_script)
     if final is not None and final != DecisionState.COMPLETED:
         raise JobDidNotComplete(
             f"Slurm job {outcome.slurm_job_id} ended {final.value}",
-            hint=f"see its output file and: mlsub show {result['decision_id']}",
-            context={"decision_id": result["decision_id"], "state": final.value},
+            hint=f"see its output file and: mlsub show {outcome.decision_id}",
+            context={"decision_id": outcome.decision_id, "state": final.value},
         )
 
 
@@ -338,7 +337,7 @@ def policies(
     """List the placement policies."""
     from ..services.policies import list_policies
 
-    output.show_policies([asdict(p) for p in list_policies()], as_json=as_json)
+    output.show_policies(list_policies(), as_json=as_json)
 
 
 #: Every command of mlsub, by the module that declares it.

@@ -67,4 +67,4 @@ def cluster(
                     cluster_name=config.cluster_name,
                     slot_seconds=slot,
                 )
-    output.show_cluster(state.as_dict(), as_json=as_json)
+    output.show_cluster(state, as_json=as_json)

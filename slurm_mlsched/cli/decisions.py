@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,6 +26,7 @@ from .store import StoreContext
 
 if TYPE_CHECKING:  # the services and the store load when a command runs
     from ..services.decision_views import Explanation
+    from ..services.decisions import ReservedPlan
     from ..storage import DecisionState, HistoryFilter
 
 
@@ -57,7 +58,7 @@ def plan_reserved(
     clock: Clock,
     cluster_name: str | None,
     db_url: str | None,
-) -> dict[str, Any]:
+) -> ReservedPlan:
     """``mlsub plan --reserve``: plan under the cluster's lock and record the decision."""
     from ..services import decisions as svc
 
@@ -74,7 +75,7 @@ def plan_reserved(
             host=ctx.host,
             packages=_package_versions(),
         )
-    return reserved.as_dict()
+    return reserved
 
 
 # --- commands ----------------------------------------------------------------------------------
@@ -230,7 +231,7 @@ def calibrate(
             models=tuple(model or ()),
             reset=reset,
         )
-    output.show_calibration(report.to_json(), as_json=as_json)
+    output.show_calibration(report, as_json=as_json)
 
 
 @commands.command()
@@ -248,7 +249,7 @@ def report(
     """Write the decision history as one self-contained HTML page (timeline, predicted vs
     actual, queue, GPU-hours; filters that work offline)."""
     from ..services import decisions as svc
-    from ..services.report import render_page, report_data
+    from ..services.report import write_report
     from ..storage import HistoryFilter
 
     now = app_context().clock.now()
@@ -271,15 +272,10 @@ def report(
     filters = {
         k: v for k, v in (("user", where.user), ("since", since), ("until", until)) if v is not None
     }
-    data = report_data(
-        rows, now=now, cluster_name=ctx.config.cluster_name, filters=filters, fits=fits
+    written = write_report(
+        out, rows, now=now, cluster_name=ctx.config.cluster_name, filters=filters, fits=fits
     )
-    page = out / "report.html"
-    svc.write_private(page, render_page(data))
-    output.show_report(
-        {"path": str(page), "decisions": len(rows), "cluster_name": ctx.config.cluster_name},
-        as_json=as_json,
-    )
+    output.show_report(written, as_json=as_json)
 
 
 @commands.command()

@@ -28,7 +28,7 @@ from ..services.clock import Clock
 from ..services.for_sbatch import SbatchPlacement, plan_for_sbatch
 from ..services.process_id import this_process
 from ..services.provenance import package_versions
-from ..services.reconcile import reconcile, wait_for
+from ..services.reconcile import ReconcileReport, reconcile, wait_for
 from ..services.submit import JobScript, LiveWiring, SbatchSubmitter, SubmitOutcome, submit_job
 from ..services.viewer import Viewer
 from ..storage import DecisionState, SqlDecisionStore
@@ -205,7 +205,9 @@ def run_reconcile(
     stale_after_s: float = DEFAULT_STALE_AFTER_S,
     decision_ids: Sequence[int] = (),
     remote: str | None = None,
-) -> dict[str, Any]:
+) -> ReconcileReport:
+    """``mlsub reconcile``: bring the open decisions up to date from Slurm and, on local
+    Slurm, finish the starts a stopped re-plan left."""
     ctx = context({"db_url": db_url, "cluster_name": cluster_name, "remote": remote})
     with (
         slurm_access(ctx.config.remote, remote_dir=ctx.config.remote_dir) as access,
@@ -230,11 +232,7 @@ def run_reconcile(
                 *finish_starts(store, starter, name, clock.now()),
                 *cancel_replaced(store, starter, name),
             )
-    return {
-        "cluster_name": ctx.config.cluster_name,
-        "decisions": [u.as_dict() for u in updates],
-        "notes": list(notes),
-    }
+    return ReconcileReport(ctx.config.cluster_name, tuple(updates), tuple(notes))
 
 
 def run_for_sbatch(request: LiveRequest, *, clock: Clock) -> SbatchPlacement:

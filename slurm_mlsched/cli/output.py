@@ -21,7 +21,11 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-    from ..model import NodeCount
+    from ..model import JobRequest, NodeCount
+    from ..plugins.check import CheckReport
+    from ..remote.trust import Trusted
+    from ..services.calibrate import CalibrationReport
+    from ..services.cluster_state import ClusterState
     from ..services.decision_views import (
         AlternativeRow,
         DecisionRow,
@@ -31,7 +35,13 @@ if TYPE_CHECKING:
         SchemaUpgrade,
         TrialOutcome,
     )
+    from ..services.decisions import ReservedPlan
+    from ..services.plan import PlanResult, SlotRun
+    from ..services.policies import PolicyInfo
+    from ..services.reconcile import ReconcileReport
     from ..services.replan import QueueView, ReplanReport
+    from ..services.report import ReportWritten
+    from ..services.submit import SubmitOutcome
 
 
 def _out() -> Console:
@@ -110,94 +120,96 @@ def show_internal_error(exc: BaseException) -> None:
     )
 
 
-def show_policies(policies: Sequence[Mapping[str, str]], *, as_json: bool) -> None:
+def show_policies(policies: Sequence[PolicyInfo], *, as_json: bool) -> None:
+    """``mlsub policies``: one row per policy, or a JSON list."""
     if as_json:
-        show_json(list(policies))
+        show_json([p.to_json() for p in policies])
         return
     table = _table("policy", "summary", box=None)
     for p in policies:
-        table.add_row(p["name"], p["summary"])
+        table.add_row(p.name, p.summary)
     _out().print(table)
 
 
-def show_plan(plan: Mapping[str, Any], *, as_json: bool) -> None:
-    """Render ``PlanResult.as_dict()``: JSON, or a placement table and a summary."""
+def show_plan(plan: PlanResult, *, as_json: bool) -> None:
+    """``mlsub plan``: JSON, or a placement table and a summary."""
     if as_json:
-        show_json(plan)
+        show_json(plan.to_json())
         return
     console = _out()
-    job = plan["job"]
+    d = plan.decision
     console.print(
         _text(
-            f"Plan for job {job['id']!r}: policy {plan['policy']}, {plan['form']}, "
-            f"seed {plan['seed']}",
+            f"Plan for job {plan.request.job_id!r}: policy {d.policy}, {d.form}, seed {d.seed}",
             style="bold",
         )
     )
-    several = len(plan["slots"]) > 1
+    runs = plan.slot_runs
+    several = len(runs) > 1
     title = "placement (first slot; the schedule below)" if several else "placement"
-    console.print(_placement_table(plan["placement"], job, title))
+    console.print(_placement_table(d.placement, plan.request, title))
     if several:
-        console.print(_slots_table(plan["slots"]))
+        console.print(_slots_table(runs))
     console.print(_summary_table(plan))
 
 
-def _placement_table(
-    rows: Sequence[Mapping[str, Any]], job: Mapping[str, Any], title: str
-) -> Table:
+def _placement_table(rows: Sequence[NodeCount], job: JobRequest, title: str) -> Table:
+    from ..model import Role
+
     table = _table("node", "role", "count", "GPUs", "CPUs", "memory", title=title)
     for row in rows:
-        per = job["per_ps"] if row["role"] == "ps" else job["per_worker"]
-        n = row["count"]
+        per = job.ps if row.role == Role.PS else job.worker
+        n = row.count
         table.add_row(
-            row["node"],
-            row["role"],
+            row.node,
+            str(row.role),
             str(n),
-            f"{per['gpus'] * n:g}",
-            f"{per['cpus'] * n:g}",
-            format_mem_mib(per["mem_mib"] * n),
+            f"{per.gpu * n:g}",
+            f"{per.cpu * n:g}",
+            format_mem_mib(per.mem * n),
         )
     return table
 
 
-def _slots_table(runs: Sequence[Mapping[str, Any]]) -> Table:
+def _slots_table(runs: Sequence[SlotRun]) -> Table:
     table = _table("slots", "start (UTC)", "mode", "workers", "PSs", title="schedule")
     table.add_column("nodes", overflow="fold")
     for run in runs:
-        nodes = sorted({r["node"] for r in run["placement"]})
-        first, last = run["first_slot"], run["last_slot"]
+        nodes = sorted({r.node for r in run.placement})
+        first, last = run.first_slot, run.last_slot
         table.add_row(
             str(first) if first == last else f"{first}–{last}",
-            _short_time(run["start"])[5:16],
-            run["mode"],
-            str(run["workers"]),
-            str(run["ps"]),
+            _short_time(run.start.isoformat())[5:16],
+            str(run.mode),
+            str(run.workers),
+            str(run.ps),
             ",".join(nodes),
         )
     return table
 
 
-def _summary_table(plan: Mapping[str, Any]) -> Table:
+def _summary_table(plan: PlanResult) -> Table:
     table = _table(show_header=False, box=None, title="summary", title_justify="left")
+    d, job = plan.decision, plan.request
+    lp_deadline = plan.lp_deadline
     deadline = (
-        f"{_short_time(plan['lp_deadline'])} (end of slot {plan['lp_deadline_slot']})"
-        if plan["lp_deadline"] is not None
+        f"{_short_time(lp_deadline.isoformat())} (end of slot {d.lp_deadline})"
+        if lp_deadline is not None
         else "—"
     )
-    job = plan["job"]
     rows = [
-        ("mode", plan["mode"]),
-        ("start", f"{_short_time(plan['start'])} (slot {plan['start_slot']})"),
-        ("end", f"{_short_time(plan['end'])} (end of slot {plan['end_slot']})"),
-        ("predicted runtime", _duration(plan["predicted_runtime_s"])),
+        ("mode", str(d.mode)),
+        ("start", f"{_short_time(plan.start.isoformat())} (slot {d.start_slot})"),
+        ("end", f"{_short_time(plan.end.isoformat())} (end of slot {d.end_slot})"),
+        ("predicted runtime", _duration(round(plan.predicted_runtime_s, 3))),
         ("LP deadline", deadline),
-        ("workload", f"{job['workload']:g} mini-batches, model {job['profile']['name']}"),
+        ("workload", f"{job.workload:g} mini-batches, model {job.profile.name}"),
         (
             "solver",
-            f"{plan['solver'] or '—'} {plan['solver_version']} · {plan['decision_ms']:.1f} ms "
-            f"· {plan['trials']} trial(s)",
+            f"{d.solver or '—'} {d.solver_version} · {round(plan.decision_ms, 3):.1f} ms "
+            f"· {d.trials} trial(s)",
         ),
-        ("repair", "; ".join(plan["repair_actions"]) or "none"),
+        ("repair", "; ".join(d.repair_actions) or "none"),
     ]
     for key, value in rows:
         table.add_row(key, value)
@@ -266,14 +278,17 @@ def _compact_time(iso: str | None) -> str:
     return _short_time(iso)[5:16]
 
 
-def show_reserved(plan: Mapping[str, Any], *, as_json: bool) -> None:
+def show_reserved(reserved: ReservedPlan, *, as_json: bool) -> None:
     """``mlsub plan --reserve``: the plan, then the id it was recorded under."""
-    show_plan(plan, as_json=as_json)
-    if not as_json:
-        _out().print(
-            f"reserved as decision {plan['decision_id']} (state {plan['state']}, cluster "
-            f"{plan['cluster_name']}); give it back with: mlsub release {plan['decision_id']}"
-        )
+    if as_json:
+        show_json(reserved.to_json())
+        return
+    show_plan(reserved.plan, as_json=False)
+    decision_id = reserved.record.decision_id
+    _out().print(
+        f"reserved as decision {decision_id} (state {reserved.record.state}, cluster "
+        f"{reserved.cluster_name}); give it back with: mlsub release {decision_id}"
+    )
 
 
 def show_released(row: DecisionRow, *, as_json: bool) -> None:
@@ -283,15 +298,16 @@ def show_released(row: DecisionRow, *, as_json: bool) -> None:
     _out().print(f"decision {row.summary.decision_id} released")
 
 
-def show_trusted(row: Mapping[str, Any], *, as_json: bool) -> None:
+def show_trusted(done: Trusted, *, as_json: bool) -> None:
+    """``mlsub remote trust``: the key trusted, and whether a line was added."""
     if as_json:
-        show_json(row)
+        show_json(done.to_json())
         return
-    what = f"{row['host']} {row['key_type']} {row['fingerprint']}"
-    if row["added"]:
-        typer.echo(f"trusted {what}: added to {row['known_hosts']}")
+    what = f"{done.host} {done.key_type} {done.fingerprint}"
+    if done.added:
+        typer.echo(f"trusted {what}: added to {done.file}")
     else:
-        typer.echo(f"{what} is already in {row['known_hosts']}: nothing to do")
+        typer.echo(f"{what} is already in {done.file}: nothing to do")
 
 
 def show_history(rows: Sequence[DecisionRow], *, as_json: bool) -> None:
@@ -513,50 +529,50 @@ def show_db_upgrade(info: SchemaUpgrade, *, as_json: bool) -> None:
         typer.echo(f"{info.url}: upgraded {before} -> {info.after}")
 
 
-def show_cluster(state: Mapping[str, Any], *, as_json: bool) -> None:
-    """Render ``ClusterState.as_dict()``: JSON, or one row per node and a summary."""
+def show_cluster(state: ClusterState, *, as_json: bool) -> None:
+    """``mlsub cluster``: JSON, or one row per node and a summary."""
     if as_json:
-        show_json(state)
+        show_json(state.to_json())
         return
     console = _out()
-    version = state["slurm_version"] or "?"
+    version = state.slurm_version or "?"
     console.print(
         _text(
-            f"Cluster at {_short_time(state['now'])[:19]} UTC: Slurm {version}, "
-            f"read with {state['source']}"
-            + (f" ({state['source_reason']})" if state.get("source_reason") else ""),
+            f"Cluster at {_short_time(state.now.isoformat())[:19]} UTC: Slurm {version}, "
+            f"read with {state.source}"
+            + (f" ({state.source_reason})" if state.source_reason else ""),
             style="bold",
         ),
         soft_wrap=True,
     )
     table = _table("node", "state", "GPUs", "CPUs", "memory", title="free now / total")
     table.add_column("running jobs", overflow="fold")
-    for node in state["nodes"]:
-        free, total = node["free_now"], node["total"]
+    for node in state.nodes:
+        free, total = node.free_now, node.total
         table.add_row(
-            node["name"],
-            node["state"].lower() + ("" if node["usable"] else " (excluded)"),
-            f"{free['gpus']:g}/{total['gpus']:g}",
-            f"{free['cpus']:g}/{total['cpus']:g}",
-            f"{format_mem_mib(free['mem_mib'])}/{format_mem_mib(total['mem_mib'])}",
-            ", ".join(node["jobs"]) or "—",
+            node.record.name,
+            node.record.state_text.lower() + ("" if node.usable else " (excluded)"),
+            f"{free.gpu:g}/{total.gpu:g}",
+            f"{free.cpu:g}/{total.cpu:g}",
+            f"{format_mem_mib(free.mem)}/{format_mem_mib(total.mem)}",
+            ", ".join(node.jobs) or "—",
         )
     console.print(table)
-    free, capacity = state["free_now"], state["capacity"]
-    usable = sum(1 for n in state["nodes"] if n["usable"])
+    free, capacity = state.free_now, state.capacity
+    usable = sum(1 for n in state.nodes if n.usable)
     console.print(
-        f"{usable} usable node(s) of {len(state['nodes'])}; free now "
-        f"{free['gpus']:g}/{capacity['gpus']:g} GPUs, {free['cpus']:g}/{capacity['cpus']:g} "
-        f"CPUs, {format_mem_mib(free['mem_mib'])}/{format_mem_mib(capacity['mem_mib'])}; "
-        f"{len(state['jobs'])} running job(s)",
+        f"{usable} usable node(s) of {len(state.nodes)}; free now "
+        f"{free.gpu:g}/{capacity.gpu:g} GPUs, {free.cpu:g}/{capacity.cpu:g} "
+        f"CPUs, {format_mem_mib(free.mem)}/{format_mem_mib(capacity.mem)}; "
+        f"{len(state.jobs)} running job(s)",
         soft_wrap=True,
     )
-    for excluded in state["excluded"]:
+    for excluded in state.excluded:
         console.print(
-            _assemble(("excluded", "bold yellow"), f": {excluded['name']}: {excluded['reason']}"),
+            _assemble(("excluded", "bold yellow"), f": {excluded.record.name}: {excluded.reason}"),
             soft_wrap=True,
         )
-    for note in state["notes"]:
+    for note in state.notes:
         console.print(_assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)
 
 
@@ -697,88 +713,90 @@ def show_cell(info: Mapping[str, Any]) -> None:
     )
 
 
-def show_submitted(result: Mapping[str, Any], *, as_json: bool, show_script: bool) -> None:
+def show_submitted(outcome: SubmitOutcome, *, as_json: bool, show_script: bool) -> None:
     """``mlsub submit`` / ``mlsub plan SCRIPT`` (live): the plan, the script, the outcome."""
     if as_json:
-        show_json(result)
+        show_json(outcome.to_json())
         return
-    show_plan(result, as_json=False)
+    show_plan(outcome.plan, as_json=False)
     console = _out()
-    excluded = result["cluster"].get("excluded") or []
+    excluded = outcome.cluster.excluded
     if excluded:
-        console.print("not used: " + ", ".join(f"{e['name']} ({e['reason']})" for e in excluded))
+        console.print("not used: " + ", ".join(f"{e.record.name} ({e.reason})" for e in excluded))
     if show_script:
         console.print(_text("sbatch script:", style="bold"))
-        console.print(_text(result["script"]), soft_wrap=True)
-    begin = f", begins {_short_time(result['begin'])}" if result.get("begin") else ""
+        console.print(_text(outcome.script.text), soft_wrap=True)
+    begin_at = outcome.begin
+    begin = f", begins {_short_time(begin_at.isoformat())}" if begin_at else ""
+    start = _short_time(outcome.plan.start.isoformat())
     waits = (
-        f"; it cannot start now: it would wait in mlsub's queue (estimated start "
-        f"{_short_time(result['start'])})"
-        if result.get("waits")
+        f"; it cannot start now: it would wait in mlsub's queue (estimated start {start})"
+        if outcome.waits
         else ""
     )
-    if result.get("decision_id") is None:
+    decision_id = outcome.decision_id
+    if decision_id is None:
         console.print(f"dry run: nothing recorded or submitted{begin}{waits}")
         return
-    if result.get("waits"):
+    if outcome.waits:
         console.print(
-            f"decision {result['decision_id']} waits in mlsub's queue, held as Slurm job "
-            f"{result['slurm_job_id']} (state {result['state']}; estimated start "
-            f"{_short_time(result['start'])}); a re-plan starts it when resources free up: "
+            f"decision {decision_id} waits in mlsub's queue, held as Slurm job "
+            f"{outcome.slurm_job_id} (state {outcome.state}; estimated start "
+            f"{start}); a re-plan starts it when resources free up: "
             "mlsub queue shows where it stands"
         )
-        for warning in result.get("warnings") or ():
+        for warning in outcome.warnings:
             _err().print(f"warning: {warning}")
         return
     console.print(
-        f"decision {result['decision_id']} submitted as Slurm job {result['slurm_job_id']}"
-        f"{begin} (state {result['state']}); follow it with: mlsub show "
-        f"{result['decision_id']}, squeue -j {result['slurm_job_id']}"
+        f"decision {decision_id} submitted as Slurm job {outcome.slurm_job_id}"
+        f"{begin} (state {outcome.state}); follow it with: mlsub show "
+        f"{decision_id}, squeue -j {outcome.slurm_job_id}"
     )
-    for warning in result.get("warnings") or ():
+    for warning in outcome.warnings:
         _err().print(f"warning: {warning}")
 
 
-def show_reconciled(report: Mapping[str, Any], *, as_json: bool) -> None:
+def show_reconciled(report: ReconcileReport, *, as_json: bool) -> None:
     """``mlsub reconcile``: one row per open decision looked at."""
     if as_json:
-        show_json(report)
+        show_json(report.to_json())
         return
     console = _out()
-    rows = report["decisions"]
+    rows = report.decisions
     if not rows:
         console.print("no open decisions to reconcile")
     else:
         table = _table("decision", "slurm job", "before", "after", "found in", "note")
         for r in rows:
             table.add_row(
-                str(r["decision_id"]),
-                r["slurm_job_id"] or "",
-                r["before"],
-                r["after"],
-                r["found_in"] or "",
-                r["note"],
+                str(r.decision_id),
+                r.slurm_job_id or "",
+                r.before.value,
+                r.after.value,
+                r.found_in or "",
+                r.note,
             )
         console.print(table)
-    for note in report["notes"]:
+    for note in report.notes:
         _err().print(f"note: {note}")
 
 
 # --- the Slurm plugins -------------------------------------------------------------------------
 
 
-def show_plugin_check(report: Mapping[str, Any], *, as_json: bool) -> None:
+def show_plugin_check(report: CheckReport, *, as_json: bool) -> None:
     """``mlsub plugins check``: one ``FILE: ok`` line per good file, else its problems as
     ``FILE:LINE: error: message`` (the compiler convention editors understand)."""
     if as_json:
-        show_json(report)
+        show_json(report.to_json())
         return
-    for f in report["files"]:
-        for finding in f["findings"]:
-            where = f["path"] if finding["line"] is None else f"{f['path']}:{finding['line']}"
-            typer.echo(f"{where}: {finding['severity']}: {finding['message']}")
-        if f["ok"]:
-            typer.echo(f"{f['path']}: ok ({f['kind']}, checked with {report['interpreter']})")
+    for f in report.files:
+        for finding in f.findings:
+            where = f.path if finding.line is None else f"{f.path}:{finding.line}"
+            typer.echo(f"{where}: {finding.severity}: {finding.message}")
+        if f.ok:
+            typer.echo(f"{f.path}: ok ({f.kind}, checked with {report.interpreter})")
 
 
 def show_installed_plugins(paths: Sequence[str]) -> None:
@@ -871,13 +889,13 @@ def note(text: str) -> None:
     _err().print(f"note: {text}")
 
 
-def show_calibration(report: Mapping[str, Any], *, as_json: bool) -> None:
+def show_calibration(report: CalibrationReport, *, as_json: bool) -> None:
     """``mlsub calibrate``: per model the runs, the factor and the prediction error."""
     if as_json:
-        show_json(report)
+        show_json(report.to_json())
         return
     console = _out()
-    rows = report["models"]
+    rows = report.fits
     if not rows:
         console.print("no completed runs of a profiled model (--model) to fit from")
         return
@@ -888,23 +906,24 @@ def show_calibration(report: Mapping[str, Any], *, as_json: bool) -> None:
     table = _table(
         "model", "runs of", "runs", "factor", "error before", "error after", "version", "note"
     )
-    for r in rows:
-        factor = "—" if r["factor"] is None else f"×{r['factor']:.3g}"
-        version = "" if r["version"] is None else f"v{r['version']}"
-        whose = (r["scope"] or "").removeprefix("user:") or "everyone"
+    for f in rows:
+        factor = "—" if f.factor is None else f"×{f.factor:.3g}"
+        number = report.version(f)
+        version = "" if number is None else f"v{number}"
+        whose = f.scope.removeprefix("user:") or "everyone"
         table.add_row(
-            r["model"], whose, str(r["samples"]), factor, pct(r["error_before"]),
-            pct(r["error_after"]), version, r["skipped"] or ("reset" if report["reset"] else ""),
+            f.model, whose, str(f.samples), factor, pct(f.error_before),
+            pct(f.error_after), version, f.skipped or ("reset" if report.reset else ""),
         )  # fmt: skip
     console.print(table)
 
 
-def show_report(result: Mapping[str, Any], *, as_json: bool) -> None:
+def show_report(written: ReportWritten, *, as_json: bool) -> None:
     """``mlsub report``: where the page is."""
     if as_json:
-        show_json(result)
+        show_json(written.to_json())
         return
     typer.echo(
-        f"{result['path']}: {result['decisions']} decision(s) of cluster "
-        f"{result['cluster_name']} (open it in a browser; it needs no network)"
+        f"{written.path}: {written.decisions} decision(s) of cluster "
+        f"{written.cluster_name} (open it in a browser; it needs no network)"
     )

@@ -54,7 +54,7 @@ def check(
             hint="give the files to check: mlsub plugins check PATH...",
         )
     report = check_plugins(files, runner=LocalRunner(), lua=find_lua(env))
-    output.show_plugin_check(report.as_dict(), as_json=as_json)
+    output.show_plugin_check(report, as_json=as_json)
     if not report.ok:
         bad = [f.path for f in report.files if not f.ok]
         raise PluginCheckError(

@@ -56,4 +56,4 @@ def trust(
         path = str(Path(known_hosts).expanduser())
         resolved = replace(resolved, known_hosts_files=(path, *resolved.known_hosts_files))
     done = trust_host(resolved, fingerprint, timeout=timeout)
-    output.show_trusted(done.as_dict(), as_json=as_json)
+    output.show_trusted(done, as_json=as_json)

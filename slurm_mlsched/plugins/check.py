@@ -57,7 +57,7 @@ class Finding:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
         return f"{where}: {self.severity}: {self.message}"
 
-    def as_dict(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {
             "line": self.line,
             "message": self.message,
@@ -82,17 +82,20 @@ class PluginReport:
     def ok(self) -> bool:
         return not self.errors
 
-    def as_dict(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {
             "path": self.path,
             "kind": self.kind,
             "ok": self.ok,
-            "findings": [f.as_dict() for f in self.findings],
+            "findings": [f.to_json() for f in self.findings],
         }
 
 
 @dataclass(frozen=True)
 class CheckReport:
+    """``mlsub plugins check``: the Lua interpreter the files were checked with and one
+    :class:`PluginReport` per file; ``ok`` when no file has an error."""
+
     interpreter: str
     files: tuple[PluginReport, ...] = field(default=())
 
@@ -100,11 +103,11 @@ class CheckReport:
     def ok(self) -> bool:
         return all(f.ok for f in self.files)
 
-    def as_dict(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {
             "ok": self.ok,
             "interpreter": self.interpreter,
-            "files": [f.as_dict() for f in self.files],
+            "files": [f.to_json() for f in self.files],
         }
 
 

@@ -53,7 +53,7 @@ class Trusted:
     file: str
     added: bool
 
-    def as_dict(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {
             "host": self.host,
             "key_type": self.key_type,

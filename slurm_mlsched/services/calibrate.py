@@ -20,7 +20,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from ..errors import InputError, MlschedError
 from ..files.profiles import get_profile
@@ -41,13 +40,21 @@ S = DecisionState
 
 @dataclass(frozen=True)
 class CalibrationReport:
+    """``mlsub calibrate``: per model (and scope: everyone's runs, or one user's) the fit
+    made, or why none (``fits``); the fits recorded in the store (``recorded``, each with
+    its version); ``reset`` when the models went back to the shipped profiles."""
+
     cluster_name: str
     fits: tuple[Fit, ...]
     recorded: tuple[ProfileFit, ...]
     reset: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        versions = {(f.model, f.scope): f.version for f in self.recorded}
+    def version(self, fit: Fit) -> int | None:
+        """The version ``fit`` was recorded as (None: not recorded)."""
+        versions = {(r.model, r.scope): r.version for r in self.recorded}
+        return versions.get((fit.model, fit.scope))
+
+    def to_json(self) -> dict[str, object]:
         return {
             "cluster_name": self.cluster_name,
             "reset": self.reset,
@@ -59,7 +66,7 @@ class CalibrationReport:
                     "error_before": f.error_before,
                     "error_after": f.error_after,
                     "scope": f.scope or None,
-                    "version": versions.get((f.model, f.scope)),
+                    "version": self.version(f),
                     "skipped": f.skipped or None,
                 }
                 for f in self.fits

@@ -31,7 +31,6 @@ import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from .. import __version__
 from ..files.cluster_file import DEFAULT_SLOT_SECONDS, as_utc, floor_to_slot
@@ -69,6 +68,11 @@ class NodeView:
 
 @dataclass(frozen=True)
 class ClusterState:
+    """The live cluster as the placement sees it (``mlsub cluster``): the snapshot, every
+    node (usable or excluded, with why), Slurm's running jobs, when and how it was read
+    (``source``, and ``source_reason`` when the preferred source was not used), Slurm's
+    version and notes of the reading."""
+
     snapshot: ClusterSnapshot
     nodes: tuple[NodeView, ...]
     jobs: tuple[JobRecord, ...]
@@ -82,10 +86,19 @@ class ClusterState:
     def excluded(self) -> tuple[NodeView, ...]:
         return tuple(n for n in self.nodes if not n.usable)
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def capacity(self) -> Resources:
+        """The usable nodes' total capacity."""
+        return _sum(n.total for n in self.nodes if n.usable)
+
+    @property
+    def free_now(self) -> Resources:
+        """What the usable nodes have free now."""
+        return _sum(n.free_now for n in self.nodes if n.usable)
+
+    def to_json(self) -> dict[str, object]:
         """The JSON shape of ``mlsub cluster --json`` (documented in docs/user-guide.md)."""
         snap = self.snapshot
-        usable = [n for n in self.nodes if n.usable]
         return {
             "schema": CLUSTER_SCHEMA_VERSION,
             "mlsub_version": __version__,
@@ -99,8 +112,8 @@ class ClusterState:
             "excluded": [{"name": n.record.name, "reason": n.reason} for n in self.excluded],
             "jobs": [_job_dict(j) for j in self.jobs],
             "reservations": [_reservation_dict(r) for r in snap.reservations],
-            "capacity": _resources(_sum(n.total for n in usable)),
-            "free_now": _resources(_sum(n.free_now for n in usable)),
+            "capacity": _resources(self.capacity),
+            "free_now": _resources(self.free_now),
             "notes": list(self.notes),
         }
 
@@ -225,7 +238,7 @@ def _resources(r: Resources) -> dict[str, float]:
     return {"gpus": r.gpu, "cpus": r.cpu, "mem_mib": r.mem}
 
 
-def _node_dict(view: NodeView) -> dict[str, Any]:
+def _node_dict(view: NodeView) -> dict[str, object]:
     return {
         "name": view.record.name,
         "state": view.record.state_text,
@@ -239,7 +252,7 @@ def _node_dict(view: NodeView) -> dict[str, Any]:
     }
 
 
-def _job_dict(job: JobRecord) -> dict[str, Any]:
+def _job_dict(job: JobRecord) -> dict[str, object]:
     return {
         "id": job.job_id,
         "name": job.name,
@@ -253,7 +266,7 @@ def _job_dict(job: JobRecord) -> dict[str, Any]:
     }
 
 
-def _reservation_dict(r: Reservation) -> dict[str, Any]:
+def _reservation_dict(r: Reservation) -> dict[str, object]:
     return {
         "node": r.machine,
         "job_id": r.job_id,

@@ -54,14 +54,17 @@ NOT_RECORDED_BEFORE = ("kept_trial", "kept_because")
 
 @dataclass(frozen=True)
 class ReservedPlan:
+    """``mlsub plan --reserve``: the plan, the decision it was recorded as (state
+    ``planned``) and the cluster it is kept under."""
+
     plan: PlanResult
     record: DecisionRecord
     cluster_name: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """``mlsub plan --reserve --json``: the plan's shape plus the stored decision."""
         return {
-            **self.plan.as_dict(),
+            **self.plan.to_json(),
             "decision_id": self.record.decision_id,
             "state": str(self.record.state),
             "cluster_name": self.cluster_name,

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from .. import __version__
 from ..files.cluster_file import load_cluster
@@ -34,8 +33,39 @@ PLAN_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
+class SlotRun:
+    """A run of identical slots of the schedule, ``[first_slot, last_slot]``: from the
+    beginning of the first to the end of the last, the mode, the total worker and PS
+    counts and the per-node counts."""
+
+    first_slot: int
+    last_slot: int
+    start: datetime
+    end: datetime
+    mode: Mode
+    workers: int
+    ps: int
+    placement: tuple[NodeCount, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "first_slot": self.first_slot,
+            "last_slot": self.last_slot,
+            "start": _iso(self.start),
+            "end": _iso(self.end),
+            "mode": str(self.mode),
+            "workers": self.workers,
+            "ps": self.ps,
+            "placement": _node_counts(self.placement),
+        }
+
+
+@dataclass(frozen=True)
 class PlanResult:
-    """A plan and everything needed to explain it."""
+    """A plan and everything needed to explain it: the decision, the job and the
+    snapshot it was placed on, the parameters and options, when it was planned and how
+    long placing took (``decision_ms``), and where the cluster came from
+    (``cluster_source``: the cluster file, or ``Slurm (SOURCE)``)."""
 
     decision: Decision
     request: JobRequest
@@ -50,10 +80,31 @@ class PlanResult:
     def predicted_runtime_s(self) -> float:
         return predicted_runtime_s(self.decision, self.request, self.snapshot.slot_seconds)
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def start(self) -> datetime:
+        """The beginning of the start slot."""
+        return self.snapshot.slot_start(self.decision.start_slot)
+
+    @property
+    def end(self) -> datetime:
+        """The end of the last running slot."""
+        return self.snapshot.slot_start(self.decision.end_slot + 1)
+
+    @property
+    def lp_deadline(self) -> datetime | None:
+        """The end of the LP's deadline slot D (None without one)."""
+        deadline = self.decision.lp_deadline
+        return None if deadline is None else self.snapshot.slot_start(deadline + 1)
+
+    @property
+    def slot_runs(self) -> tuple[SlotRun, ...]:
+        """The schedule as runs of identical slots, in slot order."""
+        return _slot_runs(self.decision.slots, self.snapshot)
+
+    def to_json(self) -> dict[str, object]:
         """The JSON-able shape of ``mlsub plan --json`` (documented in docs/user-guide.md)."""
         d, snap = self.decision, self.snapshot
-        deadline = d.lp_deadline
+        deadline = self.lp_deadline
         return {
             "schema": PLAN_SCHEMA_VERSION,
             "mlsub_version": __version__,
@@ -63,15 +114,15 @@ class PlanResult:
             "form": str(d.form),
             "mode": str(d.mode),
             "planned_at": _iso(self.planned_at),
-            "start": _iso(snap.slot_start(d.start_slot)),
-            "end": _iso(snap.slot_start(d.end_slot + 1)),
+            "start": _iso(self.start),
+            "end": _iso(self.end),
             "start_slot": d.start_slot,
             "end_slot": d.end_slot,
-            "lp_deadline": None if deadline is None else _iso(snap.slot_start(deadline + 1)),
-            "lp_deadline_slot": deadline,
+            "lp_deadline": None if deadline is None else _iso(deadline),
+            "lp_deadline_slot": d.lp_deadline,
             "lp_value": d.lp_value,
             "placement": _node_counts(d.placement),
-            "slots": _slot_runs(d.slots, snap),
+            "slots": [run.to_json() for run in self.slot_runs],
             "solver": d.solver,
             "solver_version": d.solver_version,
             "decision_ms": round(self.decision_ms, 3),
@@ -164,41 +215,40 @@ def _iso(moment: datetime) -> str:
     return moment.isoformat()
 
 
-def _node_counts(rows: tuple[NodeCount, ...]) -> list[dict[str, Any]]:
+def _node_counts(rows: tuple[NodeCount, ...]) -> list[dict[str, object]]:
     return [{"node": r.node, "role": str(r.role), "count": r.count} for r in rows]
 
 
-def _slot_runs(runs: tuple[SlotPlan, ...], snap: ClusterSnapshot) -> list[dict[str, Any]]:
+def _slot_runs(runs: tuple[SlotPlan, ...], snap: ClusterSnapshot) -> tuple[SlotRun, ...]:
     """The schedule as runs of identical slots ``[first_slot, last_slot]``, in slot order."""
-    out: list[dict[str, Any]] = []
+    out: list[SlotRun] = []
     for run in runs:
-        rows = _node_counts(run.node_counts())
+        rows = run.node_counts()
         last = out[-1] if out else None
         if (
             last is not None
-            and last["last_slot"] + 1 == run.slot
-            and last["mode"] == str(run.mode)
-            and last["placement"] == rows
+            and last.last_slot + 1 == run.slot
+            and last.mode == run.mode
+            and last.placement == rows
         ):
-            last["last_slot"] = run.stop - 1
-            last["end"] = _iso(snap.slot_start(run.stop))
+            out[-1] = replace(last, last_slot=run.stop - 1, end=snap.slot_start(run.stop))
             continue
         out.append(
-            {
-                "first_slot": run.slot,
-                "last_slot": run.stop - 1,
-                "start": _iso(snap.slot_start(run.slot)),
-                "end": _iso(snap.slot_start(run.stop)),
-                "mode": str(run.mode),
-                "workers": run.total_workers,
-                "ps": run.total_ps,
-                "placement": rows,
-            }
+            SlotRun(
+                first_slot=run.slot,
+                last_slot=run.stop - 1,
+                start=snap.slot_start(run.slot),
+                end=snap.slot_start(run.stop),
+                mode=run.mode,
+                workers=run.total_workers,
+                ps=run.total_ps,
+                placement=rows,
+            )
         )
-    return out
+    return tuple(out)
 
 
-def _job_dict(request: JobRequest, opts: JobOptions) -> dict[str, Any]:
+def _job_dict(request: JobRequest, opts: JobOptions) -> dict[str, object]:
     profile = request.profile
     return {
         "id": request.job_id,
@@ -230,7 +280,7 @@ def _resources(amounts: dict[str, float]) -> dict[str, float]:
     return {"gpus": amounts["gpu"], "cpus": amounts["cpu"], "mem_mib": amounts["mem"]}
 
 
-def _cluster_dict(snap: ClusterSnapshot, source: str) -> dict[str, Any]:
+def _cluster_dict(snap: ClusterSnapshot, source: str) -> dict[str, object]:
     return {
         "source": source,
         "nodes": len(snap.machines),

@@ -11,15 +11,22 @@ from ..placement.registry import policy_function
 
 @dataclass(frozen=True)
 class PolicyInfo:
+    """One placement policy ``mlsub policies`` lists: its name (for ``--policy``) and the
+    first line of its policy function's docstring (or of its module's)."""
+
     name: str
-    summary: str  # first line of the policy function's docstring (or of its module's)
+    summary: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "summary": self.summary}
 
 
-def list_policies() -> list[PolicyInfo]:
+def list_policies() -> tuple[PolicyInfo, ...]:
+    """Every registered policy, in the registry's order."""
     out = []
     for name in policy_names():
         fn = policy_function(name)
         module = sys.modules.get(fn.__module__)
         doc = (fn.__doc__ or (module.__doc__ if module else None) or "").strip()
         out.append(PolicyInfo(name, doc.splitlines()[0].replace("``", "") if doc else ""))
-    return out
+    return tuple(out)

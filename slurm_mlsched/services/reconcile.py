@@ -45,7 +45,6 @@ import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import NotFoundError, StoreError
@@ -97,7 +96,7 @@ class Update:
             return self.now
         return self.steps[-1].state if self.steps else self.before
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "decision_id": self.decision_id,
             "before": self.before.value,
@@ -109,6 +108,24 @@ class Update:
                 for s in self.steps
             ],
             "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    """``mlsub reconcile``: the cluster, one :class:`Update` per open decision looked at
+    (what Slurm said and the states it moved through), and notes (e.g. re-plan starts
+    finished or replaced jobs cancelled)."""
+
+    cluster_name: str
+    decisions: tuple[Update, ...]
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "cluster_name": self.cluster_name,
+            "decisions": [u.to_json() for u in self.decisions],
+            "notes": list(self.notes),
         }
 
 

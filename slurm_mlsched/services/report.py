@@ -8,7 +8,8 @@ aggregates the page shows: counts per user and state, the prediction error by mo
 by user, queue length over time, GPU-hours planned vs used per day, and the speed-profile
 fits in force (``mlsub calibrate``). :func:`render_page` puts that JSON into the page
 template (``data/report.html``: its script and styles inline, nothing fetched at view
-time). Both are pure; the CLI writes the file.
+time). Both are pure; :func:`write_report` writes the page and says where
+(:class:`ReportWritten`, what ``mlsub report`` prints).
 
 Size: the page draws at most ``MAX_BARS`` timeline bars and ``MAX_POINTS`` scatter points
 of the filtered decisions (the newest; the page says how many it left out); the
@@ -22,8 +23,10 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -249,3 +252,38 @@ def render_page(data: Mapping[str, Any]) -> str:
     # the script element or open a comment in it
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return template.replace("/*MLSUB_REPORT_DATA*/null", payload, 1)
+
+
+@dataclass(frozen=True)
+class ReportWritten:
+    """``mlsub report``: the page written (``path``), how many decisions it shows and of
+    which cluster."""
+
+    path: Path
+    decisions: int
+    cluster_name: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": str(self.path),
+            "decisions": self.decisions,
+            "cluster_name": self.cluster_name,
+        }
+
+
+def write_report(
+    out: Path,
+    rows: Sequence[ReportRow],
+    *,
+    now: datetime,
+    cluster_name: str,
+    filters: Mapping[str, Any],
+    fits: Mapping[str, ProfileFit],
+) -> ReportWritten:
+    """Write ``report.html`` of ``rows`` into the directory ``out`` (mode 0600)."""
+    from .decisions import write_private
+
+    data = report_data(rows, now=now, cluster_name=cluster_name, filters=filters, fits=fits)
+    page = out / "report.html"
+    write_private(page, render_page(data))
+    return ReportWritten(page, len(rows), cluster_name)

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import InputError, InvalidTransitionError, RemoteError, SlurmError, StoreError
 from ..files.job_options import JobOptions
@@ -192,6 +192,10 @@ class LiveWiring:
 
 @dataclass(frozen=True)
 class SubmitOutcome:
+    """What ``mlsub submit`` / ``mlsub plan SCRIPT`` (live) did: the plan on the live
+    cluster, the cluster as it was read, the rendered sbatch script, the stored decision
+    and its tag (None for a dry run, which records nothing) and the Slurm job id."""
+
     plan: PlanResult
     cluster: ClusterState
     script: RenderedScript
@@ -203,27 +207,51 @@ class SubmitOutcome:
     waits: bool = False
     """The job cannot start now: it waits held in Slurm's queue (decision ``queued``) until
     a re-plan starts it; :attr:`plan` is its tentative plan (the estimated start)."""
+    final: DecisionState | None = None
+    """``submit --wait``: the state the job ended in (None when not waited for)."""
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def decision_id(self) -> int | None:
+        return None if self.record is None else self.record.decision_id
+
+    @property
+    def state(self) -> DecisionState | None:
+        """The decision's state: the one waited for, else the one recorded (None for a
+        dry run)."""
+        if self.final is not None:
+            return self.final
+        return None if self.record is None else self.record.state
+
+    @property
+    def begin(self) -> datetime | None:
+        """The script's ``--begin`` (None when it starts at once, or waits held: a job
+        that waits has no ``--begin``, a re-plan releases it)."""
+        return None if self.waits else begin_time(self.plan.decision, self.plan.snapshot)
+
+    def to_json(self) -> dict[str, object]:
         """The JSON of ``mlsub submit --json`` / ``mlsub plan SCRIPT --json``: the plan's
         shape plus the stored decision, the Slurm job id and the script."""
-        out = self.plan.as_dict()
-        out["cluster"]["excluded"] = [
-            {"name": n.record.name, "reason": n.reason} for n in self.cluster.excluded
-        ]
+        out = self.plan.to_json()
+        cluster = out["cluster"]
+        assert isinstance(cluster, dict)
+        out["cluster"] = {
+            **cluster,
+            "excluded": [
+                {"name": n.record.name, "reason": n.reason} for n in self.cluster.excluded
+            ],
+        }
+        state = self.state
         out.update(
             {
-                "decision_id": None if self.record is None else self.record.decision_id,
-                "state": None if self.record is None else str(self.record.state),
+                "decision_id": self.decision_id,
+                "state": None if state is None else str(state),
                 "tag": None if self.tag is None else str(self.tag),
                 "slurm_job_id": self.slurm_job_id,
                 "waits": self.waits,
                 "warnings": list(self.warnings),
                 # a job that waits held has no --begin: a re-plan releases it; its
                 # "start" is the estimate of the tentative plan
-                "begin": None
-                if self.waits
-                else _iso(begin_time(self.plan.decision, self.plan.snapshot)),
+                "begin": _iso(self.begin),
                 "tasks": [
                     {
                         "role": str(t.role),

@@ -114,7 +114,7 @@ def plugins_installed(
     for name, text in staged.items():
         (work / name).write_text(text)
     report = check_plugins([work / n for n in staged], runner=LocalRunner(), lua=lua)
-    assert report.ok, report.as_dict()
+    assert report.ok, report.to_json()
 
     conf = ETC / "slurm.conf"
     original_conf = conf.read_bytes()

@@ -111,7 +111,7 @@ def test_drained_node_is_excluded_and_reported(cluster: LabCluster) -> None:
     assert [(n.name, why) for n, why in state.excluded()] == [("node4", "drained (mlsched test)")]
     view = build_cluster_state(state, now=datetime.now(UTC))
     assert [m.name for m in view.snapshot.machines] == ["node1", "node2", "node3"]
-    assert view.as_dict()["excluded"] == [{"name": "node4", "reason": "drained (mlsched test)"}]
+    assert view.to_json()["excluded"] == [{"name": "node4", "reason": "drained (mlsched test)"}]
 
 
 # --- rendered heterogeneous jobs ---------------------------------------------------------

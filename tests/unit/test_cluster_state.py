@@ -66,7 +66,7 @@ def test_free_now_per_node_and_in_total() -> None:
     assert views["n1"].free_now == Resources(2, 5, 65536 - 5120)
     assert views["n1"].jobs == ("10", "11+0")
     assert views["n2"].used_now == Resources(1, 8, 1024)  # shown, though excluded
-    data = state.as_dict()
+    data = state.to_json()
     assert data["capacity"] == {"gpus": 8.0, "cpus": 16.0, "mem_mib": 131072.0}
     assert data["free_now"] == {"gpus": 6.0, "cpus": 12.0, "mem_mib": 131072.0 - 5632}
 
@@ -82,7 +82,7 @@ def test_extra_reservations_only_on_usable_nodes() -> None:
 
 
 def test_json_shape() -> None:
-    data = build_cluster_state(STATE, now=NOW, slot_seconds=60).as_dict()
+    data = build_cluster_state(STATE, now=NOW, slot_seconds=60).to_json()
     assert data["schema"] == CLUSTER_SCHEMA_VERSION
     assert data["now"] == NOW.isoformat() and data["epoch"] == EPOCH.isoformat()
     assert data["excluded"] == [{"name": "n2", "reason": "drained"}]

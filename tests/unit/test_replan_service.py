@@ -431,7 +431,7 @@ def test_submit_says_the_job_waits_and_where_to_look(
     sub, _ids = fill_and_queue(store, tmp_path)
     out = submit_job(live(store, tmp_path, sub, at=5), opts(**whole_node(), name="more"), JOB)
     assert out.waits
-    output.show_submitted(out.as_dict(), as_json=False, show_script=False)
+    output.show_submitted(out, as_json=False, show_script=False)
     said = " ".join(capsys.readouterr().out.split())
     assert f"decision {out.record.decision_id} waits in mlsub's queue" in said  # type: ignore[union-attr]
     assert f"held as Slurm job {out.slurm_job_id}" in said and "mlsub queue" in said

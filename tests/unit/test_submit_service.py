@@ -330,7 +330,7 @@ def test_a_store_failure_after_sbatch_is_a_warning_not_a_failed_submit(
     (warning,) = out.warnings
     assert "Slurm queued job 101" in warning and "disk is full" in warning
     assert "stays 'submitting'" in warning and "mlsub reconcile" in warning
-    assert out.as_dict()["warnings"] == [warning]
+    assert out.to_json()["warnings"] == [warning]
     assert store.get(out.record.decision_id).state == S.SUBMITTING  # reconcile's to record
 
 
@@ -490,7 +490,7 @@ def test_reconcile_reports_a_submit_failed_decision_only_when_it_repairs_it(
             store=store, reader=Reader(jobs), clock=FixedClock(NOW + timedelta(minutes=1)),  # type: ignore[arg-type]
             cluster_name="lab", viewer=Viewer("alice"),
         )  # fmt: skip
-        return [u.as_dict() for u in updates]
+        return [u.to_json() for u in updates]
 
     assert run({}) == []  # looked up, nothing found: not reported
     found = {"5": status("5", "RUNNING", tag, start=NOW, user="alice")}
