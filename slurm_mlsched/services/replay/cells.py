@@ -311,16 +311,50 @@ def read_plan(out_dir: Path) -> ArrayPlan:
 # --- one cell ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CellRun:
+    """One cell that ran (``mlsub replay-cell DIR K``): the cell, the number of slices,
+    the jobs ``[lo, hi)`` of the ``jobs`` admitted it replayed, how many it placed and
+    rejected, the simulation's wall time (s) and the result file it wrote."""
+
+    cell: Cell
+    slices: int
+    lo: int
+    hi: int
+    jobs: int
+    placed: int
+    rejected: int
+    wall_s: float
+    path: Path
+
+    def to_json(self) -> dict[str, object]:
+        """The cell's run in brief (its whole result is the file at ``file``)."""
+        return {
+            "index": self.cell.index,
+            "policy": self.cell.policy,
+            "seed": self.cell.seed,
+            "slice": self.cell.slice,
+            "slices": self.slices,
+            "range": [self.lo, self.hi],
+            "jobs": self.jobs,
+            "placed": self.placed,
+            "rejected": self.rejected,
+            "wall_s": self.wall_s,
+            "file": str(self.path),
+        }
+
+
 def run_cell(
     out_dir: Path,
     index: int,
     clock: Clock,
     where: Mapping[str, str] | None = None,
     started: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Run cell ``index`` of the plan in ``out_dir`` and write ``cells/INDEX.json``;
-    return the document. ``where`` says where it ran (host, Slurm ids), for the record;
-    ``started`` is told what the cell replays once its input is read."""
+) -> CellRun:
+    """Run cell ``index`` of the plan in ``out_dir`` and write ``cells/INDEX.json``
+    (:func:`cell_document`); return what ran. ``where`` says where it ran (host, Slurm
+    ids), for the record; ``started`` is told what the cell replays once its input is
+    read."""
     plan = read_plan(out_dir)
     cell = plan.cell(index)
     opts = plan.options_for(cell.seed)
@@ -341,8 +375,19 @@ def run_cell(
         plan.run_id, cell, plan.slices, prepared, (lo, hi), result, bound, wall, where or {}
     )
     doc["notes"] = _prepared(cell.policy, params, result.params)
-    write_json_atomic(cell_path(out_dir, index), doc, indent=None)
-    return doc
+    path = cell_path(out_dir, index)
+    write_json_atomic(path, doc, indent=None)
+    return CellRun(
+        cell=cell,
+        slices=plan.slices,
+        lo=lo,
+        hi=hi,
+        jobs=len(prepared.admitted),
+        placed=len(doc["placed"]["job_id"]),
+        rejected=len(doc["rejected"]),
+        wall_s=wall,
+        path=path,
+    )
 
 
 def cell_document(

@@ -485,7 +485,7 @@ def merge_dir(
     ``job_id``: the array job (default: ``submission.json``'s)."""
     plan = read_plan(out_dir)
     if job_id is None:
-        job_id = read_submission(out_dir).get("job_id")
+        job_id = submitted_job_id(out_dir)
     docs, problems = read_cells(plan)
     if not problems:
         problems = consistency_problems(plan, docs)
@@ -499,16 +499,34 @@ def merge_dir(
     from .report import write_outputs
 
     files = write_outputs(report, out_dir)
-    metrics_path = Path(files["metrics"])
+    metrics_path = Path(files.metrics)
     details = read_json(metrics_path, "the merged metrics")
     write_json_atomic(metrics_path, {**details, "on_slurm": on_slurm}, allow_nan=True)
     return replace(report, files=files)
 
 
-def read_submission(out_dir: Path) -> dict[str, Any]:
-    """``submission.json`` (the array job's id), or {} when the array was not submitted."""
+def merge_submitted(
+    out_dir: Path, read_states: Callable[[str, int], Mapping[int, str]]
+) -> ReplayReport:
+    """``mlsub replay --merge DIR``: merge the cells of an earlier ``--no-wait`` run
+    (:func:`merge_dir`, the array job's id from ``submission.json``). ``read_states(job
+    id, tasks)`` gives the array tasks' Slurm states, asked only when a cell cannot be
+    merged and the array was submitted."""
+    plan = read_plan(out_dir)
+    job_id = submitted_job_id(out_dir)
+
+    def states() -> Mapping[int, str]:
+        return read_states(job_id, len(plan.cells)) if job_id else {}
+
+    return merge_dir(out_dir, states=states, job_id=job_id)
+
+
+def submitted_job_id(out_dir: Path) -> str | None:
+    """The array job's id in ``submission.json``, or None when the array was not
+    submitted (or the record has none)."""
     path = out_dir / SUBMISSION_FILE
     if not path.is_file():
-        return {}
+        return None
     data = read_json(path, "the submission record")
-    return dict(data) if isinstance(data, Mapping) else {}
+    job_id = data.get("job_id") if isinstance(data, Mapping) else None
+    return None if job_id is None else str(job_id)

@@ -54,6 +54,7 @@ from .types import (
     CPU_JOBS,
     QUEUE_PROGRAMS,
     ProgressFn,
+    ReplayFiles,
     ReplayInput,
     ReplayJobs,
     ReplayOptions,
@@ -278,7 +279,7 @@ def run_replay(
     opts: ReplayOptions,
     clock: Clock,
     progress: ProgressFn | None = None,
-    write: Callable[[ReplayReport, Path], dict[str, str]] | None = None,
+    write: Callable[[ReplayReport, Path], ReplayFiles] | None = None,
 ) -> ReplayReport:
     """Replay ``opts.trace`` under each policy (module docstring); ``write`` (the report
     writer, :func:`.report.write_outputs` by default) puts the files in

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from ...model import ClusterSnapshot, Form, JobRequest
 from ...placement import Binding, PlacementParams
@@ -63,7 +62,36 @@ class ReplayInput:
 
 
 @dataclass(frozen=True)
+class ReplayFiles:
+    """The files a replay wrote into its output directory (paths)."""
+
+    summary: str  # summary.json
+    metrics: str  # metrics.json
+    html: str  # report.html
+    jct_cdf: str  # the plots (PNG)
+    gpu_util: str
+    queue: str
+
+    def to_json(self) -> dict[str, object]:
+        """``{kind: path}``, the ``files`` of ``metrics.json``."""
+        return {
+            "summary": self.summary,
+            "metrics": self.metrics,
+            "html": self.html,
+            "jct_cdf": self.jct_cdf,
+            "gpu_util": self.gpu_util,
+            "queue": self.queue,
+        }
+
+
+@dataclass(frozen=True)
 class ReplayReport:
+    """What a replay gives (``mlsub replay``, locally or merged from its cells on Slurm):
+    the input's counts (``jobs`` replayed, ``skipped``, the ``unplaceable`` jobs), the
+    cluster and parameters the policies ran with, the LP lower bound, each policy's
+    metrics (MODEL.md §8) in the order asked, the notes, and the files written
+    (none without ``--out``)."""
+
     trace: str
     source: str
     cluster: ClusterSnapshot
@@ -76,12 +104,12 @@ class ReplayReport:
     metrics: dict[str, PolicyMetrics]
     notes: tuple[str, ...]
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)
+    files: ReplayFiles | None = None
     input_rows: dict[str, int | str] | None = None
 
-    def summary(self) -> dict[str, Any]:
-        """``summary.json`` (issue 3 item 5): exactly trace, jobs, skipped, unplaceable,
-        policies: {policy: the 13 metrics}."""
+    def to_json(self) -> dict[str, object]:
+        """What ``--json`` prints, and ``summary.json`` (issue 3 item 5): exactly trace,
+        jobs, skipped, unplaceable, policies: {policy: the 13 metrics}."""
         return {
             "trace": self.trace,
             "jobs": self.jobs,
@@ -90,11 +118,12 @@ class ReplayReport:
             "policies": {name: m.summary() for name, m in self.metrics.items()},
         }
 
-    def details(self) -> dict[str, Any]:
-        """``metrics.json``: the summary, plus everything behind it."""
+    def details(self) -> dict[str, object]:
+        """The document of the ``metrics.json`` file (a file format, not the command's
+        JSON): the summary, plus everything behind it."""
         total = self.cluster.total_capacity()
         return {
-            **self.summary(),
+            **self.to_json(),
             "schema": 1,
             "source": self.source,
             "skipped_by_reason": dict(self.skipped_by_reason),
@@ -115,7 +144,7 @@ class ReplayReport:
             ],
             "notes": list(self.notes),
             "details": {name: m.as_dict() for name, m in self.metrics.items()},
-            "files": dict(self.files),
+            "files": {} if self.files is None else self.files.to_json(),
         }
 
 
