@@ -160,3 +160,14 @@ def test_cell_file_and_merge_json(tmp_path: Path) -> None:
     assert_golden(
         "replay/merged_metrics_file", read(out / "metrics.json", tmp_path), volatile=VOLATILE
     )
+
+
+def test_cell_run_json(tmp_path: Path) -> None:
+    """``run_cell``'s result (``mlsub replay-cell`` prints it as one line; no --json)."""
+    opts = ReplayOptions(
+        trace=jobs_file(tmp_path), policies=("fifo-ff", "yu-rr"), nodes="2x4",
+        out_dir=tmp_path / "o", lp_max_jobs=0,
+    )  # fmt: skip
+    plan = prepare_array(opts, SlurmReplayOptions(slices=2), sys.executable, run_id="golden").plan
+    ran = run_cell(plan.out_dir, 3, CLOCK, {"host": "here"})
+    assert_golden("replay/cell_run", scrubbed(ran.to_json(), tmp_path), volatile=VOLATILE)
