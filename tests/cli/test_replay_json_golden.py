@@ -171,3 +171,23 @@ def test_cell_run_json(tmp_path: Path) -> None:
     plan = prepare_array(opts, SlurmReplayOptions(slices=2), sys.executable, run_id="golden").plan
     ran = run_cell(plan.out_dir, 3, CLOCK, {"host": "here"})
     assert_golden("replay/cell_run", scrubbed(ran.to_json(), tmp_path), volatile=VOLATILE)
+
+
+def test_trace_replay_json_and_metrics_file(tmp_path: Path) -> None:
+    """A trace (Philly CSV, one record that never ran): the metrics file's input_rows,
+    skipped_by_reason and notes."""
+    rows = ["timestamp,duration,num_gpus,gpu_time,cluster"]
+    for i in range(8):
+        gpus = (1, 2, 4, 8)[i % 4]
+        duration = 0.0 if i == 5 else 300.0 + 977.0 * i
+        rows.append(f"2017-10-09 07:{i * 3:02d}:{i:02d},{duration},{gpus},{duration * gpus},c0")
+    trace = tmp_path / "philly.csv"
+    trace.write_text("\n".join(rows) + "\n\n")
+    out = tmp_path / "out"
+    result = invoke(
+        "replay", trace, "-p", "fifo-ff", "--nodes", "2x8", "--out", out, "--json",
+        "--lp-max-jobs", "0", "--limit", "7",
+    )  # fmt: skip
+    assert_golden("replay/trace", json.loads(result.stdout), volatile=VOLATILE)
+    metrics = read(out / "metrics.json", tmp_path)
+    assert_golden("replay/trace_metrics_file", metrics, volatile=VOLATILE)
