@@ -48,6 +48,39 @@ class ReplayOptions:
 
 
 @dataclass(frozen=True)
+class InputRows:
+    """Where every physical row of a trace went (``metrics.json`` ``input_rows``): the
+    reader's counts (:class:`~slurm_mlsched.traces.record.RowCounts`) in its ``unit``
+    (lines, records), the malformed rows skipped, the job records, the records cut by
+    ``--limit`` and what no category holds (0 unless a reader has a bug)."""
+
+    unit: str
+    total: int
+    header: int
+    blank: int
+    folded: int
+    ignored: int
+    malformed: int
+    records: int
+    beyond_limit: int
+    unaccounted: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "unit": self.unit,
+            "total": self.total,
+            "header": self.header,
+            "blank": self.blank,
+            "folded": self.folded,
+            "ignored": self.ignored,
+            "malformed": self.malformed,
+            "records": self.records,
+            "beyond_limit": self.beyond_limit,
+            "unaccounted": self.unaccounted,
+        }
+
+
+@dataclass(frozen=True)
 class ReplayInput:
     """Jobs with submit times (s after ``epoch``), and what did not become a job."""
 
@@ -58,7 +91,7 @@ class ReplayInput:
     epoch: datetime
     notes: tuple[str, ...] = ()
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    rows: dict[str, int | str] | None = None  # where every physical row went (trace input)
+    rows: InputRows | None = None  # where every physical row went (trace input)
 
 
 @dataclass(frozen=True)
@@ -105,7 +138,7 @@ class ReplayReport:
     notes: tuple[str, ...]
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     files: ReplayFiles | None = None
-    input_rows: dict[str, int | str] | None = None
+    input_rows: InputRows | None = None
 
     def to_json(self) -> dict[str, object]:
         """What ``--json`` prints, and ``summary.json`` (issue 3 item 5): exactly trace,
@@ -127,7 +160,7 @@ class ReplayReport:
             "schema": 1,
             "source": self.source,
             "skipped_by_reason": dict(self.skipped_by_reason),
-            "input_rows": None if self.input_rows is None else dict(self.input_rows),
+            "input_rows": None if self.input_rows is None else self.input_rows.to_json(),
             "cluster": {
                 "label": self.cluster_label,
                 "nodes": len(self.cluster.machines),
