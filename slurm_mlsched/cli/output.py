@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from ..services.policies import PolicyInfo
     from ..services.reconcile import ReconcileReport
     from ..services.replan import QueueView, ReplanReport
+    from ..services.replay import ReplayReport
+    from ..services.replay.array import ArraySubmission
+    from ..services.replay.cells import CellRun
     from ..services.report import ReportWritten
     from ..services.submit import SubmitOutcome
 
@@ -602,46 +605,49 @@ def replay_progress(*, enabled: bool = True) -> Iterator[Callable[[str, int, int
         yield update
 
 
-def show_replay(report: Mapping[str, Any], *, as_json: bool) -> None:
-    """Render a replay's ``metrics.json`` document: its ``summary.json`` part as JSON, or a
+def show_replay(report: ReplayReport, *, as_json: bool) -> None:
+    """Render a replay's report: ``report.to_json()`` (``summary.json``) as JSON, or a
     table of the policies, the counts, the notes and the files written."""
     from ..services.replay.report import COLUMNS, format_value
 
     if as_json:
-        show_json({k: report[k] for k in ("trace", "jobs", "skipped", "unplaceable", "policies")})
+        show_json(report.to_json())
         return
     console = _out()
-    cluster = report["cluster"]
+    params = report.params
     console.print(
         _text(
-            f"Replay of {report['trace']} on {cluster['label']} ({cluster['nodes']} nodes, "
-            f"{cluster['gpus']:g} GPUs, Δ = {cluster['slot_seconds']:g} s), "
-            f"{report['params']['form']}, {report['params'].get('binding', 'late')} binding "
-            f"(yu-rr: {report['params'].get('queue_program', 'per-job')}, look-ahead "
-            f"{'on' if report['params'].get('lookahead', True) else 'off'}), "
-            f"restart cost {report['params'].get('restart_s', 0):g} s, "
-            f"seed {report['params']['seed']}",
+            f"Replay of {report.trace} on {report.cluster_label} "
+            f"({len(report.cluster.machines)} nodes, "
+            f"{report.cluster.total_capacity().gpu:g} GPUs, "
+            f"Δ = {report.cluster.slot_seconds:g} s), "
+            f"{params.form}, {params.binding} binding "
+            f"(yu-rr: {params.queue_program}, look-ahead "
+            f"{'on' if params.lookahead else 'off'}), "
+            f"restart cost {params.restart_s:g} s, "
+            f"seed {params.seed}",
             style="bold",
         ),
         soft_wrap=True,
     )
-    policies = list(report["policies"])
-    table = _table("metric", *policies, title="results (one column per policy)")
+    metrics = report.metrics
+    table = _table("metric", *metrics, title="results (one column per policy)")
     for key, (title, kind) in COLUMNS.items():
-        table.add_row(title, *(format_value(report["policies"][p][key], kind) for p in policies))
-    table.add_row("rejected", *(str(report["details"][p]["rejected"]) for p in policies))
+        table.add_row(title, *(format_value(getattr(m, key), kind) for m in metrics.values()))
+    table.add_row("rejected", *(str(m.rejected) for m in metrics.values()))
     console.print(table)
     console.print(
-        f"{report['jobs']} job(s) replayed, {report['skipped']} skipped, "
-        f"{report['unplaceable']} unplaceable",
+        f"{report.jobs} job(s) replayed, {report.skipped} skipped, "
+        f"{len(report.unplaceable)} unplaceable",
         soft_wrap=True,
     )
-    for note in report["notes"]:
+    for note in report.notes:
         if note:
             console.print(_assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)
-    files = report.get("files") or {}
-    if files:
-        console.print(f"wrote {files['summary']}, {files['html']} and the plots", soft_wrap=True)
+    if report.files is not None:
+        console.print(
+            f"wrote {report.files.summary}, {report.files.html} and the plots", soft_wrap=True
+        )
 
 
 @contextmanager
@@ -673,26 +679,26 @@ def array_progress(
         yield update
 
 
-def show_array_submitted(info: Mapping[str, Any], *, as_json: bool) -> None:
+def show_array_submitted(submission: ArraySubmission, *, as_json: bool) -> None:
     """``mlsub replay --on-slurm --no-wait``: the job and how to merge its cells later."""
     if as_json:
-        show_json(info)
+        show_json(submission.to_json())
         return
     console = _out()
     console.print(
-        f"submitted {info['cells']} replay cell(s) as Slurm array job {info['job_id']} "
-        f"(script {info['script']})",
+        f"submitted {submission.cells} replay cell(s) as Slurm array job {submission.job_id} "
+        f"(script {submission.script})",
         soft_wrap=True,
     )
-    console.print(f"follow it: squeue -j {info['job_id']}", soft_wrap=True)
-    console.print(f"merge when it has ended: {info['merge_command']}", soft_wrap=True)
+    console.print(f"follow it: squeue -j {submission.job_id}", soft_wrap=True)
+    console.print(f"merge when it has ended: {submission.merge_command}", soft_wrap=True)
 
 
-def show_stopped_waiting(info: Mapping[str, Any]) -> None:
+def show_stopped_waiting(submission: ArraySubmission) -> None:
     """Ctrl-C while ``--on-slurm`` waits: the array goes on; how to merge it later."""
     _err().print(
-        f"stopped waiting; Slurm array job {info['job_id']} goes on (scancel "
-        f"{info['job_id']} stops it). Merge when it has ended: {info['merge_command']}",
+        f"stopped waiting; Slurm array job {submission.job_id} goes on (scancel "
+        f"{submission.job_id} stops it). Merge when it has ended: {submission.merge_command}",
         soft_wrap=True,
     )
 
@@ -703,13 +709,14 @@ def show_line(text: str) -> None:
     sys.stdout.flush()
 
 
-def show_cell(info: Mapping[str, Any]) -> None:
+def show_cell(ran: CellRun) -> None:
     """``mlsub replay-cell``: one line per cell into its task's log."""
+    cell = ran.cell
     typer.echo(
-        f"cell {info['index']} ({info['policy']}, seed {info['seed']}, slice "
-        f"{info['slice'] + 1}/{info['slices']}): jobs [{info['range'][0]}, {info['range'][1]}) "
-        f"of {info['input']['jobs']}, {len(info['placed']['job_id'])} placed, "
-        f"{len(info['rejected'])} rejected, {info['wall_s']:.3f} s"
+        f"cell {cell.index} ({cell.policy}, seed {cell.seed}, slice "
+        f"{cell.slice + 1}/{ran.slices}): jobs [{ran.lo}, {ran.hi}) "
+        f"of {ran.jobs}, {ran.placed} placed, "
+        f"{ran.rejected} rejected, {ran.wall_s:.3f} s"
     )
 
 

@@ -260,7 +260,7 @@ def replay(
     _local_only(seeds, slices, partition, time_limit, wait)
     with output.replay_progress(enabled=not as_json) as progress:
         report = run_replay(opts, app_context().clock, progress=progress)
-    output.show_replay({**report.details(), "files": report.files}, as_json=as_json)
+    output.show_replay(report, as_json=as_json)
 
 
 def _only_merge(trace: Path | None, policy: list[str] | None, on_slurm: bool) -> None:

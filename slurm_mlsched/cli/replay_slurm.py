@@ -13,7 +13,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -43,23 +43,16 @@ def run_on_slurm(
 ) -> None:
     """Plan, submit, and (with ``wait``) wait for the cells and merge them."""
     from ..services.replay.array import prepare_array, submit_array, wait_array
-    from ..services.replay.merge import merge_command, merge_dir
+    from ..services.replay.merge import merge_dir
     from ..slurm.arrays import ArrayStatusReader
     from ..slurm.runner import LocalRunner, SlurmCommands
 
     prepared = prepare_array(opts, slurm_opts, sys.executable)
     slurm = SlurmCommands(LocalRunner())
-    job_id = submit_array(prepared, slurm, clock)
-    out_dir = prepared.plan.out_dir
-    info = {
-        "job_id": job_id,
-        "cells": prepared.tasks,
-        "out_dir": str(out_dir),
-        "script": str(prepared.script_path),
-        "merge_command": merge_command(out_dir),
-    }
+    submission = submit_array(prepared, slurm, clock)
+    job_id = submission.job_id
     if not wait:
-        output.show_array_submitted(info, as_json=as_json)
+        output.show_array_submitted(submission, as_json=as_json)
         return
     reader = ArrayStatusReader(slurm)
     try:
@@ -68,43 +61,36 @@ def run_on_slurm(
                 prepared.tasks, lambda: reader.states(job_id, prepared.tasks), time.sleep, progress
             )
     except KeyboardInterrupt:
-        output.show_stopped_waiting(info)
+        output.show_stopped_waiting(submission)
         raise typer.Exit(130) from None
     except SlurmError as err:
-        err.hint = f"{err.hint}; the array job {job_id} goes on: merge it later with " + str(
-            info["merge_command"]
+        err.hint = (
+            f"{err.hint}; the array job {job_id} goes on: merge it later with "
+            + submission.merge_command
         )
         raise
-    report = merge_dir(out_dir, prepared=prepared.jobs, states=lambda: states, job_id=job_id)
-    output.show_replay({**report.details(), "files": report.files}, as_json=as_json)
+    report = merge_dir(
+        submission.out_dir, prepared=prepared.jobs, states=lambda: states, job_id=job_id
+    )
+    output.show_replay(report, as_json=as_json)
 
 
 def run_merge(out_dir: Path, *, as_json: bool) -> None:
     """``mlsub replay --merge DIR``: merge the cells of an earlier ``--no-wait`` run."""
-    from ..services.replay.cells import read_plan
-    from ..services.replay.merge import merge_dir, read_submission
+    from ..services.replay.merge import merge_submitted
 
-    plan = read_plan(out_dir)
-    job_id = read_submission(out_dir).get("job_id")
-    report = merge_dir(out_dir, states=_states_of(job_id, len(plan.cells)), job_id=job_id)
-    output.show_replay({**report.details(), "files": report.files}, as_json=as_json)
+    output.show_replay(merge_submitted(out_dir, _states), as_json=as_json)
 
 
-def _states_of(job_id: str | None, tasks: int) -> Callable[[], Mapping[int, str]]:
+def _states(job_id: str, tasks: int) -> Mapping[int, str]:
     """The tasks' states for a failure message: whatever Slurm still says, else nothing."""
+    from ..slurm.arrays import ArrayStatusReader
+    from ..slurm.runner import LocalRunner, SlurmCommands
 
-    def read() -> Mapping[int, str]:
-        from ..slurm.arrays import ArrayStatusReader
-        from ..slurm.runner import LocalRunner, SlurmCommands
-
-        if not job_id:
-            return {}
-        try:
-            return ArrayStatusReader(SlurmCommands(LocalRunner())).states(job_id, tasks)
-        except SlurmError:
-            return {}
-
-    return read
+    try:
+        return ArrayStatusReader(SlurmCommands(LocalRunner())).states(job_id, tasks)
+    except SlurmError:
+        return {}
 
 
 commands = Commands()
@@ -122,5 +108,5 @@ def replay_cell(
 
     where = {k: os.environ[k] for k in CELL_ENV if k in os.environ}
     where["host"] = socket.gethostname()
-    doc = run_cell(out_dir, index, app_context().clock, where, started=output.show_line)
-    output.show_cell(doc)
+    ran = run_cell(out_dir, index, app_context().clock, where, started=output.show_line)
+    output.show_cell(ran)

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from ..errors import InputError, InvalidTransitionError, NotFoundError
 from ..files.cluster_file import load_cluster

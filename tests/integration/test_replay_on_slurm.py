@@ -135,7 +135,7 @@ def test_a_cell_that_fails_on_the_cluster_fails_the_merge(
     opts = ReplayOptions(trace=trace, policies=("fifo-ff",), nodes="2x4", out_dir=tmp_path / "o")
     missing = str(tmp_path / "no such python")
     prepared = prepare_array(opts, SlurmReplayOptions(slices=2), missing)
-    job_id = submit_array(prepared, cluster.slurm, WallClock())
+    job_id = submit_array(prepared, cluster.slurm, WallClock()).job_id
     cluster.jobs.append(int(job_id))
     reader = ArrayStatusReader(cluster.slurm)
     states = wait_array(2, lambda: reader.states(job_id, 2), time.sleep, every_s=1)

@@ -168,9 +168,9 @@ def test_one_slice_and_one_seed_give_the_local_report(tmp_path: Path, kind: str)
     local = run_replay(replace(opts, out_dir=tmp_path / "local"), CLOCK)
     out = on_cells(replace(opts, out_dir=tmp_path / "slurm"), seeds=(3,))
     merged = merge_dir(out, job_id="4242")
-    assert summary_untimed(merged.summary()) == summary_untimed(local.summary())
+    assert summary_untimed(merged.to_json()) == summary_untimed(local.to_json())
     written = json.loads((out / "summary.json").read_text())
-    assert written == json.loads(json.dumps(merged.summary()))
+    assert written == json.loads(json.dumps(merged.to_json()))
     details = json.loads((out / "metrics.json").read_text())
     mine = json.loads((tmp_path / "local" / "metrics.json").read_text())
     for policy in policies:  # every JCT, the series, the counts: the same
@@ -191,10 +191,10 @@ def test_several_seeds_report_the_mean_and_keep_each_seed(tmp_path: Path) -> Non
         trace=philly(tmp_path), policies=("fifo-ff", "yu-rr"), nodes="2x4", lp_max_jobs=0
     )
     out = on_cells(replace(opts, out_dir=tmp_path / "slurm"), seeds=(0, 1, 2))
-    merged = merge_dir(out).summary()
+    merged = merge_dir(out).to_json()
     per_seed = json.loads((out / "metrics.json").read_text())["on_slurm"]["per_seed"]
     for seed in (0, 1, 2):
-        local = run_replay(replace(opts, seed=seed), CLOCK).summary()
+        local = run_replay(replace(opts, seed=seed), CLOCK).to_json()
         for policy in ("fifo-ff", "yu-rr"):
             assert untimed(per_seed[policy][str(seed)]) == {
                 **untimed(local["policies"][policy]),
@@ -206,7 +206,7 @@ def test_several_seeds_report_the_mean_and_keep_each_seed(tmp_path: Path) -> Non
             values = [per_seed[policy][str(s)][key] for s in (0, 1, 2)]
             expected = None if None in values else statistics.fmean(values)
             assert merged["policies"][policy][key] == expected, key
-    local0 = run_replay(opts, CLOCK).summary()
+    local0 = run_replay(opts, CLOCK).to_json()
     assert {k: merged[k] for k in ("jobs", "skipped", "unplaceable")} == {
         k: local0[k] for k in ("jobs", "skipped", "unplaceable")
     }
@@ -225,7 +225,7 @@ def test_slices_are_contiguous_chunks_replayed_alone(tmp_path: Path) -> None:
         utilities = draw_utilities((j.job_id for j in chunk), 0)
         expected += compute_metrics(result, utilities, None).jct_s
     assert merged.metrics["fifo-ff"].jct_s == tuple(expected)
-    assert merged.summary()["jobs"] == 10 and merged.metrics["fifo-ff"].placed == 10
+    assert merged.to_json()["jobs"] == 10 and merged.metrics["fifo-ff"].placed == 10
     ranges = [
         c["range"] for c in json.loads((out / "metrics.json").read_text())["on_slurm"]["cells"]
     ]
@@ -456,7 +456,7 @@ def test_submit_wait_and_merge_through_the_slurm_funnel(tmp_path: Path) -> None:
     prepared = prepare_array(opts, SlurmReplayOptions(seeds=(0, 1), slices=2), "/py")
     fake = ArraySlurm()
     slurm = SlurmCommands(fake)
-    job_id = submit_array(prepared, slurm, CLOCK)
+    job_id = submit_array(prepared, slurm, CLOCK).job_id
     assert job_id == "4242" and fake.calls[1] == ("sbatch", "--parsable", str(prepared.script_path))
     submitted = json.loads((tmp_path / "o" / "submission.json").read_text())
     assert submitted["job_id"] == "4242" and submitted["tasks"] == 8

@@ -49,7 +49,7 @@ def test_summary_has_exactly_the_documented_shape(tmp_path: Path) -> None:
     )  # fmt: skip
     report = run_replay(opts, CLOCK)
     written = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert written == json.loads(json.dumps(report.summary()))
+    assert written == json.loads(json.dumps(report.to_json()))
     assert set(written) == TOP_KEYS
     assert list(written["policies"]) == ["fifo-ff", "yu-rr"]
     for values in written["policies"].values():
@@ -71,7 +71,7 @@ def test_summary_has_exactly_the_documented_shape(tmp_path: Path) -> None:
 
 def test_counts_add_up_on_a_trace(tmp_path: Path) -> None:
     opts = ReplayOptions(trace=philly(tmp_path), policies=("fifo-bf",), nodes="1x4", lp_max_jobs=0)
-    summary = run_replay(opts, CLOCK).summary()
+    summary = run_replay(opts, CLOCK).to_json()
     # 5 rows: one ran 0 s (skipped), the 8-GPU job still fits (fewer workers exist) but
     # fifo rejects it; nothing here is unplaceable
     assert summary["jobs"] + summary["skipped"] + summary["unplaceable"] == 5
@@ -85,7 +85,7 @@ def test_malformed_lines_skipped_with_skip_bad_are_counted(tmp_path: Path) -> No
     with pytest.raises(InputError, match="duration"):
         run_replay(opts, CLOCK)
     report = run_replay(replace(opts, skip_bad=True), CLOCK)
-    summary = report.summary()
+    summary = report.to_json()
     assert (summary["jobs"], summary["skipped"], summary["unplaceable"]) == (4, 2, 0)
     assert report.details()["skipped_by_reason"] == {"zero-duration": 1, "malformed": 1}
 
@@ -96,7 +96,7 @@ def test_lp_bound_ratio_on_a_small_replay(tmp_path: Path) -> None:
     )
     report = run_replay(opts, CLOCK)
     assert report.jobs + len(report.unplaceable) == 4
-    ratio = report.summary()["policies"]["yu-rr"]["lp_bound_ratio"]
+    ratio = report.to_json()["policies"]["yu-rr"]["lp_bound_ratio"]
     assert ratio is not None and ratio >= 1.0 - 1e-6
 
 
@@ -155,7 +155,7 @@ def test_the_baselines_write_the_same_summary_shape(tmp_path: Path) -> None:
         trace=job_list(tmp_path), policies=policies, nodes="2x8", lp_max_jobs=0, seed=3
     )
     report = run_replay(opts, CLOCK)
-    summary = report.summary()
+    summary = report.to_json()
     assert list(summary["policies"]) == list(policies)
     for name, values in summary["policies"].items():
         assert tuple(values) == SUMMARY_KEYS, name

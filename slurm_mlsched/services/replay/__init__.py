@@ -7,9 +7,11 @@ the policies; :mod:`.report` writes the files; :mod:`.cells`, :mod:`.array` and
 from __future__ import annotations
 
 from .run import load_input, prepare_jobs, replay_cluster, replay_params, run_replay
-from .types import ReplayInput, ReplayJobs, ReplayOptions, ReplayReport
+from .types import InputRows, ReplayFiles, ReplayInput, ReplayJobs, ReplayOptions, ReplayReport
 
 __all__ = [
+    "InputRows",
+    "ReplayFiles",
     "ReplayInput",
     "ReplayJobs",
     "ReplayOptions",

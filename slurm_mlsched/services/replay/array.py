@@ -39,6 +39,7 @@ from .cells import (
     plan_path,
     write_json_atomic,
 )
+from .merge import merge_command
 from .run import _policies, prepare_jobs
 from .types import ReplayJobs, ReplayOptions
 
@@ -156,8 +157,32 @@ def prepare_array(
     return PreparedArray(plan, script, jobs)
 
 
-def submit_array(prepared: PreparedArray, slurm: SlurmCommands, clock: Clock) -> str:
-    """``sbatch --parsable DIR/replay-array.sbatch``; record and return the job id."""
+@dataclass(frozen=True)
+class ArraySubmission:
+    """A submitted array (``mlsub replay --on-slurm``): its Slurm job id, its number of
+    cells (one array task each), the output directory and the array script, and the
+    command that merges the cells once they have ended."""
+
+    job_id: str
+    cells: int
+    out_dir: Path
+    script: Path
+    merge_command: str
+
+    def to_json(self) -> dict[str, object]:
+        """What ``--on-slurm --no-wait --json`` prints."""
+        return {
+            "job_id": self.job_id,
+            "cells": self.cells,
+            "out_dir": str(self.out_dir),
+            "script": str(self.script),
+            "merge_command": self.merge_command,
+        }
+
+
+def submit_array(prepared: PreparedArray, slurm: SlurmCommands, clock: Clock) -> ArraySubmission:
+    """``sbatch --parsable DIR/replay-array.sbatch``; record the job id (in
+    ``DIR/submission.json``) and return the submission."""
     out = slurm.run(["sbatch", "--parsable", str(prepared.script_path)], timeout=SBATCH_TIMEOUT_S)
     job_id = str(parse_sbatch_parsable(out).job_id)
     write_json_atomic(
@@ -170,7 +195,14 @@ def submit_array(prepared: PreparedArray, slurm: SlurmCommands, clock: Clock) ->
             "submitted_at": clock.now().isoformat(),
         },
     )
-    return job_id
+    out_dir = prepared.plan.out_dir
+    return ArraySubmission(
+        job_id=job_id,
+        cells=prepared.tasks,
+        out_dir=out_dir,
+        script=prepared.script_path,
+        merge_command=merge_command(out_dir),
+    )
 
 
 def wait_array(

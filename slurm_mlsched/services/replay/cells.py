@@ -32,7 +32,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ... import __version__
 from ...errors import InputError
@@ -66,6 +66,107 @@ PLACED_COLUMNS = (
     "decision_ms",
     "gpu_runs",
 )
+
+
+# --- the documents of the files (file formats: their keys must not change) ------------------
+
+
+class CellEntry(TypedDict):
+    """A cell in ``plan.json``."""
+
+    index: int
+    policy: str
+    seed: int
+    slice: int
+    bound: bool
+
+
+class PlanDocument(TypedDict):
+    """``plan.json``."""
+
+    schema: int
+    kind: str
+    run_id: str
+    mlsub_version: str
+    options: dict[str, object]
+    seeds: list[int]
+    slices: int
+    cells: list[CellEntry]
+
+
+class CellInput(TypedDict):
+    """What a cell saw of the input: every cell of a seed must agree on it."""
+
+    trace: str
+    source: str
+    jobs: int
+    skipped: int
+    unplaceable: int
+    epoch: str
+    slot_seconds: float
+
+
+class PlacedColumns(TypedDict):
+    """A cell's placed jobs as columns (:data:`PLACED_COLUMNS`), in outcome order."""
+
+    job_id: list[str]
+    submit_s: list[float]
+    arrival: list[int]
+    start: list[int]
+    end: list[int]
+    jct_s: list[float]
+    wait_s: list[float]
+    run_slots: list[int]
+    colocated_slots: list[int]
+    decision_ms: list[float]
+    gpu_runs: list[list[list[float]]]  # per job: [first slot, stop, GPUs held]
+
+
+class RejectedJob(TypedDict):
+    job_id: str
+    submit_s: float
+    arrival: int
+    error: str
+
+
+class CellSpan(TypedDict):
+    first_submit_s: float | None
+    last_finish_s: float | None
+
+
+class BoundEntry(TypedDict):
+    value: float | None
+    note: str
+
+
+class CellDocument(TypedDict):
+    """``cells/K.json`` (schema 1): one cell's result (:func:`cell_document`)."""
+
+    schema: int
+    kind: str
+    run_id: str
+    mlsub_version: str
+    index: int
+    policy: str
+    seed: int
+    slice: int
+    slices: int
+    range: list[int]
+    input: CellInput
+    placed: PlacedColumns
+    rejected: list[RejectedJob]
+    latencies_ms: list[float]
+    span: CellSpan
+    gpu_slots: float
+    utility: float
+    peak_active_reservations: int
+    algorithm: dict[str, float | None]
+    events: int
+    params: dict[str, object]
+    bound: BoundEntry | None
+    wall_s: float
+    where: dict[str, str]
+    notes: list[str]
 
 
 @dataclass(frozen=True)
@@ -148,7 +249,8 @@ class ArrayPlan:
             )
         return self.cells[index]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PlanDocument:
+        """The ``plan.json`` document."""
         return {
             "schema": PLAN_SCHEMA,
             "kind": "mlsub-replay-plan",
@@ -198,11 +300,11 @@ def _cell(data: Mapping[str, Any]) -> Cell:
     )
 
 
-def options_as_dict(opts: ReplayOptions) -> dict[str, Any]:
+def options_as_dict(opts: ReplayOptions) -> dict[str, object]:
     """:class:`ReplayOptions` as JSON data (paths as strings, the form by value)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for f in fields(opts):
-        value = getattr(opts, f.name)
+        value: object = getattr(opts, f.name)
         if isinstance(value, Path):
             value = str(value)
         elif isinstance(value, Form | Binding):
@@ -311,16 +413,50 @@ def read_plan(out_dir: Path) -> ArrayPlan:
 # --- one cell ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CellRun:
+    """One cell that ran (``mlsub replay-cell DIR K``): the cell, the number of slices,
+    the jobs ``[lo, hi)`` of the ``jobs`` admitted it replayed, how many it placed and
+    rejected, the simulation's wall time (s) and the result file it wrote."""
+
+    cell: Cell
+    slices: int
+    lo: int
+    hi: int
+    jobs: int
+    placed: int
+    rejected: int
+    wall_s: float
+    path: Path
+
+    def to_json(self) -> dict[str, object]:
+        """The cell's run in brief (its whole result is the file at ``file``)."""
+        return {
+            "index": self.cell.index,
+            "policy": self.cell.policy,
+            "seed": self.cell.seed,
+            "slice": self.cell.slice,
+            "slices": self.slices,
+            "range": [self.lo, self.hi],
+            "jobs": self.jobs,
+            "placed": self.placed,
+            "rejected": self.rejected,
+            "wall_s": self.wall_s,
+            "file": str(self.path),
+        }
+
+
 def run_cell(
     out_dir: Path,
     index: int,
     clock: Clock,
     where: Mapping[str, str] | None = None,
     started: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Run cell ``index`` of the plan in ``out_dir`` and write ``cells/INDEX.json``;
-    return the document. ``where`` says where it ran (host, Slurm ids), for the record;
-    ``started`` is told what the cell replays once its input is read."""
+) -> CellRun:
+    """Run cell ``index`` of the plan in ``out_dir`` and write ``cells/INDEX.json``
+    (:func:`cell_document`); return what ran. ``where`` says where it ran (host, Slurm
+    ids), for the record; ``started`` is told what the cell replays once its input is
+    read."""
     plan = read_plan(out_dir)
     cell = plan.cell(index)
     opts = plan.options_for(cell.seed)
@@ -341,8 +477,19 @@ def run_cell(
         plan.run_id, cell, plan.slices, prepared, (lo, hi), result, bound, wall, where or {}
     )
     doc["notes"] = _prepared(cell.policy, params, result.params)
-    write_json_atomic(cell_path(out_dir, index), doc, indent=None)
-    return doc
+    path = cell_path(out_dir, index)
+    write_json_atomic(path, doc, indent=None)
+    return CellRun(
+        cell=cell,
+        slices=plan.slices,
+        lo=lo,
+        hi=hi,
+        jobs=len(prepared.admitted),
+        placed=len(doc["placed"]["job_id"]),
+        rejected=len(doc["rejected"]),
+        wall_s=wall,
+        path=path,
+    )
 
 
 def cell_document(
@@ -355,7 +502,7 @@ def cell_document(
     bound: LowerBound | None,
     wall_s: float,
     where: Mapping[str, str],
-) -> dict[str, Any]:
+) -> CellDocument:
     """A cell's result (``cells/K.json``, schema 1; pure). Per placed job, in the
     simulator's outcome order, the columns of :data:`PLACED_COLUMNS`: submit (s), arrival,
     start and end slots, JCT and wait (s), running and co-located job-slots, decision
@@ -364,8 +511,11 @@ def cell_document(
     span (first submit, last finish), GPU-slots and utility; the LP bound of its slice
     when it computed one; the input's counts, which every cell of a seed must agree on."""
     delta = result.cluster.slot_seconds
-    cols: dict[str, list[Any]] = {name: [] for name in PLACED_COLUMNS}
-    rejected: list[dict[str, Any]] = []
+    cols: PlacedColumns = {
+        "job_id": [], "submit_s": [], "arrival": [], "start": [], "end": [], "jct_s": [],
+        "wait_s": [], "run_slots": [], "colocated_slots": [], "decision_ms": [], "gpu_runs": [],
+    }  # fmt: skip
+    rejected: list[RejectedJob] = []
     terms: dict[str, int] = {}
     gpu_slots = 0.0
     for o in result.outcomes:
@@ -382,21 +532,17 @@ def cell_document(
         ]
         gpu_slots += sum(held * (stop - first) for first, stop, held in runs)
         terms[job.job_id] = int(d.end_slot - job.request.arrival_slot + 1)
-        row = {
-            "job_id": job.job_id,
-            "submit_s": job.submit_s,
-            "arrival": job.request.arrival_slot,
-            "start": d.start_slot,
-            "end": d.end_slot,
-            "jct_s": (d.end_slot + 1) * delta - job.submit_s,
-            "wait_s": d.start_slot * delta - job.submit_s,
-            "run_slots": sum(p.length for p in d.slots),
-            "colocated_slots": sum(p.length for p in d.slots if p.mode == Mode.COLOCATED),
-            "decision_ms": d.decision_ms(),
-            "gpu_runs": runs,
-        }
-        for name in PLACED_COLUMNS:
-            cols[name].append(row[name])
+        cols["job_id"].append(job.job_id)
+        cols["submit_s"].append(job.submit_s)
+        cols["arrival"].append(job.request.arrival_slot)
+        cols["start"].append(d.start_slot)
+        cols["end"].append(d.end_slot)
+        cols["jct_s"].append((d.end_slot + 1) * delta - job.submit_s)
+        cols["wait_s"].append(d.start_slot * delta - job.submit_s)
+        cols["run_slots"].append(sum(p.length for p in d.slots))
+        cols["colocated_slots"].append(sum(p.length for p in d.slots if p.mode == Mode.COLOCATED))
+        cols["decision_ms"].append(d.decision_ms())
+        cols["gpu_runs"].append(runs)
     utilities = draw_utilities(terms, cell.seed)
     data = prepared.data
     return {
@@ -431,7 +577,7 @@ def cell_document(
         "peak_active_reservations": result.peak_active_reservations,
         "algorithm": dict(algorithm_stats(result)),
         "events": result.events,
-        "params": result.params.as_dict(),
+        "params": dict(result.params.as_dict()),
         "bound": None if bound is None else {"value": bound.value, "note": bound.note},
         "wall_s": wall_s,
         "where": dict(where),

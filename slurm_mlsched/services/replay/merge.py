@@ -30,7 +30,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -46,7 +46,9 @@ from .cells import (
     SCRIPT_FILE,
     SUBMISSION_FILE,
     ArrayPlan,
+    BoundEntry,
     Cell,
+    CellDocument,
     cell_path,
     log_path,
     read_json,
@@ -67,8 +69,34 @@ REQUIRED_KEYS = (
     "peak_active_reservations", "bound",
 )  # fmt: skip
 
-Doc = dict[str, Any]
+Doc = CellDocument
+"""A cell's result as read back from ``cells/K.json`` (checked by :func:`check_cell`)."""
 StatesFn = Callable[[], Mapping[int, str]]
+
+
+class CellRecord(TypedDict):
+    """A cell in ``metrics.json`` ``on_slurm.cells``."""
+
+    index: int
+    policy: str
+    seed: int
+    slice: int
+    range: list[int]
+    wall_s: float
+    where: dict[str, str]
+
+
+class OnSlurm(TypedDict):
+    """The ``on_slurm`` section of a merged ``metrics.json`` (a file format)."""
+
+    job_id: str | None
+    run_id: str
+    seeds: list[int]
+    slices: int
+    cells: list[CellRecord]
+    per_seed: dict[str, dict[str, dict[str, float | int | None]]]
+    per_seed_counts: dict[str, dict[str, int]]
+    lp_bound_per_seed: dict[str, BoundEntry]
 
 
 @dataclass(frozen=True)
@@ -254,19 +282,22 @@ def metrics_from_cells(
     """One policy's metrics for one seed from its slices' documents, in slice order
     (module docstring, step 3; the formulas of ``sim.metrics``)."""
 
-    def col(name: str) -> list[Any]:
-        return [v for d in docs for v in d["placed"][name]]
-
-    ids: list[str] = col("job_id")
+    placed = [d["placed"] for d in docs]
+    ids = [v for p in placed for v in p["job_id"]]
     rows = JobRows(
         ids=ids,
-        submit_s=np.array(col("submit_s"), dtype=np.float64),
-        arrival=np.array(col("arrival"), dtype=np.int64),
-        start=np.array(col("start"), dtype=np.int64),
-        end=np.array(col("end"), dtype=np.int64),
-        gpu_runs=[(int(r[0]), int(r[1]), float(r[2])) for job in col("gpu_runs") for r in job],
-        run_slots=int(sum(col("run_slots"))),
-        colocated_slots=int(sum(col("colocated_slots"))),
+        submit_s=np.array([v for p in placed for v in p["submit_s"]], dtype=np.float64),
+        arrival=np.array([v for p in placed for v in p["arrival"]], dtype=np.int64),
+        start=np.array([v for p in placed for v in p["start"]], dtype=np.int64),
+        end=np.array([v for p in placed for v in p["end"]], dtype=np.int64),
+        gpu_runs=[
+            (int(r[0]), int(r[1]), float(r[2]))
+            for p in placed
+            for job in p["gpu_runs"]
+            for r in job
+        ],
+        run_slots=int(sum(v for p in placed for v in p["run_slots"])),
+        colocated_slots=int(sum(v for p in placed for v in p["colocated_slots"])),
         decision_ms=np.array([v for d in docs for v in d["latencies_ms"]], dtype=np.float64),
         rejected=tuple((str(r["job_id"]), str(r["error"])) for d in docs for r in d["rejected"]),
         peak_active_reservations=max((int(d["peak_active_reservations"]) for d in docs), default=0),
@@ -284,7 +315,7 @@ def mean_over_seeds(per_seed: Mapping[int, PolicyMetrics]) -> PolicyMetrics:
     first = per_seed[seeds[0]]
     if len(seeds) == 1:
         return first
-    means: dict[str, Any] = {}
+    means: dict[str, Any] = {}  # keyword arguments of replace(): 13 fields, all float | None
     for key in SUMMARY_KEYS:
         values = [getattr(per_seed[s], key) for s in seeds]
         means[key] = None if any(v is None for v in values) else statistics.fmean(values)
@@ -304,7 +335,8 @@ def mean_over_seeds(per_seed: Mapping[int, PolicyMetrics]) -> PolicyMetrics:
 def seed_bound(plan: ArrayPlan, docs: Mapping[int, Doc], seed: int) -> LowerBound:
     """The LP bound of one seed from its bound cells (one per slice)."""
     parts = sorted((c for c in plan.cells if c.seed == seed and c.bound), key=lambda c: c.slice)
-    bounds = [docs[c.index]["bound"] or {"value": None, "note": "no bound"} for c in parts]
+    none: BoundEntry = {"value": None, "note": "no bound"}
+    bounds = [docs[c.index]["bound"] or none for c in parts]
     if len(bounds) == 1:
         return LowerBound(bounds[0]["value"], str(bounds[0]["note"]))
     missing = [(c, b) for c, b in zip(parts, bounds, strict=True) if b["value"] is None]
@@ -315,7 +347,7 @@ def seed_bound(plan: ArrayPlan, docs: Mapping[int, Doc], seed: int) -> LowerBoun
             None, f"LP bound not computed for slice {c.slice + 1}/{plan.slices}: {why}"
         )
     return LowerBound(
-        float(sum(b["value"] for b in bounds)),
+        float(sum(b["value"] or 0.0 for b in bounds)),
         f"sum of the LP relaxations of the {plan.slices} slices, each slice alone "
         f"({'; '.join(str(b['note']) for b in bounds)})",
     )
@@ -326,7 +358,7 @@ def seed_bound(plan: ArrayPlan, docs: Mapping[int, Doc], seed: int) -> LowerBoun
 
 def merge_report(
     plan: ArrayPlan, docs: Mapping[int, Doc], prepared: ReplayJobs, job_id: str | None
-) -> tuple[ReplayReport, dict[str, Any]]:
+) -> tuple[ReplayReport, OnSlurm]:
     """The merged report and the ``on_slurm`` section of ``metrics.json`` (pure).
     ``prepared`` is the first seed's input, checked against its cells."""
     first_seed = plan.seeds[0]
@@ -434,7 +466,7 @@ def _on_slurm(
     job_id: str | None,
     per_seed: Mapping[str, Mapping[int, PolicyMetrics]],
     bounds: Mapping[int, LowerBound],
-) -> dict[str, Any]:
+) -> OnSlurm:
     return {
         "job_id": job_id,
         "run_id": plan.run_id,
@@ -485,7 +517,7 @@ def merge_dir(
     ``job_id``: the array job (default: ``submission.json``'s)."""
     plan = read_plan(out_dir)
     if job_id is None:
-        job_id = read_submission(out_dir).get("job_id")
+        job_id = submitted_job_id(out_dir)
     docs, problems = read_cells(plan)
     if not problems:
         problems = consistency_problems(plan, docs)
@@ -499,16 +531,34 @@ def merge_dir(
     from .report import write_outputs
 
     files = write_outputs(report, out_dir)
-    metrics_path = Path(files["metrics"])
+    metrics_path = Path(files.metrics)
     details = read_json(metrics_path, "the merged metrics")
     write_json_atomic(metrics_path, {**details, "on_slurm": on_slurm}, allow_nan=True)
     return replace(report, files=files)
 
 
-def read_submission(out_dir: Path) -> dict[str, Any]:
-    """``submission.json`` (the array job's id), or {} when the array was not submitted."""
+def merge_submitted(
+    out_dir: Path, read_states: Callable[[str, int], Mapping[int, str]]
+) -> ReplayReport:
+    """``mlsub replay --merge DIR``: merge the cells of an earlier ``--no-wait`` run
+    (:func:`merge_dir`, the array job's id from ``submission.json``). ``read_states(job
+    id, tasks)`` gives the array tasks' Slurm states, asked only when a cell cannot be
+    merged and the array was submitted."""
+    plan = read_plan(out_dir)
+    job_id = submitted_job_id(out_dir)
+
+    def states() -> Mapping[int, str]:
+        return read_states(job_id, len(plan.cells)) if job_id else {}
+
+    return merge_dir(out_dir, states=states, job_id=job_id)
+
+
+def submitted_job_id(out_dir: Path) -> str | None:
+    """The array job's id in ``submission.json``, or None when the array was not
+    submitted (or the record has none)."""
     path = out_dir / SUBMISSION_FILE
     if not path.is_file():
-        return {}
+        return None
     data = read_json(path, "the submission record")
-    return dict(data) if isinstance(data, Mapping) else {}
+    job_id = data.get("job_id") if isinstance(data, Mapping) else None
+    return None if job_id is None else str(job_id)

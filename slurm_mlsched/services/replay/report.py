@@ -13,15 +13,13 @@ import html
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ...errors import InputError
 from ...sim.metrics import SUMMARY_KEYS, PolicyMetrics
-
-if TYPE_CHECKING:
-    from .types import ReplayReport
+from .types import ReplayFiles, ReplayReport
 
 MAX_POINTS = 1500
 LINE_STYLES = ("-", "--", ":", "-.")
@@ -77,8 +75,8 @@ def human_duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} d"
 
 
-def write_outputs(report: ReplayReport, out_dir: Path) -> dict[str, str]:
-    """Write every file of the report into ``out_dir`` (created); return {kind: path}."""
+def write_outputs(report: ReplayReport, out_dir: Path) -> ReplayFiles:
+    """Write every file of the report into ``out_dir`` (created); return their paths."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -90,13 +88,13 @@ def write_outputs(report: ReplayReport, out_dir: Path) -> dict[str, str]:
     files = {"summary": "summary.json", "metrics": "metrics.json", "html": "report.html"}
     files.update(PLOTS)
     paths = {kind: str(out_dir / name) for kind, name in files.items()}
-    _write(out_dir / "summary.json", _json(report.summary()))
+    _write(out_dir / "summary.json", _json(report.to_json()))
     pngs = render_plots(report.metrics)
     for kind, png in pngs.items():
         (out_dir / PLOTS[kind]).write_bytes(png)
     _write(out_dir / "metrics.json", _json({**report.details(), "files": paths}))
     _write(out_dir / "report.html", render_html(report, pngs))
-    return paths
+    return ReplayFiles(**paths)
 
 
 def _json(data: object) -> str:

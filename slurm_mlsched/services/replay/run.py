@@ -24,7 +24,7 @@ e.g. never ran) and *unplaceable*.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,7 +53,9 @@ from ..clock import Clock
 from .types import (
     CPU_JOBS,
     QUEUE_PROGRAMS,
+    InputRows,
     ProgressFn,
+    ReplayFiles,
     ReplayInput,
     ReplayJobs,
     ReplayOptions,
@@ -184,43 +186,42 @@ def _load_trace(opts: ReplayOptions) -> ReplayInput:
     )
 
 
-def _row_accounting(trace: Trace, beyond_limit: int) -> dict[str, int | str] | None:
-    """Where every physical row of the trace went (``metrics.json`` ``input_rows``): the
-    reader's counts (:class:`~slurm_mlsched.traces.record.RowCounts`), the records cut by
-    ``--limit``, and what no category holds (0 unless a reader has a bug)."""
+def _row_accounting(trace: Trace, beyond_limit: int) -> InputRows | None:
+    """Where every physical row of the trace went (:class:`InputRows`), when the reader
+    counted its rows."""
     counts = trace.rows
     if counts is None:
         return None
-    return {
-        "unit": counts.unit,
-        "total": counts.total,
-        "header": counts.header,
-        "blank": counts.blank,
-        "folded": counts.folded,
-        "ignored": counts.ignored,
-        "malformed": trace.skipped,
-        "records": len(trace.records),
-        "beyond_limit": beyond_limit,
-        "unaccounted": trace.unaccounted(),
-    }
-
-
-def _rows_note(rows: Mapping[str, int | str]) -> str:
-    """``161 lines: 1 header, 160 job records (…)`` — every row of the file, by where it went."""
-    parts = [f"{rows['records']} job record(s)"]
-    labels = (
-        ("header", "header/comment"),
-        ("blank", "blank"),
-        ("folded", "folded into their jobs (steps, components, repeats)"),
-        ("ignored", "of no job (ignored)"),
-        ("malformed", "malformed (skipped)"),
+    return InputRows(
+        unit=counts.unit,
+        total=counts.total,
+        header=counts.header,
+        blank=counts.blank,
+        folded=counts.folded,
+        ignored=counts.ignored,
+        malformed=trace.skipped,
+        records=len(trace.records),
+        beyond_limit=beyond_limit,
+        unaccounted=trace.unaccounted(),
     )
-    parts += [f"{rows[key]} {label}" for key, label in labels if rows[key]]
-    text = f"input: {rows['total']} {rows['unit']} = " + " + ".join(parts)
-    if rows["beyond_limit"]:
-        text += f"; {rows['beyond_limit']} record(s) beyond --limit left out"
-    if rows["unaccounted"]:
-        text += f"; {rows['unaccounted']} {rows['unit']} UNACCOUNTED (a bug: please report)"
+
+
+def _rows_note(rows: InputRows) -> str:
+    """``161 lines: 1 header, 160 job records (…)`` — every row of the file, by where it went."""
+    parts = [f"{rows.records} job record(s)"]
+    labels = (
+        (rows.header, "header/comment"),
+        (rows.blank, "blank"),
+        (rows.folded, "folded into their jobs (steps, components, repeats)"),
+        (rows.ignored, "of no job (ignored)"),
+        (rows.malformed, "malformed (skipped)"),
+    )
+    parts += [f"{count} {label}" for count, label in labels if count]
+    text = f"input: {rows.total} {rows.unit} = " + " + ".join(parts)
+    if rows.beyond_limit:
+        text += f"; {rows.beyond_limit} record(s) beyond --limit left out"
+    if rows.unaccounted:
+        text += f"; {rows.unaccounted} {rows.unit} UNACCOUNTED (a bug: please report)"
     return text
 
 
@@ -278,7 +279,7 @@ def run_replay(
     opts: ReplayOptions,
     clock: Clock,
     progress: ProgressFn | None = None,
-    write: Callable[[ReplayReport, Path], dict[str, str]] | None = None,
+    write: Callable[[ReplayReport, Path], ReplayFiles] | None = None,
 ) -> ReplayReport:
     """Replay ``opts.trace`` under each policy (module docstring); ``write`` (the report
     writer, :func:`.report.write_outputs` by default) puts the files in

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from ...model import ClusterSnapshot, Form, JobRequest
 from ...placement import Binding, PlacementParams
@@ -49,6 +48,39 @@ class ReplayOptions:
 
 
 @dataclass(frozen=True)
+class InputRows:
+    """Where every physical row of a trace went (``metrics.json`` ``input_rows``): the
+    reader's counts (:class:`~slurm_mlsched.traces.record.RowCounts`) in its ``unit``
+    (lines, records), the malformed rows skipped, the job records, the records cut by
+    ``--limit`` and what no category holds (0 unless a reader has a bug)."""
+
+    unit: str
+    total: int
+    header: int
+    blank: int
+    folded: int
+    ignored: int
+    malformed: int
+    records: int
+    beyond_limit: int
+    unaccounted: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "unit": self.unit,
+            "total": self.total,
+            "header": self.header,
+            "blank": self.blank,
+            "folded": self.folded,
+            "ignored": self.ignored,
+            "malformed": self.malformed,
+            "records": self.records,
+            "beyond_limit": self.beyond_limit,
+            "unaccounted": self.unaccounted,
+        }
+
+
+@dataclass(frozen=True)
 class ReplayInput:
     """Jobs with submit times (s after ``epoch``), and what did not become a job."""
 
@@ -59,11 +91,40 @@ class ReplayInput:
     epoch: datetime
     notes: tuple[str, ...] = ()
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    rows: dict[str, int | str] | None = None  # where every physical row went (trace input)
+    rows: InputRows | None = None  # where every physical row went (trace input)
+
+
+@dataclass(frozen=True)
+class ReplayFiles:
+    """The files a replay wrote into its output directory (paths)."""
+
+    summary: str  # summary.json
+    metrics: str  # metrics.json
+    html: str  # report.html
+    jct_cdf: str  # the plots (PNG)
+    gpu_util: str
+    queue: str
+
+    def to_json(self) -> dict[str, object]:
+        """``{kind: path}``, the ``files`` of ``metrics.json``."""
+        return {
+            "summary": self.summary,
+            "metrics": self.metrics,
+            "html": self.html,
+            "jct_cdf": self.jct_cdf,
+            "gpu_util": self.gpu_util,
+            "queue": self.queue,
+        }
 
 
 @dataclass(frozen=True)
 class ReplayReport:
+    """What a replay gives (``mlsub replay``, locally or merged from its cells on Slurm):
+    the input's counts (``jobs`` replayed, ``skipped``, the ``unplaceable`` jobs), the
+    cluster and parameters the policies ran with, the LP lower bound, each policy's
+    metrics (MODEL.md §8) in the order asked, the notes, and the files written
+    (none without ``--out``)."""
+
     trace: str
     source: str
     cluster: ClusterSnapshot
@@ -76,12 +137,12 @@ class ReplayReport:
     metrics: dict[str, PolicyMetrics]
     notes: tuple[str, ...]
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)
-    input_rows: dict[str, int | str] | None = None
+    files: ReplayFiles | None = None
+    input_rows: InputRows | None = None
 
-    def summary(self) -> dict[str, Any]:
-        """``summary.json`` (issue 3 item 5): exactly trace, jobs, skipped, unplaceable,
-        policies: {policy: the 13 metrics}."""
+    def to_json(self) -> dict[str, object]:
+        """What ``--json`` prints, and ``summary.json`` (issue 3 item 5): exactly trace,
+        jobs, skipped, unplaceable, policies: {policy: the 13 metrics}."""
         return {
             "trace": self.trace,
             "jobs": self.jobs,
@@ -90,15 +151,16 @@ class ReplayReport:
             "policies": {name: m.summary() for name, m in self.metrics.items()},
         }
 
-    def details(self) -> dict[str, Any]:
-        """``metrics.json``: the summary, plus everything behind it."""
+    def details(self) -> dict[str, object]:
+        """The document of the ``metrics.json`` file (a file format, not the command's
+        JSON): the summary, plus everything behind it."""
         total = self.cluster.total_capacity()
         return {
-            **self.summary(),
+            **self.to_json(),
             "schema": 1,
             "source": self.source,
             "skipped_by_reason": dict(self.skipped_by_reason),
-            "input_rows": None if self.input_rows is None else dict(self.input_rows),
+            "input_rows": None if self.input_rows is None else self.input_rows.to_json(),
             "cluster": {
                 "label": self.cluster_label,
                 "nodes": len(self.cluster.machines),
@@ -115,7 +177,7 @@ class ReplayReport:
             ],
             "notes": list(self.notes),
             "details": {name: m.as_dict() for name, m in self.metrics.items()},
-            "files": dict(self.files),
+            "files": {} if self.files is None else self.files.to_json(),
         }
 
 
