@@ -8,7 +8,7 @@ import csv
 import io
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from ..errors import MlschedError
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.progress import TaskID
     from rich.table import Table
     from rich.text import Text
 
@@ -225,12 +226,6 @@ def _job_ids(slurm_job_id: str | None, earlier: Sequence[str]) -> str:
     return f"{current} (earlier: {', '.join(earlier)})" if earlier else current
 
 
-def placement_json(rows: tuple[NodeCount, ...]) -> list[dict[str, object]]:
-    from ..services.decision_views import placement_json as shape
-
-    return shape(rows)
-
-
 def _short_time(iso: str) -> str:
     """``2026-01-01T10:00:00+00:00`` -> ``2026-01-01 10:00:00``."""
     return iso.replace("T", " ").removesuffix("+00:00")
@@ -253,18 +248,18 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
-def _placement_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+def _placement_csv(rows: Sequence[NodeCount]) -> str:
     """``node1:ps:1;node1:worker:4``: the export's one-cell form (stable, for scripts)."""
-    return ";".join(f"{r['node']}:{r['role']}:{r['count']}" for r in rows)
+    return ";".join(f"{r.node}:{r.role.value}:{r.count}" for r in rows)
 
 
-def _placement_text(rows: Sequence[Mapping[str, Any]]) -> str:
+def _placement_text(rows: Sequence[NodeCount]) -> str:
     """``node[1-3]:2w+1ps node4:1w``: nodes holding the same counts share one host list."""
     from ..slurm.hostlist import compress_hostlist
 
     per: dict[str, dict[str, int]] = {}
     for r in rows:
-        per.setdefault(str(r["node"]), {}).update({str(r["role"]): int(r["count"])})
+        per.setdefault(r.node, {}).update({r.role.value: r.count})
     groups: dict[str, list[str]] = {}
     for node, counts in per.items():
         parts = [
@@ -337,7 +332,7 @@ def show_history(rows: Sequence[DecisionRow], *, as_json: bool) -> None:
             s.state.value,
             _compact_time(s.start.isoformat()),
             _compact_time(s.end.isoformat()),
-            _placement_text(placement_json(s.placement)),
+            _placement_text(s.placement),
             s.slurm_job_id or "—",
         )
     console.print(table)
@@ -360,7 +355,7 @@ def show_decision(view: DecisionView, *, as_json: bool) -> None:
         ("mode", s.mode),
         ("start", f"{_short_time(s.start.isoformat())} (slot {s.start_slot})"),
         ("end", f"{_short_time(s.end.isoformat())} (end of slot {s.end_slot})"),
-        ("placement", _placement_text(placement_json(s.placement))),
+        ("placement", _placement_text(s.placement)),
         ("solver", f"{d.solver or '—'} {d.solver_version} · {d.trials} trial(s)"),
         ("LP deadline", "—" if d.lp_deadline is None else f"slot {d.lp_deadline}"),
         ("snapshot", f"sha256 {r.snapshot_sha256[:16]}…"),
@@ -506,7 +501,7 @@ def show_export(rows: Sequence[DecisionRow | DecisionView], *, fmt: str) -> None
         writer.writerow(
             {
                 **row.to_json(),
-                "placement": _placement_csv(placement_json(row.summary.placement)),
+                "placement": _placement_csv(row.summary.placement),
                 "slurm_job_id": row.summary.slurm_job_id or "",
             }
         )
@@ -595,7 +590,7 @@ def replay_progress(*, enabled: bool = True) -> Iterator[Callable[[str, int, int
         console=_err(),
         disable=not enabled,
     ) as bar:
-        tasks: dict[str, Any] = {}
+        tasks: dict[str, TaskID] = {}
 
         def update(policy: str, done: int, total: int) -> None:
             if policy not in tasks:
