@@ -42,13 +42,11 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .errors import InputError
-from .remote.target import parse_target
 
 SYSTEM_CONFIG = Path("/etc/mlsched/config.toml")
 DEFAULT_RESERVATION_GRACE_S = 600.0
@@ -205,6 +203,8 @@ def _read_file(path: Path) -> dict[str, object]:
             hint="fix its permissions or remove it",
             context={"file": str(path)},
         ) from None
+    import tomllib  # here: every mlsub start imports this module, few read a file
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -245,6 +245,8 @@ def _names(raw: object, where: str) -> tuple[str, ...]:
 
 
 def _remote(raw: object, where: str) -> str:
+    from .remote.target import parse_target  # urllib: only when a remote is configured
+
     text = _text(raw, where)
     try:
         parse_target(text)

@@ -7,7 +7,7 @@ documented table in ``docs/user-guide.md`` (mirrored in :data:`EXIT_CODES`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import ClassVar
 
 #: exit code -> meaning; the CLI maps :class:`MlschedError` subclasses onto these.
 EXIT_CODES: dict[int, str] = {
@@ -25,21 +25,37 @@ EXIT_CODES: dict[int, str] = {
 }
 
 
-@dataclass
 class MlschedError(Exception):
-    """Base class: a failure with a code, a message, context and a hint."""
+    """Base class: a failure with a code, a message, context and a hint.
 
-    message: str
-    hint: str = ""
-    context: dict[str, object] = field(default_factory=dict)
+    ``code`` and ``exit_code`` belong to the class (each subclass names its own; a raise
+    may name a finer ``code``); a plain
+    class rather than a dataclass, as these load with every ``mlsub`` start (26 dataclasses
+    cost ~17 ms there)."""
+
     code: str = "mlsched-error"
     exit_code: int = 1
 
-    def __post_init__(self) -> None:
-        super().__init__(self.message)
+    def __init__(
+        self,
+        message: str,
+        hint: str = "",
+        context: dict[str, object] | None = None,
+        *,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.context: dict[str, object] = dict(context) if context else {}
+        if code is not None:  # a finer code than the class's, for one kind of failure
+            self.code = code
 
     def __str__(self) -> str:
         return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(message={self.message!r}, hint={self.hint!r})"
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -57,67 +73,58 @@ def _plain(value: object) -> object:
     return str(value)
 
 
-@dataclass
 class InputError(MlschedError):
     """Invalid input: a file, a field or an option value."""
 
-    code: str = "invalid-input"
-    exit_code: int = 3
+    code = "invalid-input"
+    exit_code = 3
 
 
-@dataclass
 class NeverFitsError(MlschedError):
     """The job could never be placed: no node can hold one task, or the cluster cannot."""
 
-    code: str = "never-fits"
-    exit_code: int = 4
+    code = "never-fits"
+    exit_code = 4
 
 
-@dataclass
 class SolverError(MlschedError):
     """The solver ended without a usable answer (time limit, numerical failure)."""
 
-    code: str = "solver-failed"
-    exit_code: int = 5
+    code = "solver-failed"
+    exit_code = 5
 
 
-@dataclass
 class InfeasibleError(SolverError):
     """The program is infeasible where it must not be (a bug or an impossible instance)."""
 
-    code: str = "infeasible"
+    code = "infeasible"
 
 
-@dataclass
 class StoreError(MlschedError):
     """The decision store failed: cannot open, read or write the database."""
 
-    code: str = "store-error"
-    exit_code: int = 7
+    code = "store-error"
+    exit_code = 7
 
 
-@dataclass
 class SchemaOutOfDateError(StoreError):
     """The database schema is older than this mlsub: run the upgrade command in the hint."""
 
-    code: str = "db-out-of-date"
+    code = "db-out-of-date"
 
 
-@dataclass
 class NotFoundError(InputError):
     """A decision id that does not exist, or that the caller may not see."""
 
-    code: str = "not-found"
+    code = "not-found"
 
 
-@dataclass
 class InvalidTransitionError(InputError):
     """A state change a decision cannot make (e.g. releasing one that was submitted)."""
 
-    code: str = "invalid-transition"
+    code = "invalid-transition"
 
 
-@dataclass
 class SlurmError(MlschedError):
     """A Slurm command failed: the message names the command, its exit status and stderr.
 
@@ -125,28 +132,38 @@ class SlurmError(MlschedError):
     every Slurm command goes through :mod:`slurm_mlsched.slurm.runner`, which raises this.
     """
 
-    code: str = "slurm-command-failed"
-    exit_code: int = 6
-    may_have_run: bool = False
-    """True when the command may have done its work before failing (it timed out, or the
-    connection dropped): for ``sbatch`` the job may exist, so the outcome is unknown."""
+    code = "slurm-command-failed"
+    exit_code = 6
+    MAY_HAVE_RUN: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        message: str,
+        hint: str = "",
+        context: dict[str, object] | None = None,
+        *,
+        code: str | None = None,
+        may_have_run: bool | None = None,
+    ) -> None:
+        super().__init__(message, hint, context, code=code)
+        self.may_have_run = self.MAY_HAVE_RUN if may_have_run is None else may_have_run
+        """True when the command may have done its work before failing (it timed out, or
+        the connection dropped): for ``sbatch`` the job may exist, so the outcome is
+        unknown."""
 
 
-@dataclass
 class SlurmUnreachableError(SlurmError):
     """The Slurm controller does not answer (``scontrol ping`` says DOWN or times out)."""
 
-    code: str = "slurm-unreachable"
+    code = "slurm-unreachable"
 
 
-@dataclass
 class SlurmOutputError(SlurmError):
     """A Slurm command succeeded but printed something mlsub cannot read."""
 
-    code: str = "slurm-output-unreadable"
+    code = "slurm-output-unreadable"
 
 
-@dataclass
 class RemoteError(MlschedError):
     """Talking to the remote login node over SSH failed (``mlsub --remote``).
 
@@ -155,65 +172,71 @@ class RemoteError(MlschedError):
     :class:`SlurmError`. Raised by :mod:`slurm_mlsched.remote`.
     """
 
-    code: str = "remote-error"
-    exit_code: int = 8
-    may_have_run: bool = False
-    """True when a remote command had been started when the connection failed (see
-    :class:`RemoteConnectionLost`): its outcome is unknown. False for every failure that
-    happened before a command was sent (connecting, host keys, logging in, uploads)."""
+    code = "remote-error"
+    exit_code = 8
+    MAY_HAVE_RUN: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        message: str,
+        hint: str = "",
+        context: dict[str, object] | None = None,
+        *,
+        code: str | None = None,
+        may_have_run: bool | None = None,
+    ) -> None:
+        super().__init__(message, hint, context, code=code)
+        self.may_have_run = self.MAY_HAVE_RUN if may_have_run is None else may_have_run
+        """True when a remote command had been started when the connection failed (see
+        :class:`RemoteConnectionLost`): its outcome is unknown. False for every failure
+        that happened before a command was sent (connecting, host keys, logging in,
+        uploads)."""
 
 
-@dataclass
 class RemoteConnectError(RemoteError):
     """No SSH connection could be made: DNS, connection refused, timeout, not an SSH server."""
 
-    code: str = "ssh-connect-failed"
+    code = "ssh-connect-failed"
 
 
-@dataclass
 class RemoteAuthError(RemoteError):
     """The SSH server accepted none of the keys tried (keys and ssh-agent only, no passwords)."""
 
-    code: str = "ssh-auth-failed"
+    code = "ssh-auth-failed"
 
 
-@dataclass
 class RemoteConfigError(RemoteError):
     """The remote target or its ``~/.ssh/config`` entry asks for something not supported."""
 
-    code: str = "ssh-config-unsupported"
+    code = "ssh-config-unsupported"
 
 
 class RemoteStagingError(RemoteError):
     """The remote staging directory is not private to the user (owner, mode, or a link)."""
 
-    code: str = "remote-staging-unsafe"
+    code = "remote-staging-unsafe"
 
 
-@dataclass
 class HostKeyError(RemoteError):
     """The server's host key could not be verified against known_hosts: the connection is
     refused before anything is sent (no key, no command)."""
 
-    code: str = "host-key-rejected"
+    code = "host-key-rejected"
 
 
-@dataclass
 class UnknownHostKeyError(HostKeyError):
     """The host is not in known_hosts; the message shows its key's fingerprint and how to
     trust it after checking that fingerprint out of band."""
 
-    code: str = "host-key-unknown"
+    code = "host-key-unknown"
 
 
-@dataclass
 class HostKeyChangedError(HostKeyError):
     """known_hosts holds a different key for the host: a possible man-in-the-middle."""
 
-    code: str = "host-key-changed"
+    code = "host-key-changed"
 
 
-@dataclass
 class RemoteConnectionLost(RemoteError):
     """The SSH connection dropped while a command or an upload was under way.
 
@@ -222,11 +245,10 @@ class RemoteConnectionLost(RemoteError):
     ``mlsub reconcile`` resolves later.
     """
 
-    code: str = "ssh-connection-lost"
-    may_have_run: bool = True
+    code = "ssh-connection-lost"
+    MAY_HAVE_RUN = True
 
 
-@dataclass
 class RemoteCommandTimeout(SlurmError):
     """A command run over SSH did not finish in time; the channel was closed.
 
@@ -235,36 +257,32 @@ class RemoteCommandTimeout(SlurmError):
     be running): ``may_have_run`` is always true, as for :class:`RemoteConnectionLost`.
     """
 
-    code: str = "remote-command-timeout"
-    may_have_run: bool = True
+    code = "remote-command-timeout"
+    MAY_HAVE_RUN = True
 
 
-@dataclass
 class PluginCheckError(InputError):
     """A Slurm Lua plugin that would fail in slurmctld or sbatch: a syntax error, an error
     while loading, a missing function or a bad site table (``mlsub plugins check``)."""
 
-    code: str = "plugin-check-failed"
+    code = "plugin-check-failed"
 
 
-@dataclass
 class LuaMissingError(InputError):
     """The Lua interpreter the plugin check needs (the version Slurm links) is missing."""
 
-    code: str = "lua-missing"
+    code = "lua-missing"
 
 
-@dataclass
 class JobDidNotComplete(MlschedError):
     """``mlsub submit --wait``: the job ended failed or cancelled (the decision holds why)."""
 
-    code: str = "job-did-not-complete"
-    exit_code: int = 9
+    code = "job-did-not-complete"
+    exit_code = 9
 
 
-@dataclass
 class ReplayCellsFailed(JobDidNotComplete):
     """``mlsub replay --on-slurm``: a cell of the job array failed, is missing or is still
     running, so nothing was merged; the message names each cell and quotes its log's end."""
 
-    code: str = "replay-cells-failed"
+    code = "replay-cells-failed"

@@ -10,7 +10,6 @@ sleep between polls, and what a cell records of where it ran (host, Slurm ids).
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 from collections.abc import Mapping
@@ -107,6 +106,8 @@ def replay_cell(
     from ..services.replay.cells import run_cell
 
     where = {k: os.environ[k] for k in CELL_ENV if k in os.environ}
+    import socket
+
     where["host"] = socket.gethostname()
     ran = run_cell(out_dir, index, app_context().clock, where, started=output.show_line)
     output.show_cell(ran)

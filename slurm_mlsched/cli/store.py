@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import pwd
 import shlex
-import socket
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -119,4 +118,6 @@ def resolve_user(env: Mapping[str, str], *, euid: int, name: str) -> str:
 
 
 def _host() -> str:
+    import socket
+
     return socket.gethostname()

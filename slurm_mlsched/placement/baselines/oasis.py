@@ -47,7 +47,6 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -76,14 +75,13 @@ SOLVER = "oasis-greedy"
 VARIANTS: dict[str, float] = {"oasis": 1.0, "oasis-x0.5": 0.5, "oasis-x2": 2.0}
 
 
-@dataclass
 class RejectedError(MlschedError):
     """A policy with admission control (``oasis``) declined the job: its best schedule's
     payoff (utility − cost) is not positive. The job is not run; the replay counts it as
     rejected. (Exit code 4, like a job that can never fit: it gets no placement.)"""
 
-    code: str = "rejected"
-    exit_code: int = 4
+    code = "rejected"
+    exit_code = 4
 
 
 def _pick(room: np.ndarray, cost: np.ndarray, demand: np.ndarray) -> int | None:
