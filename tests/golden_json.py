@@ -3,8 +3,10 @@
 A test builds a typed service result (or runs the command), takes its ``to_json()`` and
 calls :func:`assert_golden`. Values that change from run to run (wall times, package
 versions, paths under a temporary directory) are named in ``volatile``: their keys stay in
-the comparison, their values become ``"<volatile>"``. So a golden file pins every key, its
-nesting and every stable value: a changed schema fails the test.
+the comparison, their values become ``"<volatile>"``. A key in ``keys_only`` keeps the
+keys inside its value (a mapping, or a list of ``[key, value]`` pairs such as a decision's
+``stats``) and hides their values. So a golden file pins every key, its nesting and every
+stable value: a changed schema fails the test.
 
 To write or refresh a golden file after an intended change: ``MLSUB_UPDATE_GOLDEN=1
 pytest tests/...``, then read the diff of ``tests/golden/json`` before committing it.
@@ -25,14 +27,27 @@ UPDATE_ENV = "MLSUB_UPDATE_GOLDEN"
 VOLATILE = "<volatile>"
 
 
-def normalized(data: object, volatile: Collection[str] = ()) -> object:
+def _keys_of(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: VOLATILE for k in value}
+    if isinstance(value, list) and all(isinstance(p, list) and len(p) == 2 for p in value):
+        return [[p[0], VOLATILE] for p in value]
+    return VOLATILE
+
+
+def normalized(
+    data: object, volatile: Collection[str] = (), keys_only: Collection[str] = ()
+) -> object:
     """``data`` as JSON would give it back, with the values of ``volatile`` keys replaced
-    (at any depth)."""
+    and only the keys kept inside ``keys_only`` values (at any depth)."""
     plain = json.loads(json.dumps(data))
 
     def walk(node: object) -> object:
         if isinstance(node, dict):
-            return {k: VOLATILE if k in volatile else walk(v) for k, v in node.items()}
+            return {
+                k: VOLATILE if k in volatile else _keys_of(v) if k in keys_only else walk(v)
+                for k, v in node.items()
+            }
         if isinstance(node, list):
             return [walk(v) for v in node]
         return node
@@ -40,10 +55,12 @@ def normalized(data: object, volatile: Collection[str] = ()) -> object:
     return walk(plain)
 
 
-def assert_golden(name: str, data: object, *, volatile: Collection[str] = ()) -> None:
+def assert_golden(
+    name: str, data: object, *, volatile: Collection[str] = (), keys_only: Collection[str] = ()
+) -> None:
     """``data`` (normalized) equals ``tests/golden/json/NAME.json``."""
     path = GOLDEN / f"{name}.json"
-    got = normalized(data, volatile)
+    got = normalized(data, volatile, keys_only)
     text = json.dumps(got, indent=2, sort_keys=True) + "\n"
     if os.environ.get(UPDATE_ENV) == "1":
         path.parent.mkdir(parents=True, exist_ok=True)

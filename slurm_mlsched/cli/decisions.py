@@ -194,6 +194,31 @@ def _why_it_waits(
 
 
 @commands.command()
+def export(
+    fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "json",
+    user: Annotated[str | None, typer.Option(help="Only this user's decisions.")] = None,
+    since: Annotated[str | None, typer.Option(help="As for history.")] = None,
+    state: Annotated[str | None, typer.Option(help="As for history.")] = None,
+    db_url: DbUrl = None,
+) -> None:
+    """Export decisions: JSON (everything, solver inputs included) or CSV (one row each)."""
+    from ..services import decisions as svc
+
+    if fmt not in ("csv", "json"):
+        raise InputError(
+            f"option --format must be csv or json, got {fmt!r}",
+            hint="write --format csv or --format json",
+            context={"option": "--format", "value": fmt},
+        )
+    where = _filter(user, since, state, None)
+    ctx = _ctx(db_url)
+    with app_context().opened(ctx) as store:
+        use_case = svc.export if fmt == "json" else svc.history
+        rows = use_case(store, ctx.viewer, where)
+    output.show_export(rows, fmt=fmt)
+
+
+@commands.command()
 def calibrate(
     model: Annotated[
         list[str] | None,
@@ -276,31 +301,6 @@ def report(
         out, rows, now=now, cluster_name=ctx.config.cluster_name, filters=filters, fits=fits
     )
     output.show_report(written, as_json=as_json)
-
-
-@commands.command()
-def export(
-    fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "json",
-    user: Annotated[str | None, typer.Option(help="Only this user's decisions.")] = None,
-    since: Annotated[str | None, typer.Option(help="As for history.")] = None,
-    state: Annotated[str | None, typer.Option(help="As for history.")] = None,
-    db_url: DbUrl = None,
-) -> None:
-    """Export decisions: JSON (everything, solver inputs included) or CSV (one row each)."""
-    from ..services import decisions as svc
-
-    if fmt not in ("csv", "json"):
-        raise InputError(
-            f"option --format must be csv or json, got {fmt!r}",
-            hint="write --format csv or --format json",
-            context={"option": "--format", "value": fmt},
-        )
-    where = _filter(user, since, state, None)
-    ctx = _ctx(db_url)
-    with app_context().opened(ctx) as store:
-        use_case = svc.export if fmt == "json" else svc.history
-        rows = use_case(store, ctx.viewer, where)
-    output.show_export(rows, fmt=fmt)
 
 
 @db_commands.command("upgrade")

@@ -107,7 +107,8 @@ _TIES = {
 #: ``explain`` used then, which need not be the policy's.
 LEGACY_KEPT_BECAUSE = (
     "legacy rule (not recorded by the policy, re-derived when read): fewest violations "
-    "before repair, then most work by D, then earliest end; ties: lower index"
+    "before repair, then most work by D (up to the whole workload), then earliest end; "
+    "ties: lower index"
 )
 
 

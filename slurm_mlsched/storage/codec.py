@@ -405,12 +405,15 @@ def _legacy_rounding(
                 else earliest_end_reason(end - arrival_slot + 1)
             )
     elif trials:
+        # the rule of the policies of that time: fewest violations, most work by D counted
+        # up to the whole workload (an elastic draw may cover more than V; the elastic
+        # policy ranked min(work, V)), earliest end, lower index
         no_end = 1 << 60
         best = min(
             trials,
             key=lambda t: (
                 t.violations,
-                -t.work_fraction,
+                -min(t.work_fraction, 1.0),
                 no_end if t.end_slot is None else t.end_slot,
                 t.index,
             ),

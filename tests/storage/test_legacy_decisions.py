@@ -88,7 +88,7 @@ def test_without_a_recorded_kept_trial_the_legacy_rule_picks_it(form: str) -> No
         d.rounding,
         key=lambda t: (
             t.violations,
-            -t.work_fraction,
+            -min(t.work_fraction, 1.0),
             no_end if t.end_slot is None else t.end_slot,
             t.index,
         ),
@@ -96,6 +96,21 @@ def test_without_a_recorded_kept_trial_the_legacy_rule_picks_it(form: str) -> No
     assert d.kept_trial == best.index
     if form == "non-elastic":  # the fixture was chosen so that the two rules disagree
         assert d.kept_trial != 1
+
+
+def test_the_legacy_rule_counts_work_up_to_the_whole_workload() -> None:
+    """An elastic draw may cover more than V; the elastic policy of that time ranked
+    min(work, V): two trials without violations that both cover V tie on work, and the
+    lower index wins (an uncapped rule would pick the one that covers more)."""
+    raw = dict(stored("elastic")["decision"])
+    stats = [s for s in raw["stats"] if not s[0].startswith("trial") and s[0] != "kept_trial"]
+    stats += [
+        ["trial0:violations", 0.0], ["trial0:work_fraction", 1.0],
+        ["trial1:violations", 0.0], ["trial1:work_fraction", 1.4],
+    ]  # fmt: skip
+    d = codec.decode_decision({**raw, "stats": stats})
+    assert [t.index for t in d.rounding] == [0, 1]
+    assert d.kept_trial == 0 and d.kept_because == LEGACY_KEPT_BECAUSE
 
 
 def test_a_legacy_joint_decision_keeps_its_recorded_trial() -> None:
