@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
 from slurm_mlsched.cli.app import app
+from tests.cli.store_cli import CLUSTER, SCRIPT, busy_cluster, ok_json
 from tests.golden_json import assert_golden
-
-ROOT = Path(__file__).resolve().parents[2]
-CLUSTER = ROOT / "examples" / "cluster.yaml"
-SCRIPT = ROOT / "examples" / "train_resnet.py"
-NOW = "2026-03-01T10:07:30Z"
 
 #: Values that differ between machines or runs: package versions, solver timings, paths.
 VOLATILE = ("packages", "host", "user", "url", "solver_version", "timings_ms")
@@ -26,38 +20,8 @@ VOLATILE = ("packages", "host", "user", "url", "solver_version", "timings_ms")
 KEYS_ONLY = ("stats",)
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "MLSUB_FIXED_NOW": NOW,
-        "MLSUB_DEBUG": "",
-        "MLSUB_DB_URL": f"sqlite:///{tmp_path / 'decisions.db'}",
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "MLSUB_AS_USER": "",
-        "MLSUB_ADMINS": "",
-    }
-
-
 def golden(name: str, data: object) -> None:
     assert_golden(f"decisions/{name}", data, volatile=VOLATILE, keys_only=KEYS_ONLY)
-
-
-def ok_json(env: dict[str, str], *args: str | Path) -> Any:
-    result = CliRunner().invoke(app, [str(a) for a in args] + ["--json"], env=env)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
-def busy_cluster(tmp_path: Path) -> Path:
-    """The example cluster with two GPUs of every node held for 3 slots: the example job's
-    fastest shape does not fit now, so its decision goes through LP + rounding + repair."""
-    path = tmp_path / "busy.yaml"
-    rows = "".join(
-        f"  - {{node: node{i}, start: 0, end: 3, gpus: 2, cpus: 2, mem_gb: 8, job_id: 'b{i}'}}\n"
-        for i in range(1, 5)
-    )
-    path.write_text(CLUSTER.read_text() + "reservations:\n" + rows)
-    return path
 
 
 def _store(env: dict[str, str]) -> None:

@@ -16,42 +16,18 @@ from typing import Any
 
 import pytest
 from alembic import command
-from typer.testing import CliRunner
 
-from slurm_mlsched.cli.app import app
 from slurm_mlsched.cli.store import resolve_user
 from slurm_mlsched.errors import InputError
 from slurm_mlsched.storage import open_store
 from slurm_mlsched.storage.database import alembic_config, make_engine
-
-ROOT = Path(__file__).resolve().parents[2]
-CLUSTER = ROOT / "examples" / "cluster.yaml"
-SCRIPT = ROOT / "examples" / "train_resnet.py"
-NOW = "2026-03-01T10:07:30Z"
-
-runner = CliRunner()
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "MLSUB_FIXED_NOW": NOW,
-        "MLSUB_DEBUG": "",
-        "MLSUB_DB_URL": f"sqlite:///{tmp_path / 'decisions.db'}",
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "MLSUB_AS_USER": "",
-        "MLSUB_ADMINS": "",
-    }
-
-
-def run(env: dict[str, str], *args: str | Path, **extra: str) -> Any:
-    return runner.invoke(app, [str(a) for a in args], env={**env, **extra})
-
-
-def ok_json(env: dict[str, str], *args: str | Path, **extra: str) -> Any:
-    result = run(env, *args, "--json", **extra)
-    assert result.exit_code == 0, result.stderr
-    return json.loads(result.stdout)
+from tests.cli.store_cli import (
+    CLUSTER,
+    SCRIPT,
+    busy_cluster,
+    ok_json,
+    run,
+)
 
 
 def reserve(env: dict[str, str], **extra: str) -> dict[str, Any]:
@@ -87,19 +63,6 @@ def test_reserve_then_history_show_release(env: dict[str, str]) -> None:
     third = reserve(env)  # decision 1's capacity is free again: only decision 2 is held
     assert first["cluster"]["reservations"] == 0
     assert third["cluster"]["reservations"] == second["cluster"]["reservations"] > 0
-
-
-def busy_cluster(tmp_path: Path) -> Path:
-    """The example cluster with two GPUs of every node held for the next 3 slots: the
-    example job's fastest shape (4 workers co-located) does not fit now, so its decision
-    goes through LP + rounding + repair rather than the exact fast path."""
-    path = tmp_path / "busy.yaml"
-    rows = "".join(
-        f"  - {{node: node{i}, start: 0, end: 3, gpus: 2, cpus: 2, mem_gb: 8, job_id: 'b{i}'}}\n"
-        for i in range(1, 5)
-    )
-    path.write_text(CLUSTER.read_text() + "reservations:\n" + rows)
-    return path
 
 
 def test_explain_reproduces_bit_for_bit(env: dict[str, str], tmp_path: Path) -> None:
