@@ -125,15 +125,13 @@ class InvalidTransitionError(InputError):
     code = "invalid-transition"
 
 
-class SlurmError(MlschedError):
-    """A Slurm command failed: the message names the command, its exit status and stderr.
+class _MayHaveRun(MlschedError):
+    """A failure around a command that may have done its work anyway (``may_have_run``:
+    the class's ``MAY_HAVE_RUN`` unless a raise says otherwise), so its outcome is unknown:
+    for ``sbatch`` the job may exist. :class:`SlurmError` (the command timed out, or the
+    connection dropped) and :class:`RemoteError` (a remote command had been started when
+    the connection failed; false for every failure before a command was sent)."""
 
-    The failure came from a subprocess (sinfo, squeue, sbatch …), not from mlsub itself;
-    every Slurm command goes through :mod:`slurm_mlsched.slurm.runner`, which raises this.
-    """
-
-    code = "slurm-command-failed"
-    exit_code = 6
     MAY_HAVE_RUN: ClassVar[bool] = False
 
     def __init__(
@@ -147,9 +145,17 @@ class SlurmError(MlschedError):
     ) -> None:
         super().__init__(message, hint, context, code=code)
         self.may_have_run = self.MAY_HAVE_RUN if may_have_run is None else may_have_run
-        """True when the command may have done its work before failing (it timed out, or
-        the connection dropped): for ``sbatch`` the job may exist, so the outcome is
-        unknown."""
+
+
+class SlurmError(_MayHaveRun):
+    """A Slurm command failed: the message names the command, its exit status and stderr.
+
+    The failure came from a subprocess (sinfo, squeue, sbatch …), not from mlsub itself;
+    every Slurm command goes through :mod:`slurm_mlsched.slurm.runner`, which raises this.
+    """
+
+    code = "slurm-command-failed"
+    exit_code = 6
 
 
 class SlurmUnreachableError(SlurmError):
@@ -164,7 +170,7 @@ class SlurmOutputError(SlurmError):
     code = "slurm-output-unreadable"
 
 
-class RemoteError(MlschedError):
+class RemoteError(_MayHaveRun):
     """Talking to the remote login node over SSH failed (``mlsub --remote``).
 
     The failure is in the SSH connection (network, host key, authentication, a dropped
@@ -174,23 +180,6 @@ class RemoteError(MlschedError):
 
     code = "remote-error"
     exit_code = 8
-    MAY_HAVE_RUN: ClassVar[bool] = False
-
-    def __init__(
-        self,
-        message: str,
-        hint: str = "",
-        context: dict[str, object] | None = None,
-        *,
-        code: str | None = None,
-        may_have_run: bool | None = None,
-    ) -> None:
-        super().__init__(message, hint, context, code=code)
-        self.may_have_run = self.MAY_HAVE_RUN if may_have_run is None else may_have_run
-        """True when a remote command had been started when the connection failed (see
-        :class:`RemoteConnectionLost`): its outcome is unknown. False for every failure
-        that happened before a command was sent (connecting, host keys, logging in,
-        uploads)."""
 
 
 class RemoteConnectError(RemoteError):

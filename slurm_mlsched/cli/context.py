@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -129,7 +129,7 @@ def guarded(command: F, *, debug: bool | None = None) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         running = _RUNNING.set(kwargs.pop(_CONTEXT_PARAMETER, None))
         try:
-            with handle_errors(debug=debug if debug is not None else _debug_now()):
+            with handle_errors(debug=debug if debug is not None else app_context().debug):
                 return command(*args, **kwargs)
         finally:
             _RUNNING.reset(running)
@@ -140,13 +140,6 @@ def guarded(command: F, *, debug: bool | None = None) -> F:
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     wrapper.__annotations__["return"] = own.return_annotation
     return wrapper  # type: ignore[return-value]
-
-
-def _debug_now() -> bool:
-    try:
-        return app_context().debug
-    except Exception:  # the context itself failed: no traceback unless asked for
-        return os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
 
 @dataclass(frozen=True)
@@ -177,10 +170,6 @@ class Commands:
             return fn
 
         return declare
-
-    def names(self) -> Iterator[str]:
-        for e in self._entries:
-            yield e.name or e.command.__name__.replace("_", "-")
 
     def add_to(self, app: typer.Typer) -> None:
         target = app

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import InputError, MlschedError
@@ -34,6 +34,9 @@ from ..services.viewer import Viewer
 from ..storage import DecisionState, SqlDecisionStore
 from .slurm_access import SlurmAccess, slurm_access
 from .store import StoreContext, context, opened
+
+if TYPE_CHECKING:  # the re-plan loads when a command runs it
+    from ..services.replan import QueueView, ReplanReport
 
 
 @dataclass(frozen=True)
@@ -248,7 +251,7 @@ class ReplanRequest:
     db_url: str | None
 
 
-def run_replan(request: ReplanRequest, *, clock: Clock) -> Any:
+def run_replan(request: ReplanRequest, *, clock: Clock) -> ReplanReport:
     """``mlsub replan``: reconcile from squeue, re-plan the queue, start what can start
     (services/replan.py). Local Slurm only (the epilog and the safety net run on a host
     with the Slurm commands)."""
@@ -272,7 +275,7 @@ def run_replan(request: ReplanRequest, *, clock: Clock) -> Any:
         return replan(wiring, SlurmStarter(access.slurm))
 
 
-def run_queue(request: ReplanRequest, *, clock: Clock, everyone: bool) -> Any:
+def run_queue(request: ReplanRequest, *, clock: Clock, everyone: bool) -> QueueView:
     """``mlsub queue``: the waiting jobs in queue order with their estimated start and
     why they wait, read without starting anything (a re-plan's step, not committed)."""
     from ..services.replan import queue_view

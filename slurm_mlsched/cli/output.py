@@ -17,6 +17,8 @@ import typer
 from ..errors import MlschedError
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from rich.console import Console
     from rich.progress import TaskID
     from rich.table import Table
@@ -183,7 +185,7 @@ def _slots_table(runs: Sequence[SlotRun]) -> Table:
         first, last = run.first_slot, run.last_slot
         table.add_row(
             str(first) if first == last else f"{first}–{last}",
-            _short_time(run.start.isoformat())[5:16],
+            _compact_time(run.start),
             str(run.mode),
             str(run.workers),
             str(run.ps),
@@ -197,20 +199,20 @@ def _summary_table(plan: PlanResult) -> Table:
     d, job = plan.decision, plan.request
     lp_deadline = plan.lp_deadline
     deadline = (
-        f"{_short_time(lp_deadline.isoformat())} (end of slot {d.lp_deadline})"
+        f"{_short_time(lp_deadline)} (end of slot {d.lp_deadline})"
         if lp_deadline is not None
         else "—"
     )
     rows = [
         ("mode", str(d.mode)),
-        ("start", f"{_short_time(plan.start.isoformat())} (slot {d.start_slot})"),
-        ("end", f"{_short_time(plan.end.isoformat())} (end of slot {d.end_slot})"),
-        ("predicted runtime", _duration(round(plan.predicted_runtime_s, 3))),
+        ("start", f"{_short_time(plan.start)} (slot {d.start_slot})"),
+        ("end", f"{_short_time(plan.end)} (end of slot {d.end_slot})"),
+        ("predicted runtime", _duration(plan.predicted_runtime_s)),
         ("LP deadline", deadline),
         ("workload", f"{job.workload:g} mini-batches, model {job.profile.name}"),
         (
             "solver",
-            f"{d.solver or '—'} {d.solver_version} · {round(plan.decision_ms, 3):.1f} ms "
+            f"{d.solver or '—'} {d.solver_version} · {plan.decision_ms:.1f} ms "
             f"· {d.trials} trial(s)",
         ),
         ("repair", "; ".join(d.repair_actions) or "none"),
@@ -226,9 +228,9 @@ def _job_ids(slurm_job_id: str | None, earlier: Sequence[str]) -> str:
     return f"{current} (earlier: {', '.join(earlier)})" if earlier else current
 
 
-def _short_time(iso: str) -> str:
-    """``2026-01-01T10:00:00+00:00`` -> ``2026-01-01 10:00:00``."""
-    return iso.replace("T", " ").removesuffix("+00:00")
+def _short_time(moment: datetime) -> str:
+    """``2026-01-01 10:00:00`` (UTC without its offset; another offset is kept)."""
+    return moment.isoformat().replace("T", " ").removesuffix("+00:00")
 
 
 def _duration(seconds: float) -> str:
@@ -269,11 +271,11 @@ def _placement_text(rows: Sequence[NodeCount]) -> str:
     return " ".join(f"{compress_hostlist(nodes)}:{what}" for what, nodes in groups.items())
 
 
-def _compact_time(iso: str | None) -> str:
-    """``2026-01-01T10:00:00+00:00`` -> ``01-01 10:00`` (history's columns)."""
-    if not iso:
+def _compact_time(moment: datetime | None) -> str:
+    """``01-01 10:00`` (history's columns); ``—`` for none."""
+    if moment is None:
         return "—"
-    return _short_time(iso)[5:16]
+    return _short_time(moment)[5:16]
 
 
 def show_reserved(reserved: ReservedPlan, *, as_json: bool) -> None:
@@ -323,15 +325,15 @@ def show_history(rows: Sequence[DecisionRow], *, as_json: bool) -> None:
         table.add_column(name, overflow="fold")
     for row in rows:
         s = row.summary
-        created = [_compact_time(s.created_at.isoformat())] if wide else []
+        created = [_compact_time(s.created_at)] if wide else []
         table.add_row(
             str(s.decision_id),
             *created,
             s.user,
             s.job_id,
             s.state.value,
-            _compact_time(s.start.isoformat()),
-            _compact_time(s.end.isoformat()),
+            _compact_time(s.start),
+            _compact_time(s.end),
             _placement_text(s.placement),
             s.slurm_job_id or "—",
         )
@@ -350,11 +352,11 @@ def show_decision(view: DecisionView, *, as_json: bool) -> None:
     rows = [
         ("state", s.state.value),
         ("cluster", s.cluster),
-        ("created", f"{_short_time(s.created_at.isoformat())} on {s.host}"),
+        ("created", f"{_short_time(s.created_at)} on {s.host}"),
         ("policy", f"{s.policy} ({s.form}), seed {r.seed}"),
         ("mode", s.mode),
-        ("start", f"{_short_time(s.start.isoformat())} (slot {s.start_slot})"),
-        ("end", f"{_short_time(s.end.isoformat())} (end of slot {s.end_slot})"),
+        ("start", f"{_short_time(s.start)} (slot {s.start_slot})"),
+        ("end", f"{_short_time(s.end)} (end of slot {s.end_slot})"),
         ("placement", _placement_text(s.placement)),
         ("solver", f"{d.solver or '—'} {d.solver_version} · {d.trials} trial(s)"),
         ("LP deadline", "—" if d.lp_deadline is None else f"slot {d.lp_deadline}"),
@@ -366,7 +368,7 @@ def show_decision(view: DecisionView, *, as_json: bool) -> None:
     console.print(table)
     history = _table("state", "at (UTC)", "detail", title="state history")
     for t in r.transitions:
-        history.add_row(t.state.value, _short_time(t.at.isoformat()), t.detail)
+        history.add_row(t.state.value, _short_time(t.at), t.detail)
     console.print(history)
 
 
@@ -428,7 +430,7 @@ def _alternative_rows(
             key: tuple[object, ...] = (
                 a.mode if placed else "", t.workers if placed else None,
                 t.start_slot if placed else None, a.end, a.completion_slots, t.violations,
-                round(t.work_fraction or 0.0, 4),
+                round(t.work_fraction, 4),
             )  # fmt: skip
             if key in groups:
                 groups[key].append(a)
@@ -439,7 +441,7 @@ def _alternative_rows(
             continue
         out.append(
             (a.kind, a.mode, str(a.workers), str(a.start_slot),
-             _compact_time(a.end.isoformat()), str(a.completion_slots), "")
+             _compact_time(a.end), str(a.completion_slots), "")
         )  # fmt: skip
     for key, members in groups.items():
         out[slot[key]] = _trial_row(members, grouped=True)
@@ -456,8 +458,7 @@ def _trial_row(
         label = first.kind
     else:
         label = f"trial {ids[0]}" if len(ids) == 1 else f"trials {_ranges(ids)} ({len(ids)})"
-    work = t.work_fraction or 0.0
-    notes = [f"before repair: {t.violations} over, {work:.0%} of work by D"]
+    notes = [f"before repair: {t.violations} over, {t.work_fraction:.0%} of work by D"]
     if any(m.kept for m in members):
         notes.append("kept")
     placed = t.end_slot is not None and first.end is not None
@@ -466,7 +467,7 @@ def _trial_row(
         first.mode if placed else "",
         str(t.workers or 0) if placed else "",
         str(t.start_slot) if placed else "",
-        _compact_time(first.end.isoformat()) if first.end is not None and placed else "",
+        _compact_time(first.end) if placed else "",
         str(first.completion_slots) if placed else "",
         ", ".join(notes),
     )
@@ -536,7 +537,7 @@ def show_cluster(state: ClusterState, *, as_json: bool) -> None:
     version = state.slurm_version or "?"
     console.print(
         _text(
-            f"Cluster at {_short_time(state.now.isoformat())[:19]} UTC: Slurm {version}, "
+            f"Cluster at {_short_time(state.now)[:19]} UTC: Slurm {version}, "
             f"read with {state.source}"
             + (f" ({state.source_reason})" if state.source_reason else ""),
             style="bold",
@@ -729,8 +730,8 @@ def show_submitted(outcome: SubmitOutcome, *, as_json: bool, show_script: bool) 
         console.print(_text("sbatch script:", style="bold"))
         console.print(_text(outcome.script.text), soft_wrap=True)
     begin_at = outcome.begin
-    begin = f", begins {_short_time(begin_at.isoformat())}" if begin_at else ""
-    start = _short_time(outcome.plan.start.isoformat())
+    begin = f", begins {_short_time(begin_at)}" if begin_at else ""
+    start = _short_time(outcome.plan.start)
     waits = (
         f"; it cannot start now: it would wait in mlsub's queue (estimated start {start})"
         if outcome.waits

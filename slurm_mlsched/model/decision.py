@@ -42,6 +42,12 @@ class NodeCount:
     count: int
 
 
+def placement_json(rows: Iterable[NodeCount]) -> list[dict[str, object]]:
+    """A placement as ``[{node, role, count}, ...]``: the shape the store keeps (the
+    decisions' ``placement_json``) and every command prints."""
+    return [{"node": r.node, "role": r.role.value, "count": r.count} for r in rows]
+
+
 @dataclass(frozen=True, slots=True)
 class SlotPlan:
     """The job's tasks in a run of ``length`` identical slots from ``slot``: the mode and

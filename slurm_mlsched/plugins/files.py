@@ -8,12 +8,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import InputError, MlschedError
+from ..files.atomic import write_atomically
 
 #: The plugin files, as Slurm expects them to be named.
 PLUGIN_FILES = ("job_submit.lua", "cli_filter.lua")
@@ -78,22 +77,5 @@ def install_files(dest: Path, *, force: bool = False) -> tuple[Path, ...]:
     source = plugin_dir()
     for target in targets:
         mode = 0o755 if target.name == EPILOG_FILE else 0o644
-        _write_atomically(target, (source / target.name).read_bytes(), mode=mode)
+        write_atomically(target, (source / target.name).read_bytes(), mode=mode)
     return targets
-
-
-def _write_atomically(target: Path, data: bytes, *, mode: int) -> None:
-    """``data`` into ``target`` with ``mode``: written to a new file beside it (created
-    exclusively, never following a link) and renamed over it, so a reader sees the old
-    file or the new one, and a link planted at ``target`` is replaced, not followed."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fchmod(out.fileno(), mode)
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -10,21 +10,15 @@ the same attributes the JSON is built from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from ..model import NodeCount
-from ..model.decision import RoundingTrial
+from ..model.decision import RoundingTrial, placement_json
 from ..storage import DecisionRecord, DecisionSummary, codec
 
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat()
-
-
-def placement_json(rows: tuple[NodeCount, ...]) -> list[dict[str, object]]:
-    """A placement as ``[{node, role, count}, ...]`` (the shape every command prints)."""
-    return [{"node": r.node, "role": r.role.value, "count": r.count} for r in rows]
 
 
 @dataclass(frozen=True)
@@ -137,7 +131,7 @@ class SchemaUpgrade:
     head: str
 
     def to_json(self) -> dict[str, object]:
-        return {"url": self.url, "before": self.before, "after": self.after, "head": self.head}
+        return asdict(self)
 
 
 # --- explain ------------------------------------------------------------------------------------
@@ -247,7 +241,7 @@ class BindingResource:
     share: float
 
     def to_json(self) -> dict[str, object]:
-        return {"node": self.node, "resource": self.resource, "share": self.share}
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -138,22 +138,6 @@ def own_user(viewer: Viewer, user: str | None) -> str | None:
     return viewer.user
 
 
-def write_private(path: Path, text: str) -> None:
-    """``text`` into ``path`` (mode 0600: a report shows every user's jobs an admin sees),
-    written beside it and renamed, never through a symbolic link."""
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def history(
     store: DecisionStore, viewer: Viewer, where: HistoryFilter = HistoryFilter()
 ) -> tuple[DecisionRow, ...]:

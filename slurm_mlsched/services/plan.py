@@ -25,6 +25,7 @@ from ..files.job_options import JobOptions, merge_options, read_script_header, t
 from ..files.profiles import profiles_version
 from ..model import ClusterSnapshot, Decision, JobRequest, Mode, NodeCount, SlotPlan
 from ..model.calibration import ProfileFit, fit_for
+from ..model.decision import placement_json
 from ..placement import PlacementParams, place
 from .clock import Clock
 
@@ -56,7 +57,7 @@ class SlotRun:
             "mode": str(self.mode),
             "workers": self.workers,
             "ps": self.ps,
-            "placement": _node_counts(self.placement),
+            "placement": placement_json(self.placement),
         }
 
 
@@ -121,7 +122,7 @@ class PlanResult:
             "lp_deadline": None if deadline is None else _iso(deadline),
             "lp_deadline_slot": d.lp_deadline,
             "lp_value": d.lp_value,
-            "placement": _node_counts(d.placement),
+            "placement": placement_json(d.placement),
             "slots": [run.to_json() for run in self.slot_runs],
             "solver": d.solver,
             "solver_version": d.solver_version,
@@ -213,10 +214,6 @@ def predicted_runtime_s(decision: Decision, request: JobRequest, slot_seconds: f
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat()
-
-
-def _node_counts(rows: tuple[NodeCount, ...]) -> list[dict[str, object]]:
-    return [{"node": r.node, "role": str(r.role), "count": r.count} for r in rows]
 
 
 def _slot_runs(runs: tuple[SlotPlan, ...], snap: ClusterSnapshot) -> tuple[SlotRun, ...]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from ..placement import policy_names
 from ..placement.registry import policy_function
@@ -18,7 +18,7 @@ class PolicyInfo:
     summary: str
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "summary": self.summary}
+        return asdict(self)
 
 
 def list_policies() -> tuple[PolicyInfo, ...]:

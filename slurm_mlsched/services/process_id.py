@@ -68,14 +68,14 @@ REMOTE_SETTLE_S = 120.0
 def this_process(*, remote: bool = False) -> ProcessId:
     """The identity of the running process (``remote``: it submits over SSH)."""
     pid = os.getpid()
-    return ProcessId(pid, _start_ticks(pid), _boot_id(), remote)
+    return ProcessId(pid, _start_ticks(pid), boot_id(), remote)
 
 
 def alive(who: ProcessId, *, same_host: bool) -> bool | None:
     """Whether ``who`` still runs: ``True``/``False`` on its own host, ``None`` elsewhere."""
     if not same_host:
         return None
-    if who.boot is not None and _boot_id() not in (None, who.boot):
+    if who.boot is not None and boot_id() not in (None, who.boot):
         return False  # the machine rebooted since
     if who.start is not None:
         now = _start_ticks(who.pid)
@@ -103,13 +103,9 @@ def _start_ticks(pid: int) -> int | None:
         return None
 
 
-def _boot_id() -> str | None:
+def boot_id() -> str | None:
+    """This machine's boot id (a process identity with the same one ran on this host)."""
     try:
         return _BOOT_ID.read_text().strip() or None
     except OSError:
         return None
-
-
-def boot_id() -> str | None:
-    """This machine's boot id (a process identity with the same one ran on this host)."""
-    return _boot_id()

@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -110,6 +110,9 @@ class Started:
     placement: str  # compact: node1:2w+1ps,node2:2w
     note: str = ""
 
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
 
 @dataclass(frozen=True)
 class Waiting:
@@ -123,6 +126,10 @@ class Waiting:
     estimated_start: datetime | None  # the tentative plan's start, when one was made
     reason: str
 
+    def to_json(self) -> dict[str, object]:
+        start = self.estimated_start
+        return {**asdict(self), "estimated_start": None if start is None else start.isoformat()}
+
 
 @dataclass(frozen=True)
 class ReplanReport:
@@ -135,16 +142,8 @@ class ReplanReport:
     def to_json(self) -> dict[str, object]:
         return {
             "cluster_name": self.cluster_name,
-            "started": [dict(s.__dict__) for s in self.started],
-            "waiting": [
-                {
-                    **w.__dict__,
-                    "estimated_start": None
-                    if w.estimated_start is None
-                    else w.estimated_start.isoformat(),
-                }
-                for w in self.waiting
-            ],
+            "started": [s.to_json() for s in self.started],
+            "waiting": [w.to_json() for w in self.waiting],
             "skipped": list(self.skipped),
             "notes": list(self.notes),
         }
@@ -720,15 +719,11 @@ class QueueView:
     waiting: tuple[Waiting, ...]
 
     def to_json(self) -> dict[str, object]:
-        def row(w: Waiting) -> dict[str, object]:
-            start = w.estimated_start
-            return {**w.__dict__, "estimated_start": None if start is None else start.isoformat()}
-
         return {
             "cluster_name": self.cluster_name,
             "now": self.now.isoformat(),
-            "would_start": [row(w) for w in self.would_start],
-            "waiting": [row(w) for w in self.waiting],
+            "would_start": [w.to_json() for w in self.would_start],
+            "waiting": [w.to_json() for w in self.waiting],
         }
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..files.atomic import write_atomically
 from ..model import Role
 from ..model.calibration import ProfileFit
 from ..storage import ReportRow, codec
@@ -281,9 +282,8 @@ def write_report(
     fits: Mapping[str, ProfileFit],
 ) -> ReportWritten:
     """Write ``report.html`` of ``rows`` into the directory ``out`` (mode 0600)."""
-    from .decisions import write_private
-
     data = report_data(rows, now=now, cluster_name=cluster_name, filters=filters, fits=fits)
     page = out / "report.html"
-    write_private(page, render_page(data))
+    # mode 0600: the page shows every user's jobs an admin sees
+    write_atomically(page, render_page(data).encode("utf-8"), mode=0o600)
     return ReportWritten(page, len(rows), cluster_name)

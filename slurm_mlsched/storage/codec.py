@@ -371,8 +371,9 @@ def _legacy_rounding(
     placed nothing), its kept trial from the ``kept_trial`` statistic (what yu-rr's
     non-elastic form and the joint program recorded; the rule follows from the solver),
     or, where none was recorded (the elastic form, and older decisions), re-derived by
-    the rule ``explain`` used for them: fewest violations, then most work, then earliest
-    end, ties to the lower index (:data:`LEGACY_KEPT_BECAUSE`). Returns the trials, the
+    the rule of the policies of that time: fewest violations, then most work by D up to
+    the whole workload, then earliest end, ties to the lower index
+    (:data:`LEGACY_KEPT_BECAUSE`). Returns the trials, the
     kept index, why, and the statistics without the keys read."""
     by_trial: dict[int, dict[str, float]] = {}
     rest: list[tuple[str, float]] = []

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, selectinload
 from ..errors import InvalidTransitionError, NotFoundError, StoreError
 from ..model import ClusterSnapshot, Decision, JobRequest, NodeCount, Reservation, Resources, Role
 from ..model.calibration import FitRow, ProfileFit
+from ..model.decision import placement_json
 from ..sbatch.launch import Launch
 from . import codec
 from .database import READ_ONLY_OPTION, db_errors
@@ -408,7 +409,7 @@ def _set_plan(row: DecisionRow, request: JobRequest, snap: ClusterSnapshot, d: D
     row.snapshot_json = snapshot_json
     row.snapshot_sha256 = codec.digest(snapshot_json)
     row.decision_json = codec.dumps(codec.encode_decision(d))
-    row.placement_json = codec.dumps(_placement(d.placement))
+    row.placement_json = codec.dumps(placement_json(d.placement))
     row.solver, row.solver_version = d.solver, d.solver_version
     row.lp_deadline_slot, row.lp_value, row.trials = d.lp_deadline, d.lp_value, d.trials
     row.repair_actions_json = codec.dumps(list(d.repair_actions))
@@ -499,10 +500,6 @@ def _new_row(new: NewDecision, cluster: str) -> DecisionRow:
     )
     row.transitions = [TransitionRow(state=new.state.value, at=new.created_at, detail="")]
     return row
-
-
-def _placement(rows: tuple[NodeCount, ...]) -> list[dict[str, Any]]:
-    return [{"node": r.node, "role": r.role.value, "count": r.count} for r in rows]
 
 
 def _summary(row: Any) -> DecisionSummary:

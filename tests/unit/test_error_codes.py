@@ -44,7 +44,9 @@ def _classes() -> dict[str, type[errors.MlschedError]]:
     return {
         name: cls
         for name, cls in vars(errors).items()
-        if inspect.isclass(cls) and issubclass(cls, errors.MlschedError)
+        if inspect.isclass(cls)
+        and issubclass(cls, errors.MlschedError)
+        and not name.startswith("_")  # a shared base, never raised
     }
 
 

@@ -52,21 +52,6 @@ PLAN_SCHEMA = 1
 CELL_SCHEMA = 1
 CELL_KIND = "mlsub-replay-cell"
 
-#: The per-job columns of a cell's placed jobs, in the simulator's outcome order.
-PLACED_COLUMNS = (
-    "job_id",
-    "submit_s",
-    "arrival",
-    "start",
-    "end",
-    "jct_s",
-    "wait_s",
-    "run_slots",
-    "colocated_slots",
-    "decision_ms",
-    "gpu_runs",
-)
-
 
 # --- the documents of the files (file formats: their keys must not change) ------------------
 
@@ -120,6 +105,11 @@ class PlacedColumns(TypedDict):
     colocated_slots: list[int]
     decision_ms: list[float]
     gpu_runs: list[list[list[float]]]  # per job: [first slot, stop, GPUs held]
+
+
+#: The per-job columns of a cell's placed jobs, in the simulator's outcome order (the keys
+#: of :class:`PlacedColumns`, declared there once).
+PLACED_COLUMNS: tuple[str, ...] = tuple(PlacedColumns.__annotations__)
 
 
 class RejectedJob(TypedDict):

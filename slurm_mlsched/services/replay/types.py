@@ -5,7 +5,7 @@ other)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -66,18 +66,7 @@ class InputRows:
     unaccounted: int
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "unit": self.unit,
-            "total": self.total,
-            "header": self.header,
-            "blank": self.blank,
-            "folded": self.folded,
-            "ignored": self.ignored,
-            "malformed": self.malformed,
-            "records": self.records,
-            "beyond_limit": self.beyond_limit,
-            "unaccounted": self.unaccounted,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -107,14 +96,7 @@ class ReplayFiles:
 
     def to_json(self) -> dict[str, object]:
         """``{kind: path}``, the ``files`` of ``metrics.json``."""
-        return {
-            "summary": self.summary,
-            "metrics": self.metrics,
-            "html": self.html,
-            "jct_cdf": self.jct_cdf,
-            "gpu_util": self.gpu_util,
-            "queue": self.queue,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
