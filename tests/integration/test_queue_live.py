@@ -34,8 +34,15 @@ HEADER = (
     "--cpus-per-ps 1 --mem-per-ps 1G --step-time 0.05 --model-size 1 --epochs 1 "
     "--batches-per-epoch 1000 --time 5"
 )
+#: ``job.sh SECONDS [RELEASE]``: sleeps SECONDS, or with RELEASE until that file exists
+#: (at most SECONDS), so that a test ends the first job when it chooses, not on a timer that
+#: a slow machine outruns while the other jobs are still being submitted.
 SCRIPT = f"""#!/bin/bash
 # mlsub: {HEADER}
+if [ -n "$2" ]; then
+    for _ in $(seq "$1"); do [ -e "$2" ] && exit 0; sleep 1; done
+    exit 0
+fi
 sleep "$1"
 """
 #: A scontrol that blocks on ``release`` (everything else goes to the real one).
@@ -54,8 +61,9 @@ def idle(cluster: LabCluster) -> None:
     )
 
 
-def submit(mlsub: Mlsub, script: Path, name: str, seconds: int) -> dict[str, Any]:
-    out: dict[str, Any] = mlsub.json(str(script), "--name", name, "--", str(seconds))
+def submit(mlsub: Mlsub, script: Path, name: str, seconds: int, *release: Path) -> dict[str, Any]:
+    args = [str(seconds), *map(str, release)]
+    out: dict[str, Any] = mlsub.json(str(script), "--name", name, "--", *args)
     return out
 
 
@@ -63,14 +71,17 @@ Row = tuple[datetime | None, datetime | None, str]
 
 
 def fill_and_queue(
-    cluster: LabCluster, mlsub: Mlsub, first_s: int
+    cluster: LabCluster, mlsub: Mlsub, release: Path | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Four jobs that run 300 s fill the lab, a fifth waits held. With ``release``, the
+    first job ends once that file exists (the test creates it when it is ready)."""
     idle(cluster)
     script = mlsub.workdir / "job.sh"
     script.write_text(SCRIPT)
     running = []
     for k in range(4):
-        out = submit(mlsub, script, f"fill{k}", first_s if k == 0 else 300)
+        first = () if k or release is None else (release,)
+        out = submit(mlsub, script, f"fill{k}", 300, *first)
         cluster.jobs.append(int(out["slurm_job_id"]))
         assert out["state"] == "submitted" and not out["waits"], out
         running.append(out)
@@ -140,11 +151,13 @@ def test_the_epilog_starts_a_queued_job_on_its_nodes_when_a_job_ends(
     cluster: LabCluster, epilog: Mlsub
 ) -> None:
     mlsub = epilog
-    running, waiting = fill_and_queue(cluster, mlsub, first_s=8)
+    release = mlsub.workdir / "release-first-job"
+    running, waiting = fill_and_queue(cluster, mlsub, release)
     decision = str(waiting["decision_id"])
     queue = mlsub.json("queue")
     assert [w["decision_id"] for w in queue["waiting"]] == [waiting["decision_id"]]
     assert queue["waiting"][0]["position"] == 1 and queue["waiting"][0]["reason"]
+    release.touch()  # the first job ends
 
     # no mlsub command from here on: the first job's end triggers the start
     shown = poll(
@@ -175,7 +188,7 @@ def test_the_epilog_starts_a_queued_job_on_its_nodes_when_a_job_ends(
 
 def test_two_concurrent_replans_start_the_job_once(cluster: LabCluster, tmp_path: Path) -> None:
     mlsub = Mlsub(tmp_path, slot_seconds=10, cluster_name="lab-queue2")
-    running, waiting = fill_and_queue(cluster, mlsub, first_s=300)
+    running, waiting = fill_and_queue(cluster, mlsub)
     cluster.slurm.run(["scancel", running[0]["slurm_job_id"]])  # no epilog file: no trigger
     poll(
         "the first job to end",
@@ -205,7 +218,7 @@ def test_a_replan_killed_before_acting_is_finished_by_reconcile(
     import shutil
 
     mlsub = Mlsub(tmp_path, slot_seconds=10, cluster_name="lab-queue3")
-    running, waiting = fill_and_queue(cluster, mlsub, first_s=300)
+    running, waiting = fill_and_queue(cluster, mlsub)
     cluster.slurm.run(["scancel", running[0]["slurm_job_id"]])
     poll(
         "the first job to end",

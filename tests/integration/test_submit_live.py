@@ -6,6 +6,7 @@ on a full cluster waits for its decision's start, sbatch failures are recorded, 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -134,9 +135,13 @@ def test_job_on_a_full_cluster_waits_held_until_a_replan_starts_it(
     """Late binding (issue 19): a job that cannot start now waits held in Slurm, holding
     nothing, until a re-plan (here `mlsub replan` run as the periodic safety net would;
     the epilog's trigger: tests/integration/test_queue_live.py) finds room."""
-    # plain sbatch jobs (not mlsub's) hold every GPU; Slurm expects them to end after 1 min
+    # plain sbatch jobs (not mlsub's) hold every GPU; Slurm expects them to end after 1 min;
+    # they end when the test creates `release` (at most 55 s), not on a timer that a slow
+    # machine could outrun before the "no room yet" check
+    release = tmp_path / "release-blockers"
+    wait = f"for _ in $(seq 55); do [ -e {shlex.quote(str(release))} ] && exit 0; sleep 1; done"
     blockers = [
-        cluster.sbatch(*FILL, "-w", node, "-o", "/dev/null", "--wrap", "sleep 40")
+        cluster.sbatch(*FILL, "-w", node, "-o", "/dev/null", "--wrap", wait)
         for node in ("node1", "node2", "node3", "node4")
     ]
     for job in blockers:
@@ -152,6 +157,7 @@ def test_job_on_a_full_cluster_waits_held_until_a_replan_starts_it(
     held = cluster.slurm.run(["squeue", "-h", "-j", out["slurm_job_id"], "-o", "%T|%r"])
     assert held.strip() == "PENDING|JobHeldUser", held
     assert mlsub.json("replan")["started"] == []  # no room yet: it keeps waiting
+    release.touch()  # the blockers end
 
     def started() -> dict[str, Any] | None:
         report = mlsub.json("replan")
