@@ -216,7 +216,7 @@ def run_reconcile(
         slurm_access(ctx.config.remote, remote_dir=ctx.config.remote_dir) as access,
         opened(ctx) as store,
     ):
-        updates, notes = reconcile(
+        report = reconcile(
             store=store,
             reader=access.job_status_reader(),
             clock=clock,
@@ -230,12 +230,11 @@ def run_reconcile(
 
             starter = SlurmStarter(access.slurm)
             name = ctx.config.cluster_name
-            notes = (
-                *notes,
+            report = report.noting(
                 *finish_starts(store, starter, name, clock.now()),
                 *cancel_replaced(store, starter, name),
             )
-    return ReconcileReport(ctx.config.cluster_name, tuple(updates), tuple(notes))
+    return report
 
 
 def run_for_sbatch(request: LiveRequest, *, clock: Clock) -> SbatchPlacement:

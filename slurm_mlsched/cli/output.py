@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-    from ..model import JobRequest, NodeCount
+    from ..model import Decision, JobRequest, NodeCount
     from ..plugins.check import CheckReport
     from ..remote.trust import Trusted
     from ..services.calibrate import CalibrationReport
@@ -215,11 +215,18 @@ def _summary_table(plan: PlanResult) -> Table:
             f"{d.solver or '—'} {d.solver_version} · {plan.decision_ms:.1f} ms "
             f"· {d.trials} trial(s)",
         ),
+        *_kept_row(d),
         ("repair", "; ".join(d.repair_actions) or "none"),
     ]
     for key, value in rows:
         table.add_row(key, value)
     return table
+
+
+def _kept_row(d: Decision) -> tuple[tuple[str, str], ...]:
+    """The ``kept`` row of plan's and show's tables: which rounding trial the policy kept
+    and why (none for a decision without rounding, e.g. the fast path)."""
+    return (("kept", d.kept_text),) if d.kept_text else ()
 
 
 def _job_ids(slurm_job_id: str | None, earlier: Sequence[str]) -> str:
@@ -359,6 +366,7 @@ def show_decision(view: DecisionView, *, as_json: bool) -> None:
         ("end", f"{_short_time(s.end)} (end of slot {s.end_slot})"),
         ("placement", _placement_text(s.placement)),
         ("solver", f"{d.solver or '—'} {d.solver_version} · {d.trials} trial(s)"),
+        *_kept_row(d),
         ("LP deadline", "—" if d.lp_deadline is None else f"slot {d.lp_deadline}"),
         ("snapshot", f"sha256 {r.snapshot_sha256[:16]}…"),
         ("slurm job", _job_ids(s.slurm_job_id, r.earlier_job_ids)),

@@ -275,6 +275,14 @@ class Decision:
         policies recorded it) rather than recorded by the policy."""
         return self.kept_because == LEGACY_KEPT_BECAUSE
 
+    @property
+    def kept_text(self) -> str:
+        """Which rounding trial the policy kept and why, in words (``""`` without rounding):
+        ``trial 5 of 20: fewest violations before repair, ...``."""
+        if self.kept_trial is None:
+            return ""
+        return f"trial {self.kept_trial} of {self.trials}: {self.kept_because}"
+
 
 def merge_runs(plans: Iterable[SlotPlan]) -> tuple[SlotPlan, ...]:
     """Join adjacent plans with the same tasks into runs."""

@@ -77,6 +77,8 @@ class DecisionView:
             "lp_deadline_slot": d.lp_deadline,
             "lp_value": d.lp_value,
             "trials": d.trials,
+            "kept_trial": d.kept_trial,
+            "kept_because": d.kept_because,
             "repair_actions": list(d.repair_actions),
             "slots": [codec.encode_slot_plan(p) for p in d.slots],
             "snapshot_sha256": r.snapshot_sha256,

@@ -314,11 +314,7 @@ def _why(d: Decision, record: DecisionRecord) -> list[str]:
             "job's arrival for its whole run, which is optimal for the job"
         )
     elif d.lp_deadline is not None:
-        kept = (
-            f"the best of {d.trials} trial(s)"
-            if d.kept_trial is None
-            else f"trial {d.kept_trial} of {d.trials}: {d.kept_because}"
-        )
+        kept = d.kept_text or f"the best of {d.trials} trial(s)"
         lines.append(
             f"LP relaxation: the smallest feasible window ends at slot {d.lp_deadline} "
             f"(objective {d.lp_value:.6g}); randomized rounding kept {kept}"

@@ -129,6 +129,8 @@ class PlanResult:
             "decision_ms": round(self.decision_ms, 3),
             "timings_ms": {name: round(ms, 3) for name, ms in d.timings_ms},
             "trials": d.trials,
+            "kept_trial": d.kept_trial,
+            "kept_because": d.kept_because,
             "repair_actions": list(d.repair_actions),
             "notes": list(d.notes),
             "work_covered": d.work_covered,

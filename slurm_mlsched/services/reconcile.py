@@ -128,6 +128,10 @@ class ReconcileReport:
             "notes": list(self.notes),
         }
 
+    def noting(self, *more: str) -> ReconcileReport:
+        """This report with ``more`` notes after its own."""
+        return replace(self, notes=(*self.notes, *more))
+
 
 def plan_updates(
     decisions: Iterable[DecisionSummary],
@@ -294,14 +298,14 @@ def reconcile(
     process_alive: Callable[[ProcessId, bool], bool | None] = lambda p, same: alive(
         p, same_host=same
     ),
-) -> tuple[list[Update], tuple[str, ...]]:
+) -> ReconcileReport:
     """Look up every open decision ``viewer`` may manage and record what Slurm did.
 
     ``accounting=False`` asks only ``squeue`` (cheap: ``submit`` does this before it
     plans, so jobs that ended early give their reservations back). ``host`` is this
     machine's name (default: the host name), to tell which submitting processes can be
     checked. Returns the updates (applied; see :attr:`Update.now`) and notes (e.g.
-    accounting not available)."""
+    accounting not available) as a :class:`ReconcileReport`."""
     wanted = set(decision_ids)
     now = clock.now()
     user = None if viewer.is_admin else viewer.user
@@ -323,7 +327,7 @@ def reconcile(
     ]
     open_ = [s for s in candidates if not wanted or s.decision_id in wanted]
     if not open_:
-        return [], ()
+        return ReconcileReport(cluster_name, ())
     tags = {s.decision_id: str(tag_of(cluster_name, s)) for s in open_}
     statuses: dict[str, JobStatus] = {}
     queue = reader.queue()
@@ -358,7 +362,7 @@ def reconcile(
             with contextlib.suppress(StoreError, NotFoundError):
                 record = store.get(u.decision_id)
                 drop_kept_environment(record.launch, record.summary.job_owner)
-    return applied, notes
+    return ReconcileReport(cluster_name, tuple(applied), tuple(notes))
 
 
 def _apply(store: DecisionStore, u: Update) -> Update:

@@ -97,6 +97,7 @@ def decision_row(r: ReportRow) -> dict[str, Any]:
         "mo": s.mode,
         "so": f"{r.solver} · {r.trials} trial(s)" if r.solver else "",
         "lp": _finite(r.lp_value, 6),
+        "k": decision.kept_text,
         "no": list(decision.notes[:4]),
         "rp": len(decision.repair_actions),
     }
@@ -120,7 +121,7 @@ def _unreadable_row(r: ReportRow, times: Mapping[str, datetime]) -> dict[str, An
         "ps": _ts(s.start), "pe": _ts(s.end), "as": _ts(times.get("running")),
         "ae": _ts(ended), "q": None, "pr": None, "ar": None, "g": 0, "m": "",
         "sj": [*r.earlier_job_ids, *([s.slurm_job_id] if s.slurm_job_id else [])],
-        "po": s.policy, "mo": s.mode, "so": "", "lp": None,
+        "po": s.policy, "mo": s.mode, "so": "", "lp": None, "k": "",
         "no": ["its stored plan could not be read (see: mlsub show)"], "rp": 0,
     }  # fmt: skip
 

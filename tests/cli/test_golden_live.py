@@ -23,7 +23,7 @@ from slurm_mlsched.plugins.check import CheckReport, Finding, PluginReport, pars
 from slurm_mlsched.remote.trust import Trusted
 from slurm_mlsched.services.calibrate import calibrate
 from slurm_mlsched.services.clock import FixedClock
-from slurm_mlsched.services.reconcile import ReconcileReport, reconcile
+from slurm_mlsched.services.reconcile import reconcile
 from slurm_mlsched.services.submit import JobScript, submit_job
 from slurm_mlsched.services.viewer import Viewer
 from slurm_mlsched.slurm.jobs import JobStatus, StatusReport
@@ -158,11 +158,10 @@ def reconcile_json(store: SqlDecisionStore, jobs: dict[str, JobStatus], when: An
         def accounting(self, *, since: object, job_ids: object = ()) -> StatusReport:
             return StatusReport({})
 
-    updates, notes = reconcile(
+    return reconcile(
         store=store, reader=Reader(), clock=FixedClock(when),  # type: ignore[arg-type]
         cluster_name="lab", viewer=Viewer("alice"),
-    )  # fmt: skip
-    return ReconcileReport("lab", tuple(updates), notes).to_json()
+    ).to_json()  # fmt: skip
 
 
 def test_reconcile(store: SqlDecisionStore) -> None:

@@ -19,7 +19,8 @@ from alembic import command
 
 from slurm_mlsched.cli.store import resolve_user
 from slurm_mlsched.errors import InputError
-from slurm_mlsched.storage import open_store
+from slurm_mlsched.services.report import decision_row
+from slurm_mlsched.storage import HistoryFilter, open_store
 from slurm_mlsched.storage.database import alembic_config, make_engine
 from tests.cli.store_cli import (
     CLUSTER,
@@ -300,6 +301,29 @@ def test_explain_at_80_columns_shows_each_trial_outcome_once(
     singles = len(re.findall(r"^trial \d+ ", short.stdout, re.M))
     assert sum(counts) + singles == plan["trials"]  # every trial is in some row
     assert "--trials" in short.stdout and "kept" in short.stdout
+
+
+def test_plan_and_show_say_which_trial_was_kept_and_why(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    plan = ok_json(env, "plan", SCRIPT, "--cluster", busy_cluster(tmp_path), "--reserve")
+    kept, why = plan["kept_trial"], plan["kept_because"]
+    assert 0 <= kept < plan["trials"] and why, plan  # LP + rounding: a trial was kept
+    shown = ok_json(env, "show", str(plan["decision_id"]))
+    assert (shown["kept_trial"], shown["kept_because"]) == (kept, why)
+    table = run(env, "show", str(plan["decision_id"]), COLUMNS="200")
+    assert f"trial {kept} of {plan['trials']}: {why}" in table.stdout, table.stdout
+    fast = reserve(env)  # the fast path draws no trials: nothing kept, no row
+    assert (fast["kept_trial"], fast["kept_because"]) == (None, "")
+    assert "kept" not in run(env, "show", str(fast["decision_id"])).stdout
+    # the report page's detail panel (its row's "k") says the same
+    store = open_store(env["MLSUB_DB_URL"], grace_s=0.0)
+    try:
+        rows = {r.summary.decision_id: decision_row(r) for r in store.report_rows(HistoryFilter())}
+    finally:
+        store.close()
+    assert rows[plan["decision_id"]]["k"] == f"trial {kept} of {plan['trials']}: {why}"
+    assert rows[fast["decision_id"]]["k"] == ""
 
 
 def test_calibrate_is_for_admins_and_reports_what_it_fitted(env: dict[str, str]) -> None:

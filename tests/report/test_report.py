@@ -1,7 +1,7 @@
 """``mlsub report`` without a browser: what the page's data says about a real store (a
 SQLite file filled through the live path with stand-ins for Slurm), and that no stored
 string can break out of the page's data block. In headless Chromium against a store of
-real runs and a synthetic store of 100,000 decisions: tests/report/test_report_browser.py."""
+real runs and a synthetic store of 100,000 decisions: tests/integration/test_report_browser.py."""
 
 from __future__ import annotations
 

@@ -629,9 +629,9 @@ def test_a_queued_job_cancelled_by_hand_leaves_no_kept_environment(
         def accounting(self, *, since: object, job_ids: object = ()) -> StatusReport:
             return StatusReport({}, ())
 
-    updates, _ = reconcile(
+    updates = reconcile(
         store=store, reader=Reader(), clock=FixedClock(NOW + timedelta(minutes=1)),  # type: ignore[arg-type]
         cluster_name="lab", viewer=Viewer("root", is_admin=True), decision_ids=[ids[4]],
-    )  # fmt: skip
+    ).decisions  # fmt: skip
     assert [u.after for u in updates] == [S.CANCELLED]
     assert not kept.exists()

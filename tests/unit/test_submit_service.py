@@ -486,10 +486,10 @@ def test_reconcile_reports_a_submit_failed_decision_only_when_it_repairs_it(
             return StatusReport({})
 
     def run(jobs: dict[str, JobStatus]) -> list[object]:
-        updates, _ = reconcile(
+        updates = reconcile(
             store=store, reader=Reader(jobs), clock=FixedClock(NOW + timedelta(minutes=1)),  # type: ignore[arg-type]
             cluster_name="lab", viewer=Viewer("alice"),
-        )  # fmt: skip
+        ).decisions  # fmt: skip
         return [u.to_json() for u in updates]
 
     assert run({}) == []  # looked up, nothing found: not reported
@@ -526,10 +526,10 @@ def test_an_ordinary_users_reconcile_touches_only_their_own_decisions(
     assert store.get(bob).summary.user == "bob"
 
     def run(viewer: Viewer) -> set[int]:
-        updates, _ = reconcile(
+        updates = reconcile(
             store=store, reader=Empty(), clock=FixedClock(NOW + timedelta(hours=2)),  # type: ignore[arg-type]
             cluster_name="lab", viewer=viewer,
-        )  # fmt: skip
+        ).decisions  # fmt: skip
         return {u.decision_id for u in updates}
 
     assert run(Viewer("alice")) == {alice}  # stale: its submitter was not recorded
