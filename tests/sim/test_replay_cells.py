@@ -36,6 +36,7 @@ from slurm_mlsched.services.replay.array import (
 from slurm_mlsched.services.replay.cells import (
     ArrayPlan,
     Cell,
+    CellDocument,
     absolute_options,
     cell_path,
     log_path,
@@ -47,6 +48,7 @@ from slurm_mlsched.services.replay.cells import (
     slice_range,
 )
 from slurm_mlsched.services.replay.merge import (
+    REQUIRED_KEYS,
     mean_over_seeds,
     merge_dir,
     metrics_from_cells,
@@ -254,6 +256,10 @@ B = {"job_id": "b", "submit_s": 50.0, "arrival": 1, "start": 2, "end": 2, "run_s
      "colocated_slots": 0, "decision_ms": 2.0, "gpu_runs": [[2, 3, 1.0]]}  # fmt: skip
 C = {"job_id": "c", "submit_s": 1000.0, "arrival": 10, "start": 10, "end": 12, "run_slots": 3,
      "colocated_slots": 0, "decision_ms": 3.0, "gpu_runs": [[10, 13, 4.0]]}  # fmt: skip
+
+
+def test_the_keys_the_merge_requires_are_keys_of_the_cell_document() -> None:
+    assert set(REQUIRED_KEYS) <= set(CellDocument.__annotations__)
 
 
 def test_hand_made_cells_give_the_hand_computed_metrics() -> None:

@@ -4,7 +4,7 @@ other)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -79,7 +79,7 @@ class ReplayInput:
     skipped: int
     epoch: datetime
     notes: tuple[str, ...] = ()
-    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    skipped_by_reason: Mapping[str, int] = field(default_factory=dict)
     rows: InputRows | None = None  # where every physical row went (trace input)
 
 
@@ -116,9 +116,9 @@ class ReplayReport:
     skipped: int
     unplaceable: tuple[Unplaceable, ...]
     bound: LowerBound
-    metrics: dict[str, PolicyMetrics]
+    metrics: Mapping[str, PolicyMetrics]
     notes: tuple[str, ...]
-    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    skipped_by_reason: Mapping[str, int] = field(default_factory=dict)
     files: ReplayFiles | None = None
     input_rows: InputRows | None = None
 
