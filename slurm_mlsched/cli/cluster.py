@@ -44,8 +44,10 @@ def cluster(
     ] = None,
     db_url: DbUrl = None,
 ) -> None:
-    """Show the live cluster: capacity and free resources per node, running jobs, and
-    the decision store's reservations."""
+    """Show the live cluster: free resources per node, running jobs, reservations.
+
+    Capacity and free resources per node, the jobs Slurm runs, and the decision store's
+    reservations."""
     from .slurm_access import slurm_access
 
     ctx = app_context().store_context(db_url=db_url, cluster_name=cluster_name, remote=remote)

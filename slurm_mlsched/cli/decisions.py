@@ -271,8 +271,10 @@ def report(
     db_url: DbUrl = None,
     as_json: AsJson = False,
 ) -> None:
-    """Write the decision history as one self-contained HTML page (timeline, predicted vs
-    actual, queue, GPU-hours; filters that work offline)."""
+    """Write the decision history as one self-contained HTML page.
+
+    Timeline, predicted vs actual runtimes, queue length, GPU-hours; filters that work
+    offline."""
     from ..services import decisions as svc
     from ..services.report import write_report
     from ..storage import HistoryFilter

@@ -40,8 +40,9 @@ def check(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Check Lua plugins before slurmctld or sbatch loads them: syntax, loading, required
-    functions, the site table."""
+    """Check Lua plugins before slurmctld or sbatch loads them.
+
+    Syntax, loading, the required functions and the site table."""
     from ..plugins import check_plugins, find_lua, installed_plugins
     from ..plugins.files import slurm_conf_dir
     from ..slurm.runner import LocalRunner

@@ -43,8 +43,10 @@ def trust(
     ] = 15.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """Trust a login node's host key: add it to known_hosts only if the server proves it
-    holds the key with this fingerprint. Nothing is written otherwise."""
+    """Trust a login node's host key after the server proves it holds it.
+
+    The key is added to known_hosts only if the server proves it holds the key with this
+    fingerprint. Nothing is written otherwise."""
     from ..remote.ssh import resolve
     from ..remote.trust import trust as trust_host
 

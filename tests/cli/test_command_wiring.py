@@ -32,6 +32,16 @@ def _callbacks(app: typer.Typer) -> list[tuple[str, object]]:
     return found
 
 
+def test_every_command_summary_is_one_line() -> None:
+    """``mlsub --help`` lists each command by the first paragraph of its docstring; a
+    paragraph over two source lines printed a line break in the middle of the list."""
+    for name, callback in _callbacks(app_module.app):
+        doc = (getattr(callback, "__doc__", None) or "").strip()
+        summary = doc.split("\n\n")[0]
+        assert summary and "\n" not in summary, (name, summary)
+        assert len(summary) <= 88, (name, summary)
+
+
 def test_every_command_is_wrapped_once() -> None:
     callbacks = _callbacks(app_module.app)
     names = {name for name, _ in callbacks}
