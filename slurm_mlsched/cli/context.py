@@ -150,6 +150,15 @@ class _Entry:
     options: Mapping[str, Any]
 
 
+def help_text(doc: str | None) -> str | None:
+    """A command's docstring as ``--help`` shows it: each paragraph one flowing line, so
+    that the terminal wraps it at its width (Typer prints the source's line breaks)."""
+    if not doc:
+        return None
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
 class Commands:
     """A module's commands, declared with :meth:`command` and added to the app by
     ``app.py`` with :meth:`add_to`; with ``group``, they form ``mlsub GROUP ...``."""
@@ -176,6 +185,7 @@ class Commands:
         if self.group is not None:
             target = typer.Typer(name=self.group, help=self.help, no_args_is_help=True)
         for e in self._entries:
-            target.command(e.name, **e.options)(guarded(e.command, debug=e.debug))
+            options = {"help": help_text(e.command.__doc__), **e.options}
+            target.command(e.name, **options)(guarded(e.command, debug=e.debug))
         if self.group is not None:
             app.add_typer(target, name=self.group)

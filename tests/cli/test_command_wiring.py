@@ -42,6 +42,17 @@ def test_every_command_summary_is_one_line() -> None:
         assert len(summary) <= 88, (name, summary)
 
 
+def test_help_paragraphs_flow_to_the_terminal_width() -> None:
+    """A docstring's line breaks are the source's, not the reader's: ``--help`` prints
+    each paragraph as one line that the terminal wraps."""
+    result = CliRunner().invoke(app_module.app, ["plan", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert (
+        "On the cluster file given with --cluster, or on the live Slurm cluster: a dry run of "
+        "submit that shows the decision" in result.output
+    ), result.output
+
+
 def test_every_command_is_wrapped_once() -> None:
     callbacks = _callbacks(app_module.app)
     names = {name for name, _ in callbacks}
