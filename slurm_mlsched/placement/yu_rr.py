@@ -50,6 +50,7 @@ def place_yu_rr(
     residual: Residual | None = None,
 ) -> Decision:
     """Online LP relaxation + randomized rounding + repair (Yu et al.; MODEL.md §4–5).
+
     ``residual``: the snapshot's residual capacity from the decision slot, if known."""
     clock = _Stopwatch()
     arr = prepare(job, snapshot, params, candidates=False, residual=residual)

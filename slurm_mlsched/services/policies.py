@@ -12,7 +12,7 @@ from ..placement.registry import policy_function
 @dataclass(frozen=True)
 class PolicyInfo:
     """One placement policy ``mlsub policies`` lists: its name (for ``--policy``) and the
-    first line of its policy function's docstring (or of its module's)."""
+    first paragraph of its policy function's docstring (or of its module's), as one line."""
 
     name: str
     summary: str
@@ -28,5 +28,6 @@ def list_policies() -> tuple[PolicyInfo, ...]:
         fn = policy_function(name)
         module = sys.modules.get(fn.__module__)
         doc = (fn.__doc__ or (module.__doc__ if module else None) or "").strip()
-        out.append(PolicyInfo(name, doc.splitlines()[0].replace("``", "") if doc else ""))
+        first = " ".join(doc.split("\n\n")[0].split())
+        out.append(PolicyInfo(name, first.replace("``", "")))
     return tuple(out)

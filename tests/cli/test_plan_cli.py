@@ -224,6 +224,8 @@ def test_policies() -> None:
     assert result.exit_code == 0
     names = [p["name"] for p in json.loads(result.stdout)]
     assert "yu-rr" in names and names == sorted(names)
+    for p in json.loads(result.stdout):  # a whole sentence each (not a docstring's first line)
+        assert p["summary"].endswith("."), p
     result = invoke("policies")
     assert result.exit_code == 0 and "yu-rr" in result.stdout
 
