@@ -64,6 +64,8 @@ def _err() -> Console:
 
 #: ``mlsub history`` adds the creation time from this terminal width on.
 HISTORY_WIDE = 110
+#: ``mlsub queue`` adds the Slurm job id from this terminal width on.
+QUEUE_WIDE = 110
 
 
 def _table(*columns: Any, **options: Any) -> Table:
@@ -880,16 +882,26 @@ def show_queue(view: QueueView, *, as_json: bool) -> None:
     if not rows:
         console.print("no queued jobs")
         return
-    table = _table("pos", "decision", "user", "job", "slurm job", "est. start", "waits for")
+    from rich import box
+
+    wide = console.width >= QUEUE_WIDE  # narrower: the Slurm job id is in mlsub show
+    table = _table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
+    table.add_column("pos", overflow="fold")
+    table.add_column("id", overflow="fold")
+    table.add_column("user", overflow="fold", max_width=None if wide else 12)
+    table.add_column("job", overflow="fold", max_width=None if wide else 18)
+    if wide:
+        table.add_column("slurm job", overflow="fold")
+    table.add_column("est. start", overflow="fold", min_width=11)  # UTC, as everywhere
+    table.add_column("waits for", overflow="fold")
     for w in rows:
-        start = "" if w.estimated_start is None else f"{w.estimated_start:%m-%d %H:%M}"
         table.add_row(
             str(w.position) if w.position else "now",
             str(w.decision_id),
             w.user,
             w.job_name,
-            w.slurm_job_id or "",
-            start,
+            *([w.slurm_job_id or "—"] if wide else []),
+            _compact_time(w.estimated_start),
             w.reason,
         )
     console.print(table)

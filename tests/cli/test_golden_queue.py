@@ -3,8 +3,14 @@ results (``ReplanReport``, ``QueueView``) built as a re-plan of a live cluster w
 
 from __future__ import annotations
 
+import io
+import re
+import sys
 from datetime import UTC, datetime
 
+import pytest
+
+from slurm_mlsched.cli import output
 from slurm_mlsched.services.replan import QueueView, ReplanReport, Started, Waiting
 from tests.golden_json import assert_golden
 
@@ -34,3 +40,28 @@ def test_replan_report_golden() -> None:
 def test_queue_view_golden() -> None:
     view = QueueView("lab", NOW, would_start=WAITING[:1], waiting=WAITING[1:])
     assert_golden("queue/queue", view.to_json())
+
+
+def test_queue_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each row keeps its short columns whole on its first line and the reason wraps in
+    its own column; from 110 columns the Slurm job id shows too."""
+    rows = (
+        Waiting(12, "alice", "resnet50-imagenet", "40312", 3, LATER, "waiting for resources "
+                "held by running jobs or jobs ahead in the queue"),
+    )  # fmt: skip
+    view = QueueView("lab", NOW, would_start=WAITING[:1], waiting=(*WAITING[1:], *rows))
+    for width in (80, 140):
+        monkeypatch.setenv("COLUMNS", str(width))
+        out = io.StringIO()
+        monkeypatch.setattr(sys, "stdout", out)
+        output.show_queue(view, as_json=False)
+        lines = out.getvalue().rstrip("\n").splitlines()
+        assert all(len(line) <= width for line in lines), lines
+        assert "…" not in out.getvalue()
+        firsts = [line for line in lines if re.match(r"(now|\d+) +\d+ ", line)]
+        assert [line.split()[:4] for line in firsts] == [
+            ["1", "7", "alice", "bert"], ["2", "8", "bob", "gpt"],
+            ["3", "12", "alice", "resnet50-imagenet"],
+        ], lines  # fmt: skip
+        assert ("slurm job" in lines[0]) == (width >= output.QUEUE_WIDE)
+        assert "03-01 11:00" in firsts[0] and "—" in firsts[1]
