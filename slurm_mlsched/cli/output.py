@@ -853,10 +853,14 @@ def show_replanned(report: ReplanReport, *, as_json: bool, quiet: bool = False) 
         return
     console = _out()
     if report.started:
-        table = _table("decision", "user", "slurm job", "started", "on", "note")
+        from rich import box
+
+        table = _table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
+        for name in ("id", "user", "slurm job", "started", "on", "note"):
+            table.add_column(name, overflow="fold")
         for s in report.started:
             table.add_row(
-                str(s.decision_id), s.user, s.slurm_job_id or "", s.action, s.placement, s.note
+                str(s.decision_id), s.user, s.slurm_job_id or "—", s.action, s.placement, s.note
             )
         console.print(table)
     else:

@@ -65,3 +65,20 @@ def test_queue_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> Non
         ], lines  # fmt: skip
         assert ("slurm job" in lines[0]) == (width >= output.QUEUE_WIDE)
         assert "03-01 11:00" in firsts[0] and "—" in firsts[1]
+
+
+def test_replan_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    started = (
+        Started(5, "alice", "40", "released", "node1:2w+1ps"),
+        Started(6, "bob", None, "failed", "node[2-4]:4w+1ps", note="sbatch: error: Batch job "
+                "submission failed: Invalid account or account/partition combination"),
+    )  # fmt: skip
+    monkeypatch.setenv("COLUMNS", "80")
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    output.show_replanned(ReplanReport("lab", started, WAITING), as_json=False)
+    lines = out.getvalue().rstrip("\n").splitlines()
+    assert all(len(line) <= 80 for line in lines) and "…" not in out.getvalue(), lines
+    assert lines[2].split() == ["5", "alice", "40", "released", "node1:2w+1ps"]
+    assert lines[3].split()[:5] == ["6", "bob", "—", "failed", "node[2-4]:4w+1ps"]
+    assert lines[-1] == "2 job(s) still wait (mlsub queue)"
