@@ -228,8 +228,8 @@ def test_swf_plain_and_gz_without_suffix(tmp_path: Path) -> None:
     ("path", "fmt"),
     [
         (PHILLY, "philly"),
-        (POLLUX[0] if POLLUX else PHILLY, "pollux"),
-        (SIA[0] if SIA else PHILLY, "pollux"),
+        (POLLUX[0], "pollux"),
+        (SIA[0], "pollux"),
         (MUSTANG_MIXED, "mustang"),
         (MUSTANG_LARGE, "mustang"),
         (SWF, "swf"),
