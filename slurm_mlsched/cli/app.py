@@ -187,8 +187,13 @@ def plan(
         return
     from ..services.plan import plan_from_files
 
+    config = app_context().config(cluster_name=cluster_name)
     result = plan_from_files(
-        script=script, cluster=cluster, overrides=_plan_only(overrides), clock=app_context().clock
+        script=script,
+        cluster=cluster,
+        overrides=_plan_only(overrides),
+        clock=app_context().clock,
+        config_defaults=dict(config.job),
     )
     output.show_plan(result, as_json=as_json)
 

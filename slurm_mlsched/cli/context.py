@@ -29,6 +29,7 @@ from ..errors import InputError
 from .errors import handle_errors
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..services.clock import Clock
     from ..storage import SqlDecisionStore
     from .store import StoreContext
@@ -67,6 +68,13 @@ class AppContext:
         if self._clock is None:
             self._clock = clock_from(self.env)
         return self._clock
+
+    def config(self, **flags: object) -> Config:
+        """The configuration alone (site file, user file, environment, these flags): for a
+        command that needs no store and no identity (``plan --cluster``)."""
+        from ..config import load_config
+
+        return load_config(self.env, flags)
 
     def store_context(self, **flags: object) -> StoreContext:
         """Configuration (site file, user file, environment, these flags) and identity."""

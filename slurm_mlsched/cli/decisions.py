@@ -74,6 +74,7 @@ def plan_reserved(
             viewer=ctx.viewer,
             host=ctx.host,
             packages=_package_versions(),
+            config_defaults=dict(ctx.config.job),
         )
     return reserved
 

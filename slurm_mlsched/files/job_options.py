@@ -373,7 +373,8 @@ def _require(value: int | None, option: str) -> int:
     if value is None:
         raise InputError(
             f"option {option} is not set",
-            hint=f"pass {option} N on the command line or in the script's '# mlsub:' header",
+            hint=f"pass {option} N on the command line, in the script's '# mlsub:' header or "
+            "in the [job] table of your config file (docs/user-guide.md)",
             context={"option": option},
         )
     return value

@@ -82,13 +82,15 @@ def plan_and_reserve(
     viewer: Viewer,
     host: str,
     packages: tuple[tuple[str, str], ...],
+    config_defaults: Mapping[str, object] | None = None,
 ) -> ReservedPlan:
     """Plan against the cluster file plus every stored reservation, and record the decision
     as ``planned``, all under the cluster's planning lock (so concurrent calls never
-    double-book)."""
+    double-book). Job options as for ``plan``: command line over header over the
+    configuration's ``[job]`` table (``config_defaults``)."""
     header = read_script_header(script) if script is not None else []
     source = f"{script} '# mlsub:' header" if script is not None else "'# mlsub:' header"
-    opts = merge_options(header, overrides, header_source=source)
+    opts = merge_options(header, overrides, header_source=source, config_defaults=config_defaults)
     base = load_cluster(cluster, now=clock.now())
     params = params_for(opts)
     with store.planning(cluster_name) as tx:

@@ -189,11 +189,13 @@ def plan_from_files(
     cluster: Path,
     overrides: Mapping[str, object],
     clock: Clock,
+    config_defaults: Mapping[str, object] | None = None,
 ) -> PlanResult:
-    """``mlsub plan``: read the script's header and the cluster file, merge, and plan."""
+    """``mlsub plan``: read the script's header and the cluster file, merge (command line
+    over header over the configuration's ``[job]`` table, ``config_defaults``), and plan."""
     header = read_script_header(script) if script is not None else []
     source = f"{script} '# mlsub:' header" if script is not None else "'# mlsub:' header"
-    opts = merge_options(header, overrides, header_source=source)
+    opts = merge_options(header, overrides, header_source=source, config_defaults=config_defaults)
     snapshot = load_cluster(cluster, now=clock.now())
     return plan_job(opts, snapshot, params_for(opts), clock=clock, cluster_source=str(cluster))
 

@@ -98,6 +98,26 @@ def test_flags_override_the_header() -> None:
     assert sum(r["count"] for r in plan["placement"] if r["role"] == "worker") <= 2
 
 
+def test_the_config_job_table_fills_what_header_and_flags_leave_open(tmp_path: Path) -> None:
+    """Command line over header over the configuration's [job] table, for plan on a
+    cluster file as for the live commands (with and without --reserve)."""
+    script = tmp_path / "job.py"
+    script.write_text("# mlsub: --name cfg --epochs 1 --batches-per-epoch 100\nprint()\n")
+    config = tmp_path / "config.toml"
+    config.write_text('[job]\nmodel = "vgg-16"\nworkers = 3\nps = "1"\n')
+    env = {"MLSUB_CONFIG": str(config), "MLSUB_DB_URL": f"sqlite:///{tmp_path / 'd.db'}"}
+    for extra in ((), ("--reserve",), ("--workers", "2")):
+        result = invoke("plan", script, "--cluster", CLUSTER, "--json", *extra, env=env)
+        assert result.exit_code == 0, result.stderr
+        job = json.loads(result.stdout)["job"]
+        assert job["profile"]["name"] == "vgg-16" and job["ps"] == 1, job
+        assert job["workers"] == (2 if "--workers" in extra else 3), (extra, job)
+    config.write_text('[job]\nmodel = "vgg-16"\n')
+    result = invoke("plan", script, "--cluster", CLUSTER, env=env)
+    assert result.exit_code == 3, result.output  # invalid input
+    assert "--workers is not set" in result.stderr and "[job] table" in result.stderr
+
+
 def test_plan_without_script_and_elastic_form() -> None:
     plan = plan_json("--cluster", CLUSTER, *JOB, "--workers", "12", "--form", "elastic")
     assert plan["form"] == "elastic" and plan["job"]["workers"] == 12
