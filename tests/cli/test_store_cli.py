@@ -327,6 +327,22 @@ def test_plan_and_show_say_which_trial_was_kept_and_why(
     assert rows[fast["decision_id"]]["k"] == ""
 
 
+def test_explain_of_a_distributed_fast_path_decision_does_not_say_co_located(
+    env: dict[str, str],
+) -> None:
+    plan = reserve(env, MLSUB_AS_USER="")
+    wide = ok_json(
+        env, "plan", SCRIPT, "--cluster", CLUSTER, "--reserve", "--workers", "12",
+        "--form", "elastic",
+    )  # fmt: skip
+    for decision, mode in ((plan, "colocated"), (wide, "distributed")):
+        assert decision["solver"] == "fast-path" and decision["mode"] == mode, decision
+        why = ok_json(env, "explain", str(decision["decision_id"]))["why"]
+        assert why[0].startswith("exact fast path") and ("co-located" in why[0]) == (
+            mode == "colocated"
+        ), why
+
+
 def test_calibrate_is_for_admins_and_reports_what_it_fitted(env: dict[str, str]) -> None:
     """Issue 20: a user who is not an admin is refused (it changes every user's plans);
     an admin with no completed runs gets an empty report; --reset of a model records

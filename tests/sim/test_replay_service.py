@@ -1,4 +1,4 @@
-"""The replay use case (services/replay.py): the summary's shape and the job counts.
+"""The replay use case (services/replay/run.py): the summary's shape and the job counts.
 
 ``summary.json`` has exactly the keys of issue 3 item 5, and jobs + skipped + unplaceable
 is the number of distinct jobs in the input, for a job list and for a trace.
