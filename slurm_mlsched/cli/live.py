@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import DEFAULT_STALE_AFTER_S
-from ..errors import InputError, MlschedError
+from ..errors import InputError, MlschedError, SlurmError
 from ..files.job_options import JobOptions, merge_options, read_script_header
 from ..services.clock import Clock
 from ..services.for_sbatch import SbatchPlacement, plan_for_sbatch
@@ -31,7 +31,9 @@ from ..services.provenance import package_versions
 from ..services.reconcile import ReconcileReport, reconcile, wait_for
 from ..services.submit import JobScript, LiveWiring, SbatchSubmitter, SubmitOutcome, submit_job
 from ..services.viewer import Viewer
+from ..slurm.transient import Blips
 from ..storage import DecisionState, SqlDecisionStore
+from . import output
 from .slurm_access import SlurmAccess, slurm_access
 from .store import StoreContext, context, opened
 
@@ -134,10 +136,16 @@ def run_submit(
             wait(state.value)
             return state
 
-        final = wait_for(decision_id, poll=poll, sleep=time.sleep)
+        final = wait_for(decision_id, poll=poll, sleep=time.sleep, blips=Blips(notify=_note_blip))
         # a queued job started on another layout was submitted again: its last job id
         last = store.get(decision_id).summary.slurm_job_id
         return replace(outcome, slurm_job_id=last or outcome.slurm_job_id), final
+
+
+def _note_blip(err: SlurmError, in_a_row: int) -> None:
+    """A note on standard error when a poll tolerated a transient Slurm failure."""
+    said = err.message.splitlines()[0]
+    output.note(f"reading the job's state failed ({said}); trying again ({in_a_row} in a row)")
 
 
 def queued_env_dir(env: Mapping[str, str]) -> Path:

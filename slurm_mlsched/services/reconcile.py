@@ -50,6 +50,7 @@ from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import NotFoundError, StoreError
 from ..sbatch.tag import find_tags
 from ..slurm.jobs import JobStatus, JobStatusReader
+from ..slurm.transient import Blips
 from ..storage import DecisionState, DecisionStore, DecisionSummary, HistoryFilter
 from ..storage.states import TERMINAL, can_move
 from .clock import Clock
@@ -392,11 +393,16 @@ def wait_for(
     poll: Callable[[], DecisionState],
     sleep: Callable[[float], None],
     every_s: float = 2.0,
+    blips: Blips | None = None,
 ) -> DecisionState:
     """Call ``poll`` (a reconcile of this decision, returning its state) every ``every_s``
-    seconds until the decision is in a terminal state; return that state."""
+    seconds until the decision is in a terminal state; return that state. A transient
+    Slurm failure of one poll (a socket timeout under load) is tried again at the next
+    turn, up to ``blips.limit`` in a row (``slurm/transient.py``); any other ends the
+    wait with its error."""
+    tolerant = blips or Blips()
     while True:
-        state = poll()
-        if state in TERMINAL:
+        state = tolerant.attempt(poll)
+        if state is not None and state in TERMINAL:
             return state
         sleep(every_s)

@@ -23,6 +23,7 @@ import pytest
 from slurm_mlsched.errors import SlurmError
 from slurm_mlsched.slurm.parse import parse_sbatch_parsable, parse_sinfo_text
 from slurm_mlsched.slurm.runner import LocalRunner, SlurmCommands
+from slurm_mlsched.slurm.transient import is_transient
 from tests.conftest import require_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,9 +40,10 @@ T = TypeVar("T")
 def poll(what: str, check: Callable[[], T | None], timeout: float = 30, every: float = 0.2) -> T:
     """Call ``check`` until it returns something truthy; fail after ``timeout`` seconds.
 
-    A :class:`SlurmError` raised by ``check`` (a transient ``squeue … socket`` error under
-    load) counts as "not yet", as the product's own polls treat it; the last one is
-    reported if the time runs out."""
+    A transient :class:`SlurmError` raised by ``check`` (``squeue … Socket timed out``
+    under load: ``slurm_mlsched.slurm.transient.is_transient``, the rule of the product's
+    own polls) counts as "not yet", and the last one is reported if the time runs out;
+    any other Slurm error fails at once."""
     deadline = time.monotonic() + timeout
     last: T | None = None
     error: SlurmError | None = None
@@ -49,6 +51,8 @@ def poll(what: str, check: Callable[[], T | None], timeout: float = 30, every: f
         try:
             last, error = check(), None
         except SlurmError as exc:
+            if not is_transient(exc):
+                raise
             last, error = None, exc
         if last:
             return last

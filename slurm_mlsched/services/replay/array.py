@@ -28,6 +28,7 @@ from ...sbatch.replay_array import DEFAULT_MEM, ArrayScript, check_array_script,
 from ...slurm.jobs import phase_of
 from ...slurm.parse import parse_sbatch_parsable
 from ...slurm.runner import SlurmCommands
+from ...slurm.transient import Blips
 from ..clock import Clock
 from .cells import (
     CELLS_DIR,
@@ -211,11 +212,18 @@ def wait_array(
     sleep: Callable[[float], None],
     progress: ArrayProgress | None = None,
     every_s: float = POLL_EVERY_S,
+    blips: Blips | None = None,
 ) -> dict[int, str]:
     """Poll until every task 0 … ``tasks`` − 1 has ended; return their last states. A task
-    Slurm no longer lists anywhere (squeue nor sacct) has ended too: ``UNKNOWN``."""
+    Slurm no longer lists anywhere (squeue nor sacct) has ended too: ``UNKNOWN``. A
+    transient Slurm failure of one read is tried again at the next turn, up to
+    ``blips.limit`` in a row (``slurm/transient.py``)."""
+    tolerant = blips or Blips()
     while True:
-        known = read_states()
+        known = tolerant.attempt(read_states)
+        if known is None:
+            sleep(every_s)
+            continue
         states = {i: known.get(i, "UNKNOWN") for i in range(tasks)}
         phases = [phase_of(s) for s in states.values()]
         running, pending = phases.count("running"), phases.count("pending")
