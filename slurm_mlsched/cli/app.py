@@ -366,7 +366,8 @@ def main() -> None:
 
 def shorthand(argv: list[str]) -> list[str]:
     """``mlsub train.py [...]`` is ``mlsub submit train.py [...]``: a first argument that
-    is no command or option but an existing file.
+    is no command or option but an existing file, or reads as a path (has a ``/`` or a
+    ``.``: submit then says the file is missing, rather than "No such command").
 
     A leading ``--remote TARGET`` (or ``--remote=TARGET``) moves behind the command, where
     Typer reads it: ``mlsub --remote X train.py`` is ``mlsub submit --remote X train.py``,
@@ -374,7 +375,10 @@ def shorthand(argv: list[str]) -> list[str]:
     lead, rest = _leading_remote(argv)
     first = rest[0] if rest else ""
     if first and not first.startswith("-") and first not in _command_names():
-        return ["submit", *lead, *rest] if Path(first).is_file() else argv
+        # a file, or what reads as a path (train.py, ./run, jobs/x.sh): submit says
+        # clearly when it is missing; a bare word stays a (mistyped) command
+        looks_like_path = "/" in first or "." in first
+        return ["submit", *lead, *rest] if Path(first).is_file() or looks_like_path else argv
     if lead and first in _command_names():
         return [first, *lead, *rest[1:]]
     return argv

@@ -29,7 +29,11 @@ def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         (["--remote", "login", "reconcile", "3"], ["reconcile", "--remote", "login", "3"]),
         (["--remote", "login", "plan", "train.py"], ["plan", "--remote", "login", "train.py"]),
         (["train.py", "--remote", "login"], ["submit", "train.py", "--remote", "login"]),
-        (["--remote", "login", "missing.py"], ["--remote", "login", "missing.py"]),
+        # what reads as a path goes to submit, which says it is missing (exit 3)
+        (["--remote", "login", "missing.py"], ["submit", "--remote", "login", "missing.py"]),
+        (["missing.py"], ["submit", "missing.py"]),
+        (["jobs/run"], ["submit", "jobs/run"]),
+        (["histroy"], ["histroy"]),  # a bare word: a mistyped command ("did you mean")
         (["--remote"], ["--remote"]),
         (["history"], ["history"]),
     ],
@@ -38,6 +42,12 @@ def test_a_leading_remote_moves_behind_the_command(
     script: str, argv: list[str], expected: list[str]
 ) -> None:
     assert shorthand(argv) == expected
+
+
+def test_a_missing_script_is_named_not_taken_for_a_command(script: str) -> None:
+    result = CliRunner().invoke(app, shorthand(["nofile.py"]))
+    assert result.exit_code == 3, result.output
+    assert "nofile.py does not exist" in result.stderr and "No such command" not in result.output
 
 
 def test_remote_and_a_cluster_file_do_not_mix(script: str) -> None:
