@@ -468,7 +468,9 @@ def _trial_row(
         label = first.kind
     else:
         label = f"trial {ids[0]}" if len(ids) == 1 else f"trials {_ranges(ids)} ({len(ids)})"
-    notes = [f"before repair: {t.violations} over, {t.work_fraction:.0%} of work by D"]
+    from ..model.decision import work_by_d_text
+
+    notes = [f"before repair: {t.violations} over, {work_by_d_text(t.work_fraction)}"]
     if any(m.kept for m in members):
         notes.append("kept")
     placed = t.end_slot is not None and first.end is not None
@@ -484,7 +486,7 @@ def _trial_row(
 
 
 def _ranges(ids: Sequence[int]) -> str:
-    """``0,1,2,3,5`` -> ``0-3,5``."""
+    """``0,1,2,3,5`` -> ``0-3, 5``."""
     parts: list[str] = []
     start = prev = ids[0]
     for n in [*ids[1:], None]:
@@ -494,7 +496,7 @@ def _ranges(ids: Sequence[int]) -> str:
         parts.append(str(start) if start == prev else f"{start}-{prev}")
         if n is not None:
             start = prev = n
-    return ",".join(parts)
+    return ", ".join(parts)  # a space: a narrow column wraps between ranges, not in one
 
 
 def show_export(rows: Sequence[DecisionRow | DecisionView], *, fmt: str) -> None:

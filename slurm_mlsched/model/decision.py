@@ -11,6 +11,8 @@ in :attr:`Decision.rounding`, and which one it kept and by which rule in
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -132,11 +134,19 @@ def earliest_end_reason(completion_slots: int) -> str:
     return kept_reason(TrialRule.EARLIEST_END, f"completion {completion_slots} slots")
 
 
+def work_by_d_text(work_fraction: float) -> str:
+    """A trial's work by D in words: ``all the work by D`` from the whole workload V on
+    (the rule counts no more than V), else the percentage rounded down (99.6 % is not
+    all of it)."""
+    if work_fraction >= 1.0:
+        return "all the work by D"
+    return f"{math.floor(max(work_fraction, 0.0) * 100)}% of the work by D"
+
+
 def fewest_violations_reason(violations: int, work_fraction: float) -> str:
     """:attr:`TrialRule.FEWEST_VIOLATIONS`; the work counted at most V, as the rule does."""
     return kept_reason(
-        TrialRule.FEWEST_VIOLATIONS,
-        f"{violations} over, {min(work_fraction, 1.0):.0%} of the work by D",
+        TrialRule.FEWEST_VIOLATIONS, f"{violations} over, {work_by_d_text(work_fraction)}"
     )
 
 
