@@ -12,7 +12,6 @@ in :attr:`Decision.rounding`, and which one it kept and by which rule in
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
