@@ -326,6 +326,9 @@ def show_history(rows: Sequence[DecisionRow], *, as_json: bool) -> None:
     from rich import box
 
     console = _out()
+    if not rows:
+        console.print("no decisions match (ordinary users see their own; see --help for filters)")
+        return
     wide = console.width >= HISTORY_WIDE
     table = _table(box=box.SIMPLE_HEAD, padding=0, pad_edge=False, show_edge=False)
     columns = ["id", *(["created (UTC)"] if wide else []), "user", "job", "state"]

@@ -167,6 +167,8 @@ def test_history_options_are_checked(env: dict[str, str]) -> None:
     reserve(env)
     assert len(ok_json(env, "history", "--since", "1h")) == 1
     assert ok_json(env, "history", "--since", "2026-03-02T00:00:00Z") == []
+    empty = run(env, "history", "--since", "2026-03-02T00:00:00Z")
+    assert empty.exit_code == 0 and empty.stdout.startswith("no decisions match"), empty.stdout
     bad = run(env, "history", "--state", "sleeping")
     assert bad.exit_code == 3 and "planned" in bad.stderr
     assert run(env, "history", "--since", "yesterday").exit_code == 3
