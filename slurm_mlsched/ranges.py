@@ -54,10 +54,14 @@ class Range:
         """``from 1 to 10,000`` (whole numbers), ``a finite number > 0 and <= 86400``."""
         if self.said:
             return self.said
-        if whole:
-            return f"from {self.lo:,.0f} to {self.hi:,.0f}"
+        if whole:  # an int bound exactly (a float would print 2**63 - 1 as 2**63)
+            return f"from {_whole(self.lo)} to {_whole(self.hi)}"
         low = f"> {self.lo:g}" if self.above else f">= {self.lo:g}"
         return f"a finite number {low} and <= {self.hi:g}"
+
+
+def _whole(x: float) -> str:
+    return f"{x:,}" if isinstance(x, int) else f"{x:,.0f}"
 
 
 # --- job options and script headers ------------------------------------------------------

@@ -62,8 +62,9 @@ class _Entry:
     entry: str
 
     def error(self, field: str, value: object, problem: str, hint: str = "") -> InputError:
+        shown = value.isoformat() if isinstance(value, datetime) else repr(value)
         return InputError(
-            f"{self.source}: {self.entry}: field '{field}' {problem}, got {value!r}",
+            f"{self.source}: {self.entry}: field '{field}' {problem}, got {shown}",
             hint=hint,
             context={"file": self.source, "entry": self.entry, "field": field, "value": value},
         )

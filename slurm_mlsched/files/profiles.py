@@ -71,8 +71,13 @@ def profiles_version() -> str:
     return _table()[0]
 
 
-def get_profile(name: str) -> JobProfile:
-    """The profile of model ``name``; :class:`InputError` listing the valid names if unknown."""
+#: What a job may give instead of a profiled model (``get_profile``'s default hint).
+OR_STEP_TIME = "or give --step-time and --model-size instead of --model"
+
+
+def get_profile(name: str, *, or_else: str = OR_STEP_TIME) -> JobProfile:
+    """The profile of model ``name``; :class:`InputError` listing the valid names if unknown
+    (and, in its hint, ``or_else``: what else the command accepts; ``""`` for nothing)."""
     profiles = _table()[1]
     try:
         return profiles[name]
@@ -81,8 +86,8 @@ def get_profile(name: str) -> JobProfile:
         guess = f"did you mean {' or '.join(close)}? " if close else ""
         raise InputError(
             f"unknown model {name!r}",
-            hint=f"{guess}choose one of: {', '.join(sorted(profiles))}; or give --step-time "
-            "and --model-size instead of --model",
+            hint=f"{guess}choose one of: {', '.join(sorted(profiles))}"
+            + (f"; {or_else}" if or_else else ""),
             context={"option": "--model", "value": name},
         ) from None
 

@@ -115,7 +115,7 @@ def calibrate(
             context={"option": "--min-samples", "value": min_samples},
         )
     for name in models:
-        get_profile(name)  # an unknown model is an input error (with "did you mean")
+        get_profile(name, or_else="")  # unknown: an input error (with "did you mean")
     if reset:
         in_force = store.profile_fits(cluster_name).values()
         keys = sorted({(f.model, f.scope) for f in in_force if not models or f.model in models})

@@ -181,6 +181,8 @@ class SlurmCommands:
         try:
             result = self.runner.run(argv, self.ping_timeout)
         except SlurmError as err:
+            if "command not found" in err.message:
+                raise  # no Slurm client here: its own message says what to install
             raise _unreachable(err.message) from None
         statuses = parse_ping(result.stdout)
         if not controller_is_up(statuses):
@@ -216,7 +218,8 @@ class SlurmCommands:
 def _unreachable(detail: str) -> SlurmUnreachableError:
     return SlurmUnreachableError(
         f"the Slurm controller is not reachable: {detail}",
-        hint="start slurmctld (the local test cluster: `make cluster-up`), or check "
-        "SLURM_CONF and SlurmctldHost/SlurmctldPort in slurm.conf",
+        hint="start slurmctld (`systemctl start slurmctld`; mlsub's own lab cluster: "
+        "`make cluster-up` in its checkout), or check SLURM_CONF and "
+        "SlurmctldHost/SlurmctldPort in slurm.conf",
         context={"command": "scontrol ping"},
     )

@@ -138,6 +138,15 @@ def test_ping_that_hangs_is_unreachable_too() -> None:
         SlurmCommands(runner).ping()
 
 
+def test_no_scontrol_says_what_to_install_not_that_the_controller_is_down() -> None:
+    missing = SlurmError(
+        "cannot run `scontrol`: command not found", hint="install the Slurm client commands"
+    )
+    with pytest.raises(SlurmError) as info:
+        SlurmCommands(FakeRunner({PING: missing})).ping()
+    assert info.value is missing and not isinstance(info.value, SlurmUnreachableError)
+
+
 def test_failed_command_says_which_status_and_stderr_and_that_it_came_from_slurm() -> None:
     argv = ("sbatch", "--parsable", "my job.sh")
     stderr = (FIXTURES / "22.05" / "busy" / "sbatch-invalid-node.stderr").read_text()
