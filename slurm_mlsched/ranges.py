@@ -60,6 +60,13 @@ class Range:
         return f"a finite number {low} and <= {self.hi:g}"
 
 
+def unsafe_in_sbatch_line(value: str) -> bool:
+    """Whether ``value`` cannot go into an ``#SBATCH`` line (job name, partition, output
+    pattern, node names): it holds a control character (newline, tab …) or a backslash.
+    The job options refuse such values when read, the script renderer again."""
+    return "\\" in value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value)
+
+
 def _whole(x: float) -> str:
     return f"{x:,}" if isinstance(x, int) else f"{x:,.0f}"
 

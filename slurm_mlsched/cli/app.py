@@ -178,7 +178,7 @@ def plan(
         reserved = plan_reserved(
             script=script,
             cluster=cluster,
-            overrides=_plan_only(overrides),
+            overrides=overrides,
             clock=app_context().clock,
             cluster_name=cluster_name,
             db_url=db_url,
@@ -191,7 +191,7 @@ def plan(
     result = plan_from_files(
         script=script,
         cluster=cluster,
-        overrides=_plan_only(overrides),
+        overrides=overrides,
         clock=app_context().clock,
         config_defaults=dict(config.job),
     )
@@ -328,11 +328,6 @@ def queue(
         ReplanRequest(cluster_name, db_url), clock=app_context().clock, everyone=everyone
     )
     output.show_queue(view, as_json=as_json)
-
-
-def _plan_only(overrides: dict[str, object]) -> dict[str, object]:
-    """Plan against a cluster file: the submission-only options play no part."""
-    return {k: v for k, v in overrides.items() if k not in ("time_limit", "output", "interpreter")}
 
 
 @commands.command()

@@ -36,7 +36,7 @@ from typing import Literal
 from .. import ranges
 from ..errors import InputError
 from ..model import Form, JobProfile, JobRequest, Resources
-from ..ranges import OutOfRange, Range
+from ..ranges import OutOfRange, Range, unsafe_in_sbatch_line
 from .profiles import get_profile
 
 #: MODEL.md §2 defaults for a worker and a PS (documented in docs/user-guide.md).
@@ -164,6 +164,18 @@ def _text(option: str, value: object) -> str:
     return value.strip()
 
 
+def _sbatch_text(option: str, value: object) -> str:
+    """A value that goes into an ``#SBATCH`` line (name, partition, output): refused at
+    once when it cannot (``plan`` says so as ``submit`` would)."""
+    text = _text(option, value)
+    if unsafe_in_sbatch_line(text):
+        raise _bad(
+            option, value, "holds a control character (newline, tab …) or a backslash",
+            f"write {option} without them (it goes into an #SBATCH line)",
+        )  # fmt: skip
+    return text
+
+
 _SLURM_TIME = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
 
 
@@ -247,12 +259,12 @@ SPECS: tuple[JobOptionSpec, ...] = (
                   "Network MB/s per worker (default: the model's, else 100)."),
     JobOptionSpec("bw_in", "--bw-in", _positive_float(ranges.BANDWIDTH_MBPS), float,
                   "Internal MB/s per worker (default: the model's, else 1000)."),
-    JobOptionSpec("name", "--name", _text, str, "Job name."),
-    JobOptionSpec("partition", "--partition", _text, str,
+    JobOptionSpec("name", "--name", _sbatch_text, str, "Job name."),
+    JobOptionSpec("partition", "--partition", _sbatch_text, str,
                   "Slurm partition (live: its nodes only)."),
     JobOptionSpec("time_limit", "--time", _time_limit, str,
                   "Slurm time limit (90, 1:30:00, 2-00:00:00)."),
-    JobOptionSpec("output", "--output", _text, str,
+    JobOptionSpec("output", "--output", _sbatch_text, str,
                   "sbatch --output pattern (default mlsub-ID-%j.out); the header's key is "
                   "--output too.", aliases=("--output-pattern",)),
     JobOptionSpec("interpreter", "--interpreter", _command, str,

@@ -52,6 +52,7 @@ from .. import __version__
 from ..errors import InputError
 from ..model import ClusterSnapshot, Decision, Form, JobRequest, Resources, Role
 from ..model.units import format_mem_mib
+from ..ranges import unsafe_in_sbatch_line
 from .templates import TEMPLATE, load_template
 
 #: First port of a job's tasks when the caller does not choose one.
@@ -371,7 +372,7 @@ def _check_spec(
     header += [("node", c.node) for c in components]
     header += [("node address", c.address) for c in components]
     for label, value in header:
-        if value is not None and _unsafe_in_header(value):
+        if value is not None and unsafe_in_sbatch_line(value):
             raise InputError(
                 f"the {label} {value!r} cannot go into an #SBATCH line: it holds a control "
                 "character (newline, tab …) or a backslash",
@@ -392,7 +393,3 @@ def _check_spec(
             f"the time limit must be >= 1 minute, got {spec.time_limit_minutes}",
             context={"time_limit_minutes": spec.time_limit_minutes},
         )
-
-
-def _unsafe_in_header(value: str) -> bool:
-    return "\\" in value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value)

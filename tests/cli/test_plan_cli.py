@@ -192,6 +192,10 @@ BAD_INPUTS = {
     "bad memory": (GOOD, [*JOB, "--mem-per-worker", "lots"], 3, ["--mem-per-worker", "'lots'"]),
     "model and step time": (GOOD, [*JOB, "--step-time", "0.3"], 3, ["--model", "--step-time"]),
     "empty cluster": ("nodes: []\n", JOB, 3, ["no nodes"]),
+    # submission-only options are checked by plan as submit would check them
+    "bad time limit": (GOOD, [*JOB, "--time", "soon"], 3, ["--time", "'soon'"]),
+    "newline in name": (GOOD, [*JOB, "--name", "a\nb"], 3, ["--name", "control character"]),
+    "backslash in output": (GOOD, [*JOB, "--output", "x\\%j"], 3, ["--output", "backslash"]),
 }  # fmt: skip
 
 
