@@ -133,10 +133,11 @@ def show_policies(policies: Sequence[PolicyInfo], *, as_json: bool) -> None:
     if as_json:
         show_json([p.to_json() for p in policies])
         return
-    table = _table("policy", "summary", box=None)
+    table = _table("policy", "runs", "summary", box=None)
     for p in policies:
-        table.add_row(p.name, p.summary)
+        table.add_row(p.name, "live" if p.runs == "live" else "replay only", p.summary)
     _out().print(table)
+    _out().print("live: plan, submit and replay; replay only: mlsub replay TRACE --policy NAME")
 
 
 def show_plan(plan: PlanResult, *, as_json: bool) -> None:

@@ -125,6 +125,13 @@ def policy_names() -> tuple[str, ...]:
     return tuple(sorted({*_POLICIES, *_REALLOCATING, *_QUEUE}))
 
 
+def live_policy_names() -> tuple[str, ...]:
+    """The policies ``plan`` and ``submit`` can use (arrival policies, which ``place()``
+    calls); the others run in replay only."""
+    _load()
+    return tuple(sorted(_POLICIES))
+
+
 def _unknown(name: str) -> InputError:
     return InputError(
         f"unknown policy {name!r}",

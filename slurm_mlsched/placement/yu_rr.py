@@ -49,7 +49,7 @@ def place_yu_rr(
     params: PlacementParams,
     residual: Residual | None = None,
 ) -> Decision:
-    """Online LP relaxation + randomized rounding + repair (Yu et al.; MODEL.md §4–5).
+    """Online LP relaxation + randomized rounding + repair (Yu et al.; docs/formulation.md).
 
     ``residual``: the snapshot's residual capacity from the decision slot, if known."""
     clock = _Stopwatch()

@@ -250,6 +250,11 @@ def test_policies() -> None:
     assert "yu-rr" in names and names == sorted(names)
     for p in json.loads(result.stdout):  # a whole sentence each (not a docstring's first line)
         assert p["summary"].endswith("."), p
+    runs = {p["name"]: p["runs"] for p in json.loads(result.stdout)}
+    assert runs["yu-rr"] == "live" and runs["drf"] == runs["qssf"] == "replay"
+    for name in ("fifo-ff", "drf"):  # what it says is what plan does
+        planned = invoke("plan", "--cluster", CLUSTER, *JOB, "--policy", name, "--json")
+        assert (planned.exit_code == 0) == (runs[name] == "live"), planned.output
     result = invoke("policies")
     assert result.exit_code == 0 and "yu-rr" in result.stdout
 
