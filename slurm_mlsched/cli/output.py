@@ -359,6 +359,8 @@ def show_decision(view: DecisionView, *, as_json: bool) -> None:
         return
     r = view.record
     s, d = r.summary, r.decision
+    runs = view.slot_runs
+    several = len(runs) > 1  # the allocation changes over time: its schedule below
     console = _out()
     console.print(_text(f"Decision {s.decision_id}: job {s.job_id!r} of {s.user}", style="bold"))
     table = _table(show_header=False, box=None)
@@ -370,7 +372,7 @@ def show_decision(view: DecisionView, *, as_json: bool) -> None:
         ("mode", s.mode),
         ("start", f"{_short_time(s.start)} (slot {s.start_slot})"),
         ("end", f"{_short_time(s.end)} (end of slot {s.end_slot})"),
-        ("placement", _placement_text(s.placement)),
+        ("placement", _placement_text(s.placement) + (" (first slot)" if several else "")),
         ("solver", f"{d.solver or '—'} {d.solver_version} · {d.trials} trial(s)"),
         *_kept_row(d),
         ("LP deadline", "—" if d.lp_deadline is None else f"slot {d.lp_deadline}"),
@@ -380,6 +382,8 @@ def show_decision(view: DecisionView, *, as_json: bool) -> None:
     for key, value in rows:
         table.add_row(key, str(value))
     console.print(table)
+    if several:
+        console.print(_slots_table(runs))
     history = _table("state", "at (UTC)", "detail", title="state history")
     for t in r.transitions:
         history.add_row(t.state.value, _short_time(t.at), t.detail)

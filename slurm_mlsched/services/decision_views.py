@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..model.decision import RoundingTrial, placement_json
 from ..storage import DecisionRecord, DecisionSummary, codec
+
+if TYPE_CHECKING:
+    from .plan import SlotRun
 
 
 def _iso(moment: datetime) -> str:
@@ -62,6 +66,14 @@ class DecisionView:
     @property
     def row(self) -> DecisionRow:
         return DecisionRow(self.record.summary)
+
+    @property
+    def slot_runs(self) -> tuple[SlotRun, ...]:
+        """The schedule as runs of identical slots (more than one: the allocation changes
+        over time, elastic form), as ``plan`` shows it."""
+        from .plan import slot_runs
+
+        return slot_runs(self.record.decision.slots, self.record.snapshot)
 
     def to_json(self) -> dict[str, object]:
         r = self.record

@@ -100,7 +100,7 @@ class PlanResult:
     @property
     def slot_runs(self) -> tuple[SlotRun, ...]:
         """The schedule as runs of identical slots, in slot order."""
-        return _slot_runs(self.decision.slots, self.snapshot)
+        return slot_runs(self.decision.slots, self.snapshot)
 
     def to_json(self) -> dict[str, object]:
         """The JSON-able shape of ``mlsub plan --json`` (documented in docs/user-guide.md)."""
@@ -220,7 +220,7 @@ def _iso(moment: datetime) -> str:
     return moment.isoformat()
 
 
-def _slot_runs(runs: tuple[SlotPlan, ...], snap: ClusterSnapshot) -> tuple[SlotRun, ...]:
+def slot_runs(runs: tuple[SlotPlan, ...], snap: ClusterSnapshot) -> tuple[SlotRun, ...]:
     """The schedule as runs of identical slots ``[first_slot, last_slot]``, in slot order."""
     out: list[SlotRun] = []
     for run in runs:

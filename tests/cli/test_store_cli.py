@@ -345,6 +345,26 @@ def test_explain_of_a_distributed_fast_path_decision_does_not_say_co_located(
         ), why
 
 
+def test_show_lists_the_schedule_when_the_allocation_changes(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    busy = busy_cluster(tmp_path)
+    elastic = ok_json(
+        env, "plan", SCRIPT, "--cluster", busy, "--reserve", "--form", "elastic",
+        "--workers", "12",
+    )  # fmt: skip
+    runs = elastic["slots"]
+    assert len(runs) > 1, runs  # the case: the allocation changes over time
+    shown = run(env, "show", str(elastic["decision_id"]), COLUMNS="100").stdout
+    assert "(first slot)" in shown and "schedule" in shown, shown
+    for r in runs:  # a row per run of identical slots, with its worker count
+        first, last = r["first_slot"], r["last_slot"]
+        label = str(first) if first == last else f"{first}–{last}"
+        assert re.search(rf"{label} +│ .* │ {r['workers']} +│ {r['ps']} ", shown), (label, shown)
+    fixed = reserve(env)
+    assert "schedule" not in run(env, "show", str(fixed["decision_id"])).stdout
+
+
 def test_calibrate_is_for_admins_and_reports_what_it_fitted(env: dict[str, str]) -> None:
     """Issue 20: a user who is not an admin is refused (it changes every user's plans);
     an admin with no completed runs gets an empty report; --reset of a model records
