@@ -221,6 +221,7 @@ class TrialOutcome:
         t = self.trial
         out: dict[str, object] = {
             "kind": self.kind,
+            "trial": t.index,  # the index alone (kept_trial names the same)
             "violations": t.violations,
             "work_fraction": t.work_fraction,
         }
