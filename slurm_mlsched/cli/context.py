@@ -82,11 +82,14 @@ class AppContext:
 
         return context(flags)
 
-    def opened(self, ctx: StoreContext) -> AbstractContextManager[SqlDecisionStore]:
-        """The configured store for a ``with`` block, closed however the block ends."""
+    def opened(
+        self, ctx: StoreContext, *, reading: bool = False
+    ) -> AbstractContextManager[SqlDecisionStore]:
+        """The configured store for a ``with`` block, closed however the block ends
+        (``reading``: a read-only command, which creates no store: ``cli/store.opened``)."""
         from .store import opened
 
-        return opened(ctx)
+        return opened(ctx, reading=reading)
 
 
 def clock_from(env: Mapping[str, str]) -> Clock:

@@ -122,7 +122,7 @@ def history(
 
     where = _filter(user, since, state, limit)
     ctx = _ctx(db_url)
-    with app_context().opened(ctx) as store:
+    with app_context().opened(ctx, reading=True) as store:
         rows = svc.history(store, ctx.viewer, where)
     output.show_history(rows, as_json=as_json)
 
@@ -133,7 +133,7 @@ def show(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False)
     from ..services import decisions as svc
 
     ctx = _ctx(db_url)
-    with app_context().opened(ctx) as store:
+    with app_context().opened(ctx, reading=True) as store:
         data = svc.show(store, ctx.viewer, decision_id)
     output.show_decision(data, as_json=as_json)
 
@@ -152,7 +152,7 @@ def explain(
 
     silence_highs_banner()
     ctx = _ctx(db_url)
-    with app_context().opened(ctx) as store:
+    with app_context().opened(ctx, reading=True) as store:
         data = svc.explain(store, ctx.viewer, decision_id)
         queued = store.get(decision_id).state.value == "queued"
     if queued:
@@ -213,7 +213,7 @@ def export(
         )
     where = _filter(user, since, state, None)
     ctx = _ctx(db_url)
-    with app_context().opened(ctx) as store:
+    with app_context().opened(ctx, reading=True) as store:
         use_case = svc.export if fmt == "json" else svc.history
         rows = use_case(store, ctx.viewer, where)
     output.show_export(rows, fmt=fmt)
@@ -294,7 +294,7 @@ def report(
             hint="create it first (mkdir -p), or give another --out",
             context={"option": "--out", "value": str(out)},
         )
-    with app_context().opened(ctx) as store:
+    with app_context().opened(ctx, reading=True) as store:
         rows = store.report_rows(where)
         fits = store.profile_fits(ctx.config.cluster_name)
     filters = {

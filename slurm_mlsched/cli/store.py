@@ -81,12 +81,20 @@ def slurm_admin(user: str, required: str) -> bool:
 
 
 @contextmanager
-def opened(ctx: StoreContext) -> Iterator[SqlDecisionStore]:
-    """The configured store for a ``with`` block, closed however the block ends."""
+def opened(ctx: StoreContext, *, reading: bool = False) -> Iterator[SqlDecisionStore]:
+    """The configured store for a ``with`` block, closed however the block ends.
+
+    ``reading``: a command that only reads (history, show, explain, export, report). When
+    the store is an SQLite file that does not exist yet, it reads an empty store in memory
+    instead of creating the file and its directories (a mistyped ``--db-url`` path leaves
+    nothing behind)."""
     from ..storage import open_store
 
+    url = ctx.url
+    if reading and _missing_sqlite_file(url):
+        url = "sqlite://"  # empty, in memory: nothing to read, nothing created
     store = open_store(
-        ctx.url,
+        url,
         grace_s=ctx.config.reservation_grace_s,
         busy_timeout_s=ctx.config.db_busy_timeout_s,
         upgrade_command=ctx.upgrade_command,
@@ -95,6 +103,14 @@ def opened(ctx: StoreContext) -> Iterator[SqlDecisionStore]:
         yield store
     finally:
         store.close()
+
+
+def _missing_sqlite_file(url: str) -> bool:
+    from ..storage.database import is_sqlite, parse_url, sqlite_path
+
+    parsed = parse_url(url)
+    path = sqlite_path(parsed) if is_sqlite(parsed) else None
+    return path is not None and not path.exists()
 
 
 def _user(env: Mapping[str, str]) -> str:

@@ -208,9 +208,12 @@ def test_as_user_is_refused_for_non_root(env: dict[str, str]) -> None:
 
 def test_default_database_lives_under_xdg_state(env: dict[str, str], tmp_path: Path) -> None:
     env = {k: v for k, v in env.items() if k != "MLSUB_DB_URL"}
-    ok_json(env, "history", XDG_STATE_HOME=str(tmp_path / "state"), MLSUB_DB_URL="")
+    state = {"XDG_STATE_HOME": str(tmp_path / "state"), "MLSUB_DB_URL": ""}
+    ok_json(env, "history", **state)  # reading creates nothing
     path = tmp_path / "state" / "mlsched" / "decisions.db"
-    assert path.stat().st_mode & 0o777 == 0o600
+    assert not path.exists()
+    reserve(env, **state)  # recording creates it, owner only
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
 
 
 # --- 8 real processes planning at once -----------------------------------------------------
@@ -363,6 +366,20 @@ def test_show_lists_the_schedule_when_the_allocation_changes(
         assert re.search(rf"{label} +│ .* │ {r['workers']} +│ {r['ps']} ", shown), (label, shown)
     fixed = reserve(env)
     assert "schedule" not in run(env, "show", str(fixed["decision_id"])).stdout
+
+
+def test_reading_commands_create_no_store(env: dict[str, str], tmp_path: Path) -> None:
+    """A mistyped --db-url path leaves nothing behind: history, show, explain and export
+    read an empty store; a command that records (plan --reserve) creates it."""
+    url = f"sqlite:///{tmp_path / 'typo' / 'sub' / 'd.db'}"
+    assert ok_json(env, "history", "--db-url", url) == []
+    assert run(env, "show", "1", "--db-url", url).exit_code == 3  # no decision 1
+    assert run(env, "explain", "1", "--db-url", url).exit_code == 3
+    assert run(env, "export", "--db-url", url).stdout.strip() == "[]"
+    assert not (tmp_path / "typo").exists()
+    reserve(env, MLSUB_DB_URL=url)
+    assert (tmp_path / "typo" / "sub" / "d.db").exists()
+    assert len(ok_json(env, "history", "--db-url", url)) == 1
 
 
 def test_calibrate_is_for_admins_and_reports_what_it_fitted(env: dict[str, str]) -> None:

@@ -156,7 +156,9 @@ def test_explain_shows_the_same_trial_rows_as_before(form: str) -> None:
     snap = codec.decode_snapshot(data["snapshot"])
     rows = [r.to_json() for r in _trials(d, snap, d.arrival_slot)]
     before = data["explain_trials"]
-    assert [{k: v for k, v in r.items() if k != "kept_because"} for r in rows] == before
+    added = ("kept_because", "trial")  # keys added since that version
+    assert [{k: v for k, v in r.items() if k not in added} for r in rows] == before
+    assert [r["trial"] for r in rows] == [int(r["kind"].rsplit(" ", 1)[1]) for r in rows]
     assert [r for r in rows if "kept_because" in r] == [r for r in rows if r["kept"]]
 
 
