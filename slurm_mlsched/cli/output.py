@@ -62,8 +62,10 @@ def _err() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-#: ``mlsub history`` adds the creation time from this terminal width on.
+#: ``mlsub history`` adds the creation time from this terminal width on, and the policy
+#: and mode from ``HISTORY_WIDER`` on.
 HISTORY_WIDE = 110
+HISTORY_WIDER = 150
 #: ``mlsub queue`` adds the Slurm job id from this terminal width on.
 QUEUE_WIDE = 110
 
@@ -331,20 +333,24 @@ def show_history(rows: Sequence[DecisionRow], *, as_json: bool) -> None:
         console.print("no decisions match (ordinary users see their own; see --help for filters)")
         return
     wide = console.width >= HISTORY_WIDE
+    wider = console.width >= HISTORY_WIDER
     table = _table(box=box.SIMPLE_HEAD, padding=0, pad_edge=False, show_edge=False)
     columns = ["id", *(["created (UTC)"] if wide else []), "user", "job", "state"]
-    columns += ["start (UTC)", "end", "placement", "slurm job"]
+    columns += [*(["policy", "mode"] if wider else []), "start (UTC)", "end", "placement"]
+    columns += ["slurm job"]
     for name in columns:
         table.add_column(name, overflow="fold")
     for row in rows:
         s = row.summary
         created = [_compact_time(s.created_at)] if wide else []
+        how = [f"{s.policy} ({s.form})", s.mode] if wider else []
         table.add_row(
             str(s.decision_id),
             *created,
             s.user,
             s.job_id,
             s.state.value,
+            *how,
             _compact_time(s.start),
             _compact_time(s.end),
             _placement_text(s.placement),

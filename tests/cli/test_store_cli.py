@@ -287,6 +287,9 @@ def test_history_reads_well_at_80_columns(env: dict[str, str]) -> None:
     assert len(groups) >= 4, groups  # the compact placement: node:Nw+Mps per node group
     wide = run(env, "history", COLUMNS="140")
     assert "created (UTC)" in wide.stdout and "created (UTC)" not in result.stdout
+    assert "policy" not in wide.stdout
+    wider = run(env, "history", COLUMNS="170").stdout
+    assert "policy" in wider and "yu-rr (non-elastic)" in wider and "colocated" in wider
 
 
 def test_explain_at_80_columns_shows_each_trial_outcome_once(
