@@ -346,36 +346,46 @@ def _why(d: Decision, record: DecisionRecord) -> list[str]:
 
 def wait_reasons(d: Decision, record: DecisionRecord) -> list[str]:
     """Why a job starts after its arrival, from the stored snapshot: for each node of its
-    placement, what the same tasks would have needed there from the arrival on, what was
-    free, and which jobs held the rest (until when)."""
+    placement, the slots in which the same tasks did not fit there (any start between the
+    arrival and the chosen start would have used them), what they needed and the least
+    that was free, and every job holding that node in those slots (until when)."""
     req, snap = record.request, record.snapshot
     plan = d.slots[0] if d.slots else None
     if plan is None:
         return []
     a = req.arrival_slot
     length = d.end_slot - d.start_slot + 1
+    horizon = range(a, max(d.start_slot + length - 1, a + 1))  # slots an earlier start used
     out: list[str] = []
     for node, need in sorted(plan.usage(req).items()):
-        free = snap.machines[snap.machine_index()[node]].capacity
-        held: dict[str, int] = {}
-        used = [0.0, 0.0, 0.0]
-        for r in snap.reservations:
-            if r.machine == node and r.start_slot < a + length and r.end_slot > a:
-                held[r.job_id or "?"] = max(held.get(r.job_id or "?", 0), r.end_slot)
-                used = [u + x for u, x in zip(used, r.usage.as_tuple(), strict=True)]
-        room = [c - u for c, u in zip(free.as_tuple(), used, strict=True)]
-        short = [
-            f"{label} {n:g} (free {max(f, 0):g})"
-            for label, n, f in zip(("GPUs", "CPUs", "MiB"), need.as_tuple(), room, strict=True)
-            if n > f + 1e-9
-        ]
+        capacity = snap.machines[snap.machine_index()[node]].capacity.as_tuple()
+        mine = [r for r in snap.reservations if r.machine == node]
+        short: dict[int, tuple[float, float, float]] = {}  # slot -> room, where need > room
+        for t in horizon:
+            used = [0.0, 0.0, 0.0]
+            for r in mine:
+                if r.start_slot <= t < r.end_slot:
+                    used = [u + x for u, x in zip(used, r.usage.as_tuple(), strict=True)]
+            room = tuple(c - u for c, u in zip(capacity, used, strict=True))
+            if any(n > f + 1e-9 for n, f in zip(need.as_tuple(), room, strict=True)):
+                short[t] = (room[0], room[1], room[2])
         if not short:
             continue
+        lacking = [
+            f"{label} {n:g} (free {max(min(room[k] for room in short.values()), 0):g})"
+            for k, (label, n) in enumerate(
+                zip(("GPUs", "CPUs", "MiB"), need.as_tuple(), strict=True)
+            )
+            if any(n > room[k] + 1e-9 for room in short.values())
+        ]
+        held: dict[str, int] = {}
+        for r in mine:
+            if any(r.start_slot <= t < r.end_slot for t in short):
+                held[r.job_id or "?"] = max(held.get(r.job_id or "?", 0), r.end_slot)
         jobs = ", ".join(f"{j} until slot {e}" for j, e in sorted(held.items(), key=lambda x: x[1]))
-        out.append(
-            f"waited for {node}: needs {', '.join(short)} over slots {a}–{a + length - 1}; "
-            f"held by {jobs}"
-        )
+        first, last = min(short), max(short)
+        when = f"slot {first}" if first == last else f"slots {first}–{last}"
+        out.append(f"waited for {node}: needs {', '.join(lacking)} in {when}; held by {jobs}")
     return out
 
 

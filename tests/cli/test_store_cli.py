@@ -267,6 +267,18 @@ def test_explain_says_why_a_job_waited(env: dict[str, str]) -> None:
     for line in waited:
         assert "needs CPUs 8 (free 0)" in line
         assert f"held by mlsub-{first['decision_id']} until slot {first['end_slot'] + 1}" in line
+    # a third waits behind both: every job that held its nodes while it waited is named
+    third = ok_json(env, "plan", "--cluster", CLUSTER, "--reserve", *job)
+    assert third["start_slot"] == second["end_slot"] + 1
+    why = ok_json(env, "explain", str(third["decision_id"]))["why"]
+    waited = [line for line in why if line.startswith("waited for ")]
+    assert waited, why
+    for line in waited:
+        assert f"in slots 0–{second['end_slot']};" in line, line
+        assert (
+            f"held by mlsub-{first['decision_id']} until slot {first['end_slot'] + 1}, "
+            f"mlsub-{second['decision_id']} until slot {second['end_slot'] + 1}"
+        ) in line, line
 
 
 def test_history_reads_well_at_80_columns(env: dict[str, str]) -> None:
