@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import InputError, InvalidTransitionError, NotFoundError
 from ..files.cluster_file import load_cluster
 from ..files.job_options import merge_options, read_script_header
-from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, Form, Mode
+from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, Form
 from ..placement import place
 from ..storage import (
     DecisionRecord,
@@ -310,16 +310,14 @@ def _why(d: Decision, record: DecisionRecord) -> list[str]:
     req = record.request
     plan = d.slots[0] if d.slots else None
     lines: list[str] = []
-    if d.solver == "fast-path" and plan is not None and plan.mode == Mode.COLOCATED:
-        lines.append(
-            "exact fast path: all workers and one PS fit co-located on one node from the "
-            "job's arrival for its whole run, which is optimal for the job"
-        )
-    elif d.solver == "fast-path":
-        lines.append(
-            "exact fast path: the job's fastest shape fits from its arrival for its whole "
-            "run, which is optimal for the job"
-        )
+    notes = list(d.notes)
+    if d.solver == "fast-path":
+        # the policy's own note says which fast path it took (co-located, or the fastest
+        # shape); it leads the explanation rather than repeating among the notes
+        said = next((n for n in notes if n.startswith("exact fast path")), None)
+        if said is not None:
+            notes.remove(said)
+        lines.append(f"{said or 'exact fast path'} for its whole run, which is optimal for the job")
     elif d.lp_deadline is not None:
         kept = d.kept_text or f"the best of {d.trials} trial(s)"
         lines.append(
@@ -340,7 +338,7 @@ def _why(d: Decision, record: DecisionRecord) -> list[str]:
         )
         lines.extend(wait_reasons(d, record))
     lines.extend(f"repair: {a}" for a in d.repair_actions)
-    lines.extend(f"note: {n}" for n in d.notes)
+    lines.extend(f"note: {n}" for n in notes)
     return lines
 
 

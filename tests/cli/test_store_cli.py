@@ -253,6 +253,14 @@ def test_concurrent_mlsub_processes_never_double_book(env: dict[str, str], tmp_p
     assert len(starts) > 1, "all jobs start together: the 16 GPUs cannot hold 8 × 4 workers"
 
 
+def _waited_lines(env: dict[str, str], decision: dict[str, Any]) -> list[str]:
+    """The ``waited for NODE: ...`` lines of the decision's explanation (at least one)."""
+    why = ok_json(env, "explain", str(decision["decision_id"]))["why"]
+    waited = [line for line in why if line.startswith("waited for ")]
+    assert waited, why
+    return waited
+
+
 def test_explain_says_why_a_job_waited(env: dict[str, str]) -> None:
     # the 8-worker vgg-16 job takes every node's CPUs for 3 slots; the same job planned
     # next must wait, and explain names the nodes, the missing CPUs and the job holding them
@@ -261,19 +269,13 @@ def test_explain_says_why_a_job_waited(env: dict[str, str]) -> None:
     first = ok_json(env, "plan", "--cluster", CLUSTER, "--reserve", *job)
     second = ok_json(env, "plan", "--cluster", CLUSTER, "--reserve", *job)
     assert second["start_slot"] == first["end_slot"] + 1
-    why = ok_json(env, "explain", str(second["decision_id"]))["why"]
-    waited = [line for line in why if line.startswith("waited for ")]
-    assert waited, why
-    for line in waited:
+    for line in _waited_lines(env, second):
         assert "needs CPUs 8 (free 0)" in line
         assert f"held by mlsub-{first['decision_id']} until slot {first['end_slot'] + 1}" in line
     # a third waits behind both: every job that held its nodes while it waited is named
     third = ok_json(env, "plan", "--cluster", CLUSTER, "--reserve", *job)
     assert third["start_slot"] == second["end_slot"] + 1
-    why = ok_json(env, "explain", str(third["decision_id"]))["why"]
-    waited = [line for line in why if line.startswith("waited for ")]
-    assert waited, why
-    for line in waited:
+    for line in _waited_lines(env, third):
         assert f"in slots 0–{second['end_slot']};" in line, line
         assert (
             f"held by mlsub-{first['decision_id']} until slot {first['end_slot'] + 1}, "
