@@ -119,13 +119,17 @@ LEGACY_KEPT_BECAUSE = (
 )
 
 
+#: Between a kept reason's rule (with its value) and its tie-breaks.
+TIES_SEPARATOR = "; "
+
+
 def kept_reason(rule: TrialRule, detail: str = "") -> str:
     """:attr:`Decision.kept_because` for a trial kept by ``rule``: the rule, the kept
     trial's value under it (``detail``, free of slot numbers, so that it stays true on a
     shifted grid) and the tie-breaks. The policies and the storage codec (for decisions
     stored before this field) build it with the three functions below."""
     value = f" ({detail})" if detail else ""
-    return f"{rule.value}{value}; {_TIES[rule]}"
+    return f"{rule.value}{value}{TIES_SEPARATOR}{_TIES[rule]}"
 
 
 def earliest_end_reason(completion_slots: int) -> str:
@@ -291,6 +295,12 @@ class Decision:
         if self.kept_trial is None:
             return ""
         return f"trial {self.kept_trial} of {self.trials}: {self.kept_because}"
+
+    @property
+    def kept_summary(self) -> str:
+        """:attr:`kept_text` without the tie-breaks (where space is short: the report
+        page; ``mlsub explain`` gives them)."""
+        return self.kept_text.split(TIES_SEPARATOR + "ties", 1)[0]
 
 
 def merge_runs(plans: Iterable[SlotPlan]) -> tuple[SlotPlan, ...]:

@@ -97,7 +97,7 @@ def decision_row(r: ReportRow) -> dict[str, Any]:
         "mo": s.mode,
         "so": f"{r.solver} · {r.trials} trial(s)" if r.solver else "",
         "lp": _finite(r.lp_value, 6),
-        "k": decision.kept_text.partition("; ties")[0],  # tie-breaks: mlsub explain
+        "k": decision.kept_summary,
         "no": list(decision.notes[:4]),
         "rp": len(decision.repair_actions),
     }
