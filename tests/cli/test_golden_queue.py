@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import re
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -42,6 +43,18 @@ def test_queue_view_golden() -> None:
     assert_golden("queue/queue", view.to_json())
 
 
+def rendered(monkeypatch: pytest.MonkeyPatch, width: int, show: Callable[[], None]) -> list[str]:
+    """The lines ``show`` prints in a terminal ``width`` columns wide; none is wider and
+    no cell is cut to an ellipsis."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    show()
+    lines = out.getvalue().rstrip("\n").splitlines()
+    assert all(len(line) <= width for line in lines) and "…" not in out.getvalue(), lines
+    return lines
+
+
 def test_queue_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each row keeps its short columns whole on its first line and the reason wraps in
     its own column; from 110 columns the Slurm job id shows too."""
@@ -51,13 +64,7 @@ def test_queue_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> Non
     )  # fmt: skip
     view = QueueView("lab", NOW, would_start=WAITING[:1], waiting=(*WAITING[1:], *rows))
     for width in (80, 140):
-        monkeypatch.setenv("COLUMNS", str(width))
-        out = io.StringIO()
-        monkeypatch.setattr(sys, "stdout", out)
-        output.show_queue(view, as_json=False)
-        lines = out.getvalue().rstrip("\n").splitlines()
-        assert all(len(line) <= width for line in lines), lines
-        assert "…" not in out.getvalue()
+        lines = rendered(monkeypatch, width, lambda: output.show_queue(view, as_json=False))
         firsts = [line for line in lines if re.match(r"(now|\d+) +\d+ ", line)]
         assert [line.split()[:4] for line in firsts] == [
             ["1", "7", "alice", "bert"], ["2", "8", "bob", "gpt"],
@@ -73,12 +80,8 @@ def test_replan_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> No
         Started(6, "bob", None, "failed", "node[2-4]:4w+1ps", note="sbatch: error: Batch job "
                 "submission failed: Invalid account or account/partition combination"),
     )  # fmt: skip
-    monkeypatch.setenv("COLUMNS", "80")
-    out = io.StringIO()
-    monkeypatch.setattr(sys, "stdout", out)
-    output.show_replanned(ReplanReport("lab", started, WAITING), as_json=False)
-    lines = out.getvalue().rstrip("\n").splitlines()
-    assert all(len(line) <= 80 for line in lines) and "…" not in out.getvalue(), lines
+    report = ReplanReport("lab", started, WAITING)
+    lines = rendered(monkeypatch, 80, lambda: output.show_replanned(report, as_json=False))
     assert lines[2].split() == ["5", "alice", "40", "released", "node1:2w+1ps"]
     assert lines[3].split()[:5] == ["6", "bob", "—", "failed", "node[2-4]:4w+1ps"]
     assert lines[-1] == "2 job(s) still wait (mlsub queue)"
