@@ -21,8 +21,8 @@ from typing import TypeVar
 
 from ..errors import SlurmError, SlurmOutputError, SlurmUnreachableError
 
-#: Words of Slurm's (and mlsub's own timeout) messages that mark a failure of the moment:
-#: the controller or slurmdbd busy, restarting or briefly unreachable.
+#: Words of Slurm's messages that mark a failure of the moment: the controller or slurmdbd
+#: busy, restarting or briefly unreachable.
 TRANSIENT_MARKERS = (
     "socket timed out",
     "unable to contact slurm controller",
@@ -34,7 +34,6 @@ TRANSIENT_MARKERS = (
     "slurm_persist_conn",
     "communication connection failure",
     "slurmctld is not responding",
-    "did not finish within",  # mlsub stopped the command at its timeout
 )
 #: Transient failures in a row a poll tolerates (at its 2 s pace: about a minute).
 MAX_CONSECUTIVE = 30
@@ -46,8 +45,8 @@ def is_transient(err: SlurmError) -> bool:
     """Whether ``err`` is a failure of the moment that the same read may not repeat."""
     if isinstance(err, SlurmOutputError):
         return False  # the command answered; its answer will not read better next time
-    if isinstance(err, SlurmUnreachableError):
-        return True
+    if isinstance(err, SlurmUnreachableError) or "timeout_s" in err.context:
+        return True  # the controller did not answer, or mlsub stopped the command at its timeout
     text = err.message.lower()
     return any(marker in text for marker in TRANSIENT_MARKERS)
 

@@ -11,6 +11,7 @@ import pytest
 from slurm_mlsched.errors import SlurmError, SlurmOutputError, SlurmUnreachableError
 from slurm_mlsched.services.reconcile import wait_for
 from slurm_mlsched.services.replay.array import wait_array
+from slurm_mlsched.slurm.runner import LocalRunner
 from slurm_mlsched.slurm.transient import MAX_CONSECUTIVE, Blips, is_transient
 from slurm_mlsched.storage import DecisionState
 
@@ -19,6 +20,18 @@ SOCKET = SlurmError(
     "`squeue -h -j 7` failed with exit status 1; it said:\n  squeue: error: "
     "slurm_receive_msg: Socket timed out on send/recv operation"
 )
+
+
+def _stopped_at_timeout() -> SlurmError:
+    """What the runner raises when it stops a command at its timeout."""
+    try:
+        LocalRunner().run(["sleep", "5"], 0.1)
+    except SlurmError as err:
+        return err
+    raise AssertionError("sleep 5 finished within 0.1 s")
+
+
+STOPPED_AT_TIMEOUT = _stopped_at_timeout()
 REFUSED = SlurmError("`squeue -h -j x` failed with exit status 1; it said:\n  Invalid job id")
 
 
@@ -28,7 +41,7 @@ REFUSED = SlurmError("`squeue -h -j x` failed with exit status 1; it said:\n  In
         (SOCKET, True),
         (SlurmError("sacct: error: slurm_persist_conn_open_without_init: failed"), True),
         (SlurmError("squeue: error: Unable to contact slurm controller (connect failure)"), True),
-        (SlurmError("`squeue` did not finish within 30 s and was stopped"), True),
+        (STOPPED_AT_TIMEOUT, True),
         (SlurmUnreachableError("the controller does not answer"), True),
         (REFUSED, False),
         (SlurmError("cannot run `squeue`: command not found"), False),
