@@ -70,10 +70,16 @@ def test_bound_below_the_optimum_below_every_policy(
     scalable, _ = scalable_bound(requests, cluster)
     assert bound.value is not None and bound.value >= scalable - 1e-9
     exact = solve_exact(requests, cluster, PlacementParams(time_limit_s=30.0))
-    assert exact.outcome is Outcome.OPTIMAL
-    best = avg_jct(admitted, {d.job_id: d.end_slot for d in exact.decisions})
+    assert exact.outcome in (Outcome.OPTIMAL, Outcome.FEASIBLE_TIME_LIMIT)
+    found = avg_jct(admitted, {d.job_id: d.end_slot for d in exact.decisions})
     assert sum(d.completion_slots for d in exact.decisions) == pytest.approx(exact.objective)
-    assert as_jct(bound.value) <= best + 1e-6, (bound, exact.objective)
+    assert as_jct(bound.value) <= found + 1e-6, (bound, exact.objective)
+    # proven optimal (these sizes solve in well under a second): the optimum itself; at the
+    # time limit on a loaded machine, the solver's proven lower end of it
+    best = found
+    if exact.outcome is not Outcome.OPTIMAL:
+        assert exact.best_bound is not None
+        best = as_jct(exact.best_bound)
     utilities = draw_utilities((j.job_id for j in admitted), 0)
     for policy in policy_names():
         for restart in (0.0, 30.0):
