@@ -100,6 +100,15 @@ class InfeasibleError(SolverError):
     code = "infeasible"
 
 
+class BelowBoundError(MlschedError):
+    """A replayed policy's total completion time is below the proven lower bound of its
+    jobs (docs/formulation.md §15): the bound, the policy or the simulator is wrong, so
+    no ratio to the bound of that replay can be trusted. A bug: please report it."""
+
+    code = "below-lower-bound"
+    exit_code = 1
+
+
 class StoreError(MlschedError):
     """The decision store failed: cannot open, read or write the database."""
 

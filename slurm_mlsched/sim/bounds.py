@@ -1,52 +1,120 @@
 r"""A lower bound on the total completion time that scales to whole traces (pure).
 
 The LP relaxation of MODEL.md §3 (``placement.program.lp_bound``) grows as jobs ×
-machines × slots and is solved only for small replays. For any number of jobs, two
-bounds hold for every feasible schedule, elastic or not, of every policy:
+machines × slots and is solved only for small replays. For any number of jobs, these
+bounds hold for every schedule the simulator accepts, elastic or not, of every policy
+(the proof, with the simulator's rules it relies on, is docs/formulation.md §15):
 
-* **shortest runs**: job i's term end − a + 1 is at least d_i = its fewest slots on this
-  cluster, so Σ_i d_i is a bound. A job runs in one mode at a time: co-located, all its
-  workers and one PS on one machine (at most w_c = the most workers the largest machine
-  holds beside a PS, and at most N), or distributed at the network rate (at most
-  w_d = min(N, the workers the whole cluster holds)); so
+* **shortest runs**: job i's term e_i − a_i + 1 is at least d_i = its fewest slots on this
+  cluster, so Σ_i d_i is a bound. A job runs in one mode per slot: co-located, all its
+  workers and one PS on one machine (at most w_c = the most workers one machine holds
+  beside a PS, and at most N), or distributed at the network rate (at most
+  w_d = min(N_D, the workers the whole cluster holds)); so
   d_i = ⌈V_i / max(w_c·ν_in, w_d·ν_ex)⌉ — tighter than N workers co-located (a
   32-worker job on 4-GPU machines never runs co-located at 32);
-* **pooled resource** (one per resource r with capacity C_r > 0 in the cluster): job i
-  trains at most W·ν_in mini-batches per slot and its W workers hold W·α_i[r] of r, so
-  it needs at least p_i^r = V_i·α_i[r] / (ν_in,i · C_r) slots of the whole cluster's r
-  in total, and in each slot the jobs together use at most all of it. That is a
-  single machine of unit speed on which job i has processing time p_i^r and release
-  a_i; preemptive shortest-remaining-processing-time (SRPT) minimizes Σ_i (C_i − a_i)
-  there (Schrage 1968), so its value bounds ours (our term end − a + 1 ≥ C_i − a_i).
+* **pooled resource** (one per resource r with capacity C_r > 0 in the cluster): in a
+  slot job i holds at least c_i^r of r per mini-batch it trains (its cheapest mode:
+  co-located α_r/ν_in + β_r/(w_c·ν_in), distributed α_r/ν_ex + β_r·max(ρ, 1/w_d)/ν_ex,
+  ρ = PSs per worker), so it needs p_i^r = V_i·c_i^r / C_r slots of the whole cluster's r,
+  and in each slot the jobs together use at most all of it. That is one machine of unit
+  speed on which job i has processing time p_i^r and release a_i; preemptive
+  shortest-remaining-processing-time (SRPT) there completes at least as many jobs by
+  every time t as any schedule does (Schrage 1968), so the k-th smallest completion of
+  any schedule is at least SRPT's k-th, S^r_(k);
+* **by rank** (:func:`rank_bound`): completions are whole slots, so with C_i = e_i + 1
+  the k-th smallest C is ≥ max(L_(k), max_r ⌈S^r_(k)⌉), L_i = a_i + d_i (the k-th
+  smallest of values each ≥ L_i is ≥ L_(k)); summed over k and less Σ a_i, that bounds
+  Σ_i (e_i − a_i + 1). It is at least each of the two sums above.
 
-:func:`scalable_bound` is the largest of these. It ignores locality, PSs and widths, so it
-is weak when a cluster is idle (then the shortest runs dominate) and tight when one
+:func:`scalable_bound` is the rank bound. It ignores locality and the PSs' placement, so
+it is weak when a cluster is idle (then the shortest runs dominate) and tight when one
 resource is the bottleneck of a busy cluster.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
+from ..errors import BelowBoundError
 from ..model import ClusterSnapshot, JobRequest
-from ..placement.list_schedule import fastest_run_slots
+from ..placement.packing import fit_counts
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Relative slack for work a schedule may leave uncovered in floating point
+#: (``placement.verify`` accepts V·(1 − 10⁻⁹) − 10⁻⁶): every rounding up here gives way
+#: by this much, so a bound never exceeds a schedule that the checks accept.
+SLACK = 1e-8
 
 
-def shortest_runs(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> float:
-    """Σ_i d_i: every job's fewest slots on ``cluster``."""
-    capacity = np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64)
-    return float(sum(fastest_run_slots(j, capacity, cluster.slot_seconds) for j in jobs))
+@dataclass(frozen=True)
+class Widths:
+    """A job's widest shapes on a cluster: w_c co-located (0: no machine holds a worker
+    beside a PS), w_d distributed (0: below the PS rule's minimum)."""
+
+    colocated: int
+    distributed: int
 
 
-def srpt_total(releases: Sequence[float], sizes: Sequence[float]) -> float:
-    """Σ_i (C_i − r_i) of preemptive SRPT on one unit-speed machine."""
+def widths(job: JobRequest, capacity: FloatArray) -> Widths:
+    """:class:`Widths` of ``job`` on machines of ``capacity`` (H, 3), the same counting as
+    ``placement.list_schedule.fastest_run_slots``."""
+    alpha = np.array(job.worker.as_tuple())
+    beta = np.array(job.ps.as_tuple())
+    beside = capacity - beta
+    fits_ps = (beside >= -1e-9).all(axis=1)
+    colo = int(np.where(fits_ps, fit_counts(beside, alpha), 0).max(initial=0))
+    dist = int(min(job.max_distributed_workers(), fit_counts(capacity, alpha).sum()))
+    return Widths(min(colo, job.max_workers), dist if dist >= job.min_distributed_workers() else 0)
+
+
+def fewest_slots(job: JobRequest, w: Widths, slot_seconds: float) -> int:
+    """d_i = ⌈V / max(w_c·ν_in, w_d·ν_ex)⌉ ≥ 1, rounded up with :data:`SLACK`."""
+    rate = max(
+        w.colocated * job.profile.nu_in(slot_seconds),
+        w.distributed * job.profile.nu_ex(slot_seconds),
+    )
+    if rate <= 0:  # never runs on this cluster (not admitted): the weakest true bound
+        return 1
+    runs = job.workload / rate
+    return max(1, math.ceil(runs * (1 - SLACK) - 1e-9))
+
+
+def cost_per_batch(job: JobRequest, w: Widths, slot_seconds: float) -> tuple[float, ...]:
+    """c_i^r: the least of resource r held per mini-batch trained, over the modes the job
+    can run in (module docstring), per r in (gpu, cpu, mem)."""
+    alpha, beta = job.worker.as_tuple(), job.ps.as_tuple()
+    options: list[tuple[float, ...]] = []
+    if w.colocated >= 1:
+        nu = job.profile.nu_in(slot_seconds)
+        options.append(tuple((a + b / w.colocated) / nu for a, b in zip(alpha, beta, strict=True)))
+    if w.distributed >= 1:
+        nu = job.profile.nu_ex(slot_seconds)
+        ps_share = max(job.profile.ps_per_worker * (1 - SLACK), 1.0 / w.distributed)
+        options.append(tuple((a + b * ps_share) / nu for a, b in zip(alpha, beta, strict=True)))
+    if not options:
+        return (0.0, 0.0, 0.0)
+    return tuple(min(o[r] for o in options) for r in range(3))
+
+
+def _capacity(cluster: ClusterSnapshot) -> FloatArray:
+    return np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64).reshape(
+        -1, 3
+    )
+
+
+def srpt_completions(releases: Sequence[float], sizes: Sequence[float]) -> list[float]:
+    """Each job's completion time under preemptive SRPT on one unit-speed machine."""
     order = sorted(range(len(sizes)), key=lambda i: releases[i])
+    done = [0.0] * len(sizes)
     heap: list[tuple[float, int]] = []  # (remaining, job)
     t = 0.0
-    total = 0.0
     k = 0
     n = len(order)
     while k < n or heap:
@@ -60,32 +128,113 @@ def srpt_total(releases: Sequence[float], sizes: Sequence[float]) -> float:
         nxt = releases[order[k]] if k < n else float("inf")
         if t + remaining <= nxt:
             t += remaining
-            total += t - releases[i]
+            done[i] = t
         else:
             heapq.heappush(heap, (remaining - (nxt - t), i))
             t = nxt
-    return total
+    return done
+
+
+def srpt_total(releases: Sequence[float], sizes: Sequence[float]) -> float:
+    """Σ_i (C_i − r_i) of preemptive SRPT on one unit-speed machine."""
+    return sum(c - r for c, r in zip(srpt_completions(releases, sizes), releases, strict=True))
+
+
+@dataclass(frozen=True)
+class BoundParts:
+    """What the bounds are made of: every job's arrival a_i and fewest slots d_i, and per
+    pooled resource its SRPT completions S_i^r (job order)."""
+
+    arrivals: tuple[float, ...]
+    fewest: tuple[int, ...]
+    srpt: tuple[tuple[float, ...], ...]
+
+    @property
+    def shortest_runs(self) -> float:
+        return float(sum(self.fewest))
+
+    @property
+    def pooled(self) -> float:
+        return max(
+            (sum(c - a for c, a in zip(s, self.arrivals, strict=True)) for s in self.srpt),
+            default=0.0,
+        )
+
+    @property
+    def by_rank(self) -> float:
+        """Σ_k max(L_(k), max_r ⌈S^r_(k)⌉) − Σ_i a_i (module docstring, "by rank")."""
+        if not self.arrivals:
+            return 0.0
+        ends = np.sort(np.add(self.arrivals, self.fewest, dtype=np.float64))
+        for done in self.srpt:
+            ranked = np.sort(np.array(done, dtype=np.float64))
+            ends = np.maximum(ends, np.ceil(ranked * (1 - SLACK) - 1e-6))
+        return float(ends.sum() - sum(self.arrivals))
+
+
+def bound_parts(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> BoundParts:
+    """:class:`BoundParts` of ``jobs`` on ``cluster`` (each job's widths counted once)."""
+    capacity = _capacity(cluster)
+    delta = cluster.slot_seconds
+    shapes = [widths(j, capacity) for j in jobs]
+    arrivals = tuple(float(j.arrival_slot) for j in jobs)
+    costs = [cost_per_batch(j, w, delta) for j, w in zip(jobs, shapes, strict=True)]
+    srpt = []
+    for r, cap in enumerate(cluster.total_capacity().as_tuple()):
+        if cap <= 0:
+            continue
+        sizes = [j.workload * c[r] / cap for j, c in zip(jobs, costs, strict=True)]
+        if any(sizes):
+            srpt.append(tuple(srpt_completions(arrivals, sizes)))
+    fewest = tuple(fewest_slots(j, w, delta) for j, w in zip(jobs, shapes, strict=True))
+    return BoundParts(arrivals, fewest, tuple(srpt))
+
+
+def shortest_runs(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> float:
+    """Σ_i d_i: every job's fewest slots on ``cluster``."""
+    return bound_parts(jobs, cluster).shortest_runs
 
 
 def pooled_srpt(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> float:
-    """The pooled-resource bound (module docstring), the largest over the resources."""
-    total = cluster.total_capacity().as_tuple()
-    delta = cluster.slot_seconds
-    best = 0.0
-    for r, cap in enumerate(total):
-        if cap <= 0:
-            continue
-        sizes = [j.workload * j.worker.as_tuple()[r] / (j.profile.nu_in(delta) * cap) for j in jobs]
-        if not any(sizes):
-            continue
-        best = max(best, srpt_total([float(j.arrival_slot) for j in jobs], sizes))
-    return best
+    """The pooled-resource bound Σ_i (S_i − a_i), the largest over the resources."""
+    return bound_parts(jobs, cluster).pooled
+
+
+def rank_bound(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> float:
+    """The bound by rank (module docstring)."""
+    return bound_parts(jobs, cluster).by_rank
 
 
 def scalable_bound(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> tuple[float, str]:
-    """max(shortest runs, pooled SRPT per resource) and which one it was."""
-    short = shortest_runs(jobs, cluster)
-    pooled = pooled_srpt(jobs, cluster)
+    """The largest of the rank bound and the two sums it combines (the rank bound is at
+    least each, but for the slack of its rounding), and which one it was."""
+    parts = bound_parts(jobs, cluster)
+    short, pooled, rank = parts.shortest_runs, parts.pooled, parts.by_rank
+    if rank > max(short, pooled) + 1e-9:
+        return rank, "shortest runs and pooled SRPT by rank"
     if pooled > short:
         return pooled, "pooled-resource SRPT"
     return short, "shortest runs"
+
+
+#: A total this far below the bound (relative, and at least an absolute 10⁻⁶ slots) is
+#: below it: the LP bound comes from a solver with tolerances of about 10⁻⁷.
+BOUND_TOLERANCE = 1e-6
+
+
+def check_not_below(policy: str, total_slots: float, bound: float, jobs: int) -> None:
+    """Raise :class:`~slurm_mlsched.errors.BelowBoundError` when a policy's total
+    completion time Σ_i (e_i − a_i + 1) over ``jobs`` jobs is below the lower ``bound`` of
+    the same jobs (docs/formulation.md §15: no feasible schedule is)."""
+    if total_slots >= bound - BOUND_TOLERANCE * max(1.0, abs(bound)):
+        return
+    raise BelowBoundError(
+        f"policy {policy!r} finished its {jobs} job(s) in {total_slots:g} completion slots, "
+        f"below the lower bound {bound:.6g} that no feasible schedule can beat",
+        hint=(
+            "the bound, the policy or the simulator is wrong (a schedule over capacity, "
+            "running before its arrival or short of its work); the replay's ratios to the "
+            "bound cannot be trusted: please report it with the replay's command"
+        ),
+        context={"policy": policy, "total_slots": total_slots, "bound": bound, "jobs": jobs},
+    )

@@ -8,8 +8,10 @@ submitted at ``submit_s`` with a decision running slots [start, end]:
   first slot boundary after submission, ``sim.jobs``);
 * completion term = end − a + 1 slots (its term in Σ_t z[i,t] of MODEL.md §3); the total
   completion time is the sum over placed jobs, and ``lp_bound_ratio`` divides it by the
-  LP relaxation's optimum (:func:`lower_bound`) when that was computed and every job was
-  placed (otherwise the two sums are not over the same jobs: None);
+  lower bound (:func:`lower_bound`) when every job was placed (otherwise the two sums are
+  not over the same jobs: None); a total below that bound raises
+  :class:`~slurm_mlsched.errors.BelowBoundError` (``sim.bounds.check_not_below``: no
+  feasible schedule is below it, docs/formulation.md §15);
 * makespan = last finish − first submit;
 * averages are means; p50/p95/p99 are numpy percentiles with linear interpolation;
 * GPU utilization in slot t = GPUs held by running tasks / the cluster's GPUs, for
@@ -46,7 +48,7 @@ import numpy.typing as npt
 from ..errors import MlschedError
 from ..model import ClusterSnapshot, JobRequest, Mode
 from ..placement.program import default_horizon, horizon_floor, lp_bound
-from .bounds import scalable_bound
+from .bounds import check_not_below, scalable_bound
 from .jobs import SimJob
 from .limits import LP_MAX_JOBS, LP_MAX_VARIABLES
 from .result import SimResult
@@ -187,6 +189,19 @@ def compute_metrics(
     )
 
 
+def check_placed(result: SimResult) -> None:
+    """For a replay that rejected some jobs (so the replay's bound, over all its jobs, is
+    not one of the placed ones): raise
+    :class:`~slurm_mlsched.errors.BelowBoundError` when the placed jobs' total completion
+    time is below the scalable bound (``sim.bounds``) of those jobs alone."""
+    placed = [o for o in result.outcomes if o.decision is not None]
+    if not result.rejected or not placed:
+        return
+    value, _ = scalable_bound([o.job.request for o in placed], result.cluster.at_slot(0))
+    total = sum(o.decision.completion_slots for o in placed if o.decision is not None)
+    check_not_below(result.policy, total, value, len(placed))
+
+
 @dataclass(frozen=True)
 class JobRows:
     """A replay's placed jobs as columns (in outcome order), and what else the metrics
@@ -295,8 +310,9 @@ def metrics_of_rows(
     terms = {j: int(e - a + 1) for j, e, a in zip(rows.ids, rows.end, rows.arrival, strict=True)}
     total_terms = int(sum(terms.values()))
     ratio = None
-    if bound is not None and bound > 0 and not rows.rejected and rows.ids:
-        ratio = total_terms / bound
+    if bound is not None and not rows.rejected and rows.ids:
+        check_not_below(policy, total_terms, bound, len(rows.ids))
+        ratio = total_terms / bound if bound > 0 else None
     series = series_of(rows.gpu_runs, rows.arrival, rows.start, rows.end, delta, total_gpus)
     return PolicyMetrics(
         policy=policy,

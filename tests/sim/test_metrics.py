@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pytest
 
+from slurm_mlsched.errors import BelowBoundError
 from slurm_mlsched.model import (
     ClusterSnapshot,
     Decision,
@@ -28,7 +29,15 @@ from slurm_mlsched.model import (
     SlotPlan,
 )
 from slurm_mlsched.placement import PlacementParams
-from slurm_mlsched.sim import SUMMARY_KEYS, JobOutcome, SimJob, SimResult, compute_metrics
+from slurm_mlsched.sim import (
+    SUMMARY_KEYS,
+    JobOutcome,
+    SimJob,
+    SimResult,
+    compute_metrics,
+    lower_bound,
+)
+from slurm_mlsched.sim.metrics import check_placed
 from slurm_mlsched.sim.utility import CLASSES, Utility, draw_utility, total_utility
 from tests.conftest import make_job
 
@@ -126,3 +135,33 @@ def test_total_utility_matches_the_formula() -> None:
     assert u.value(3) == pytest.approx(25.0)
     assert u.value(100) == pytest.approx(0.0, abs=1e-9)  # no overflow far past the target
     assert total_utility({"x": 3}, {"x": u}) == pytest.approx(25.0)
+
+
+def test_a_total_below_the_bound_fails_loudly() -> None:
+    # a deliberately broken bound: 5 slots for a replay whose total is 4
+    with pytest.raises(BelowBoundError) as err:
+        compute_metrics(hand_result(), UTILITIES, bound=5.0)
+    assert err.value.code == "below-lower-bound" and err.value.exit_code == 1
+    assert "'hand'" in err.value.message and err.value.context["bound"] == 5.0
+    assert compute_metrics(hand_result(), UTILITIES, bound=4.0).lp_bound_ratio == 1.0
+
+
+def test_a_result_faster_than_physics_is_caught_by_the_real_bound() -> None:
+    # the hand decisions cover 1 mini-batch each; the jobs' workloads (4,000 mini-batches)
+    # need at least 8 and 4 slots on this cluster: the replay's own bound catches them
+    r = hand_result()
+    bound = lower_bound([o.job for o in r.outcomes], CLUSTER)
+    assert bound.value is not None and bound.value > r.decisions[0].completion_slots + 2
+    with pytest.raises(BelowBoundError):
+        compute_metrics(r, UTILITIES, bound=bound.value)
+
+
+def test_a_replay_with_rejections_checks_its_placed_jobs_alone() -> None:
+    r = hand_result()
+    c = SimJob(make_job("C"), 0.0)
+    rejected = SimResult(
+        "hand", r.params, r.cluster, (*r.outcomes, JobOutcome(c, None, "never-fits: x")), 2, 5
+    )
+    with pytest.raises(BelowBoundError):
+        check_placed(rejected)
+    check_placed(r)  # nothing rejected: compute_metrics checks it against the replay's bound

@@ -283,7 +283,7 @@ def test_hand_made_cells_give_the_hand_computed_metrics() -> None:
 
 def test_mean_over_seeds_needs_every_seed_and_sums_the_counts() -> None:
     one = metrics_from_cells("p", [doc([A, B], ["z"])], 100.0, 8.0, 0, None, 1.0)
-    two = metrics_from_cells("p", [doc([C])], 100.0, 8.0, 1, 4.0, 3.0)
+    two = metrics_from_cells("p", [doc([C])], 100.0, 8.0, 1, 2.0, 3.0)  # a bound ≤ its 3 slots
     mean = mean_over_seeds({0: one, 1: two})
     assert mean.avg_jct_s == statistics.fmean([one.avg_jct_s or 0, two.avg_jct_s or 0])
     assert mean.wall_s == 2.0

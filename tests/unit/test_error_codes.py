@@ -20,6 +20,7 @@ CODES = {
     "SchemaOutOfDateError": ("db-out-of-date", 7),
     "NotFoundError": ("not-found", 3),
     "InvalidTransitionError": ("invalid-transition", 3),
+    "BelowBoundError": ("below-lower-bound", 1),
     "SlurmError": ("slurm-command-failed", 6),
     "SlurmUnreachableError": ("slurm-unreachable", 6),
     "SlurmOutputError": ("slurm-output-unreadable", 6),

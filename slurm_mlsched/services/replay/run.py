@@ -50,6 +50,7 @@ from ...sim import (
 from ...sim.cluster import DEFAULT_SLOT_SECONDS
 from ...sim.limits import DEFAULT_NODES
 from ...sim.load import MAX_LOAD, MIN_LOAD, at_load
+from ...sim.metrics import check_placed
 from ..clock import Clock
 from .types import (
     CPU_JOBS,
@@ -337,6 +338,7 @@ def run_replay(
         result = simulate(admitted, cluster, policy, params, progress=step)
         wall = clock.monotonic() - began
         metrics[policy] = compute_metrics(result, utilities, bound.value, round(wall, 3))
+        check_placed(result)  # compute_metrics checks the bound when nothing was rejected
         notes += _prepared(policy, params, result.params)
     report = ReplayReport(
         trace=data.name,
