@@ -35,6 +35,7 @@ re-plan (they hold nothing, so leaving them out never double-books).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -51,6 +52,7 @@ from ..errors import (
     StoreError,
 )
 from ..model import ClusterSnapshot, Decision, JobRequest
+from ..model.narrowing import NodeFilter
 from ..placement.late_binding import PendingJob, QueueStep
 from ..placement.params import Binding, PlacementParams
 from ..placement.queue_order import largest_capacity, queue_key
@@ -311,8 +313,15 @@ def replan(
         }
         skipped = [r.decision_id for r in queued if r.decision_id not in startable]
         for group in policy_groups(queued):
+            partition, narrowing = where_allowed(group[0])
             cluster = stored_and_running(
-                tx, state, now, wiring.slot_seconds, wiring.cluster_name
+                tx,
+                state,
+                now,
+                wiring.slot_seconds,
+                wiring.cluster_name,
+                partition=partition,
+                narrowing=narrowing,
             )  # with the starts of the groups before
             entries = [rebased(r, cluster.snapshot) for r in group]
             step, by_key = queue_step(entries, cluster.snapshot)
@@ -328,12 +337,25 @@ def replan(
 
 
 def policy_groups(queued: Sequence[DecisionRecord]) -> list[list[DecisionRecord]]:
-    """The queued decisions by policy, the group of the oldest decision first: each group
-    is re-planned with its policy's queue form, against the starts of the groups before."""
-    groups: dict[str, list[DecisionRecord]] = {}
+    """The queued decisions by policy and by the nodes they may use (``--partition`` and
+    the script's ``#SBATCH`` node filter: :func:`where_allowed`), the group of the oldest
+    decision first: each group is re-planned with its policy's queue form on the nodes it
+    may use, against the starts of the groups before."""
+    groups: dict[tuple[str, str], list[DecisionRecord]] = {}
     for r in queued:  # oldest first
-        groups.setdefault(r.decision.policy, []).append(r)
+        partition, narrowing = where_allowed(r)
+        key = json.dumps([partition, narrowing.to_json()], sort_keys=True)
+        groups.setdefault((r.decision.policy, key), []).append(r)
     return list(groups.values())
+
+
+def where_allowed(record: DecisionRecord) -> tuple[str | None, NodeFilter]:
+    """The partition and the ``#SBATCH`` node filter a queued decision was submitted with
+    (kept in its launch record; none for a job the cli_filter plugin placed)."""
+    launch = record.launch
+    if launch is None:
+        return None, NodeFilter()
+    return launch.spec.partition, NodeFilter.from_json(launch.narrowing)
 
 
 def verified_owner(
@@ -682,7 +704,9 @@ def sbatch_argv(launch: Launch, owner: str, euid: int) -> list[str]:
     would have got its submitter's)."""
     import pwd
 
-    argv = ["sbatch", "--parsable", f"--chdir={launch.workdir}"]
+    argv = ["sbatch", "--parsable"]
+    if not any(line.startswith("--chdir=") for line in launch.spec.sbatch_job):
+        argv.append(f"--chdir={launch.workdir}")  # else the script's own --chdir, as at first
     kept = owned_file(launch.env_file, owner)
     if kept is not None:
         argv.append(f"--export-file={kept}")  # read by sbatch, as the owner
