@@ -611,6 +611,7 @@ def carried_lines(rendered: Sequence[str]) -> CarriedLines:
 
 
 def merged_comment(user: str | None, tag: str | None) -> str | None:
-    """The job's ``--comment``: the user's text, then mlsub's tag (``run 7; mlsched:…``)."""
+    """The job's ``--comment``: the user's text, then mlsub's tag (``run 7;mlsched:…``),
+    joined as the cli_filter plugin joins them (``apply_plan``)."""
     parts = [p for p in (user, tag) if p]
-    return "; ".join(parts) if parts else None
+    return ";".join(parts) if parts else None

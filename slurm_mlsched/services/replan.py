@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import (
+    InputError,
     InvalidTransitionError,
     MlschedError,
     NotFoundError,
@@ -51,6 +52,7 @@ from ..errors import (
     SlurmError,
     StoreError,
 )
+from ..files.sbatch_lines import parse_sbatch_lines, sort_lines
 from ..model import ClusterSnapshot, Decision, JobRequest
 from ..model.narrowing import NodeFilter
 from ..placement.late_binding import PendingJob, QueueStep
@@ -350,12 +352,18 @@ def policy_groups(queued: Sequence[DecisionRecord]) -> list[list[DecisionRecord]
 
 
 def where_allowed(record: DecisionRecord) -> tuple[str | None, NodeFilter]:
-    """The partition and the ``#SBATCH`` node filter a queued decision was submitted with
-    (kept in its launch record; none for a job the cli_filter plugin placed)."""
+    """The partition and the ``#SBATCH`` node filter a queued decision was submitted with:
+    kept in its launch record, or, for a job the cli_filter plugin placed (no launch; its
+    stored script is the user's own), read again from that script's ``#SBATCH`` lines."""
     launch = record.launch
-    if launch is None:
+    if launch is not None:
+        return launch.spec.partition, NodeFilter.from_json(launch.narrowing)
+    source = f"decision {record.decision_id}'s script"
+    try:
+        header = sort_lines(parse_sbatch_lines(record.script or "", source), source)
+    except InputError:  # it was read at submission; a row edited since narrows nothing
         return None, NodeFilter()
-    return launch.spec.partition, NodeFilter.from_json(launch.narrowing)
+    return header.job_values.get("partition"), header.narrowing
 
 
 def verified_owner(

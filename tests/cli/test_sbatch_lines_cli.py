@@ -103,3 +103,13 @@ def test_exclude_and_nodelist_narrow_the_placement(tmp_path: Path) -> None:
 def test_a_narrowing_that_leaves_no_node_says_why(tmp_path: Path) -> None:
     code, _, err = plan(tmp_path, "#SBATCH --nodelist=node9\n" + EXAMPLE)
     assert code == 3 and "leave no node" in err and "node1: not in the job's --nodelist" in err
+
+
+def test_plan_for_sbatch_refuses_the_same_lines_as_plan(tmp_path: Path) -> None:
+    """The cli_filter plugin applies only what ``mlsub plan --for-sbatch`` prints, so both
+    paths refuse a script's ``#SBATCH --nodes=4`` with the same message (the plugin leaves
+    the job unchanged; the user sees mlsub's error on sbatch's stderr)."""
+    text = EXAMPLE.replace("#SBATCH --qos=high\n", "#SBATCH --qos=high\n#SBATCH --nodes=4\n")
+    code, out, err = plan(tmp_path, text, "--for-sbatch")
+    assert code == 3 and out == ""
+    assert f"{tmp_path / 't.py'}:4: #SBATCH --nodes=4 is refused" in err

@@ -69,7 +69,7 @@ def test_the_scripts_account_qos_mail_type_and_comment_are_in_effect(
     comments = subprocess.run(
         ["squeue", "-h", "-j", job, "-o", "%k"], capture_output=True, text=True, timeout=30
     ).stdout.splitlines()
-    assert comments and all(c == f"run 7; {out['tag']}" for c in comments), comments
+    assert comments and all(c == f"run 7;{out['tag']}" for c in comments), comments
     cluster.wait_finished(int(job))
 
     def accounted() -> list[list[str]] | None:
@@ -82,4 +82,4 @@ def test_the_scripts_account_qos_mail_type_and_comment_are_in_effect(
 
     for account, qos, comment in poll("the job in sacct", accounted, timeout=60):
         assert (account, qos) == ("ml-research", "high")
-        assert comment == f"run 7; {out['tag']}"
+        assert comment == f"run 7;{out['tag']}"

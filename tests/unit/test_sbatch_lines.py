@@ -230,7 +230,7 @@ def test_carried_lines_split_for_the_renderer() -> None:
     assert out.per_component == ("--exclusive",)
     assert out.comment == "run 7"
     assert merged_comment("run 7", "mlsched:decision=1:0123456789ab") == (
-        "run 7; mlsched:decision=1:0123456789ab"
+        "run 7;mlsched:decision=1:0123456789ab"
     )
     assert merged_comment(None, None) is None
 
