@@ -21,6 +21,7 @@ SCRIPT = """#!/usr/bin/env python3
 #SBATCH --qos=high
 #SBATCH --mail-type=END
 #SBATCH --comment='run 7'
+#SBATCH --time=0:10:00 --signal=USR1@30
 # mlsub: --workers 2 --ps 1 --epochs 1 --batches-per-epoch 10000
 # mlsub: {small} --gpus-per-worker 4
 import sys
@@ -63,6 +64,7 @@ def test_the_scripts_account_qos_mail_type_and_comment_are_in_effect(
     rows = poll("both components in scontrol", components)
     for row in rows:  # Slurm keeps these per component; sbatch propagated them
         assert (row["Account"], row["QOS"]) == ("ml-research", "high"), row
+        assert row["TimeLimit"] == "00:10:00", row
     # the mail request belongs to the job's first component (the hetjob leader)
     leader = next(r for r in rows if r["JobId"] == r.get("HetJobId", r["JobId"]))
     assert leader.get("MailType") == "END", rows

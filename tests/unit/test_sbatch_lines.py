@@ -240,3 +240,26 @@ def test_every_option_has_a_class_and_a_reason() -> None:
     assert all(o.why for o in SBATCH_OPTIONS)
     shorts = [o.short for o in SBATCH_OPTIONS if o.short]
     assert len(shorts) == len(set(shorts))
+
+
+def test_the_live_snapshot_keeps_only_the_nodes_the_lines_allow() -> None:
+    from datetime import UTC, datetime
+
+    from slurm_mlsched.services.cluster_state import build_cluster_state
+    from slurm_mlsched.slurm.nodes import NodeState
+    from slurm_mlsched.slurm.parse import NodeRecord
+
+    def node(name: str, features: tuple[str, ...], mem: float = 65536.0) -> NodeRecord:
+        return NodeRecord(name, "IDLE", frozenset(), 8, mem, 4, features=features)
+
+    state = NodeState(
+        (node("a", ("ib", "v100")), node("b", ("ib",)), node("c", ("ib", "v100"), 8192.0)),
+        (),
+        "test",
+    )
+    filt = NodeFilter(constraint="v100&ib", min_mem_mib=16384.0)
+    grid = build_cluster_state(state, now=datetime(2026, 3, 1, tzinfo=UTC), narrowing=filt)
+    assert [m.name for m in grid.snapshot.machines] == ["a"]
+    reasons = {n.record.name: n.reason for n in grid.nodes}
+    assert reasons["b"] == "its features do not satisfy --constraint=v100&ib"
+    assert reasons["c"] == "less memory than the job's --mem (16384 MiB)"
