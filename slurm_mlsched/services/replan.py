@@ -53,7 +53,7 @@ from ..errors import (
     StoreError,
 )
 from ..files.sbatch_lines import parse_sbatch_lines, sort_lines
-from ..model import ClusterSnapshot, Decision, JobRequest
+from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
 from ..model.narrowing import NodeFilter
 from ..placement.late_binding import PendingJob, QueueStep
 from ..placement.params import Binding, PlacementParams
@@ -769,27 +769,43 @@ def queue_view(
     user: str | None,
 ) -> QueueView:
     """One re-plan step over every queued job, read in one store snapshot without the
-    planning lock (nothing is recorded or started); ``user``: only that user's rows."""
+    planning lock (nothing is recorded or started); ``user``: only that user's rows. The
+    groups of :func:`policy_groups` are stepped as :func:`replan` steps them, each on the
+    nodes it may use and around the would-be starts of the groups before."""
     now = clock.now()
+    waiting: list[Waiting] = []
+    starting: list[Waiting] = []
+    taken: list[Reservation] = []  # what the groups before would start
     with store.viewing(cluster_name) as tx:
-        cluster = stored_and_running(tx, state, now, slot_seconds, cluster_name)
-        entries = [rebased(r, cluster.snapshot) for r in tx.queued()]
-    step, by_key = queue_step(entries, cluster.snapshot)
-    waiting = [w for w in reasons(step, entries, cluster.snapshot) if user in (None, w.user)]
-    starting = []
-    for d in step.started:
-        record = by_key[d.job_id].record
-        if record is None or user not in (None, record.summary.user):
-            continue
-        starting.append(
-            Waiting(
-                record.decision_id,
-                record.summary.user,
-                record.summary.job_name,
-                record.summary.slurm_job_id,
-                0,
-                cluster.snapshot.slot_start(d.start_slot),
-                f"can start now on {compact_placement(d)}: the next re-plan starts it",
+        groups = policy_groups(tx.queued())
+        for group in groups or [[]]:
+            partition, narrowing = where_allowed(group[0]) if group else (None, NodeFilter())
+            cluster = stored_and_running(
+                tx, state, now, slot_seconds, cluster_name,
+                partition=partition, narrowing=narrowing,
+            )  # fmt: skip
+            names = {m.name for m in cluster.snapshot.machines}
+            snapshot = cluster.snapshot.with_reservations(
+                tuple(r for r in taken if r.machine in names)
             )
-        )
+            entries = [rebased(r, snapshot) for r in group]
+            step, by_key = queue_step(entries, snapshot)
+            waiting += [w for w in reasons(step, entries, snapshot) if user in (None, w.user)]
+            for d in step.started:
+                entry = by_key[d.job_id]
+                taken.extend(d.reservations(entry.request))
+                record = entry.record
+                if record is None or user not in (None, record.summary.user):
+                    continue
+                starting.append(
+                    Waiting(
+                        record.decision_id,
+                        record.summary.user,
+                        record.summary.job_name,
+                        record.summary.slurm_job_id,
+                        0,
+                        snapshot.slot_start(d.start_slot),
+                        f"can start now on {compact_placement(d)}: the next re-plan starts it",
+                    )
+                )
     return QueueView(cluster_name, now, tuple(starting), tuple(waiting))

@@ -664,6 +664,11 @@ def test_a_queued_job_keeps_its_sbatch_lines_and_their_narrowing_across_re_plans
 
     # the node that frees is the one its #SBATCH --exclude names: it keeps waiting
     store.transition(ids[1], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
+    view = queue_view(
+        store, FakeSource().read(NOW), clock=FixedClock(NOW + timedelta(seconds=40)),
+        cluster_name="lab", slot_seconds=60.0, user=None,
+    )  # fmt: skip
+    assert view.would_start == () and [w.decision_id for w in view.waiting] == [record.decision_id]
     report = replan(live(store, tmp_path, sub, at=40), starter)
     assert report.started == ()
     # a node it may use frees: it starts there, its carried line still in its script
