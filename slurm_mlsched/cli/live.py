@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import InputError, MlschedError, SlurmError
 from ..files.job_options import JobOptions, merge_options, read_script_header
+from ..files.sbatch_lines import read_sbatch_header
 from ..services.clock import Clock
 from ..services.for_sbatch import SbatchPlacement, plan_for_sbatch
 from ..services.process_id import this_process
@@ -79,6 +80,7 @@ def _live(request: LiveRequest, clock: Clock, *, refresh_first: bool) -> Iterato
         request.overrides,
         header_source=f"{path} '# mlsub:' header",
         config_defaults=dict(ctx.config.job),
+        sbatch_header=read_sbatch_header(path),
     )
     with (
         slurm_access(ctx.config.remote, remote_dir=ctx.config.remote_dir) as access,

@@ -29,15 +29,17 @@ import math
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
 from .. import ranges
 from ..errors import InputError
 from ..model import Form, JobProfile, JobRequest, Resources
+from ..model.narrowing import NodeFilter
 from ..ranges import OutOfRange, Range, unsafe_in_sbatch_line
 from .profiles import get_profile
+from .sbatch_lines import SbatchHeader, SbatchLine, merge_carried, parse_carried
 
 #: MODEL.md §2 defaults for a worker and a PS (documented in docs/user-guide.md).
 DEFAULT_GPUS_PER_WORKER = 1
@@ -79,6 +81,10 @@ class JobOptions:
     time_limit: int | None = None  # minutes (sbatch --time); submission only
     output: str | None = None  # sbatch --output pattern; submission only
     interpreter: str | None = None  # runs the script (default: python3 for *.py)
+    sbatch: tuple[str, ...] = ()  # carried sbatch options (--account=x …), as rendered
+    narrowing: NodeFilter = field(
+        default_factory=NodeFilter
+    )  # the nodes the script's #SBATCH lines allow
 
     @property
     def workload(self) -> float:
@@ -205,6 +211,13 @@ def _time_limit(option: str, value: object) -> int:
     return minutes
 
 
+def _sbatch(option: str, value: object) -> tuple[str, ...]:
+    """``'--qos=high --mail-type=END'``: carried sbatch options (files/sbatch_lines.py)."""
+    if isinstance(value, tuple):
+        return tuple(str(v) for v in value)
+    return merge_carried([parse_carried(_text(option, value), f"option {option}")])
+
+
 def _form(option: str, value: object) -> Form:
     try:
         return Form(str(value).strip().lower())
@@ -269,6 +282,9 @@ SPECS: tuple[JobOptionSpec, ...] = (
                   "--output too.", aliases=("--output-pattern",)),
     JobOptionSpec("interpreter", "--interpreter", _command, str,
                   "Runs the script on each task (default: python3 for *.py)."),
+    JobOptionSpec("sbatch", "--sbatch", _sbatch, str,
+                  "sbatch options carried to the script: '--qos=high --mail-type=END' "
+                  "(over the script's #SBATCH lines)."),
     JobOptionSpec("policy", "--policy", _text, str, "Placement policy (default yu-rr).",
                   panel="placement"),
     JobOptionSpec("seed", "--seed", _integer(ranges.SEED), int, "Rounding seed (default 0).",
@@ -280,7 +296,9 @@ SPECS: tuple[JobOptionSpec, ...] = (
 #: field name -> (command-line option, converter). The header accepts exactly these.
 OPTIONS: dict[str, tuple[str, Converter]] = {s.field: (s.flag, s.convert) for s in SPECS}
 _BY_FLAG = {flag: name for name, (flag, _) in OPTIONS.items()}
-assert set(OPTIONS) == {f.name for f in fields(JobOptions)}, "OPTIONS out of sync"
+#: Fields set from the script's ``#SBATCH`` lines only (no flag of their own).
+SBATCH_ONLY = frozenset({"narrowing"})
+assert set(OPTIONS) == {f.name for f in fields(JobOptions)} - SBATCH_ONLY, "OPTIONS out of sync"
 
 
 # --- the header ----------------------------------------------------------------------------
@@ -360,22 +378,55 @@ def merge_options(
     *,
     header_source: str = "'# mlsub:' header",
     config_defaults: Mapping[str, object] | None = None,
+    sbatch_header: SbatchHeader | None = None,
 ) -> JobOptions:
-    """Defaults < config ``[job]`` table < script header < command line; every value
-    checked and converted.
+    """Defaults < config ``[job]`` table < the script's ``#SBATCH`` lines < its ``# mlsub:``
+    header < command line; every value checked and converted.
 
     ``cli_overrides`` maps :class:`JobOptions` field names to values given on the command
-    line (``None`` = not given); values may be strings or already typed.
+    line (``None`` = not given); values may be strings or already typed. ``--sbatch``
+    merges per sbatch option instead (:func:`~.sbatch_lines.merge_carried`): the highest
+    source that names an option gives all its lines.
     """
-    merged: dict[str, object] = dict(config_defaults or {})
-    merged.update(_header_values(header_args, header_source))
+    sbatch = sbatch_header or SbatchHeader()
+    cli = {}
     for name, value in cli_overrides.items():
         if name not in OPTIONS:
             raise ValueError(f"not a job option: {name!r}")
         if value is not None:
-            merged[name] = value
+            cli[name] = value
+    layers: list[tuple[str, Mapping[str, object]]] = [
+        ("the config's [job] table", dict(config_defaults or {})),
+        ("#SBATCH lines", dict(sbatch.job_values)),
+        (header_source, _header_values(header_args, header_source)),
+        ("the command line", cli),
+    ]
+    merged: dict[str, object] = {}
+    for _, layer in layers:
+        merged.update({k: v for k, v in layer.items() if k != "sbatch"})
     converted = {name: OPTIONS[name][1](OPTIONS[name][0], raw) for name, raw in merged.items()}
+    converted["sbatch"] = _carried(layers, sbatch.carried)
+    converted["narrowing"] = sbatch.narrowing
     return replace(JobOptions(), **converted)  # type: ignore[arg-type]
+
+
+def _carried(
+    layers: Sequence[tuple[str, Mapping[str, object]]], from_lines: tuple[SbatchLine, ...]
+) -> tuple[str, ...]:
+    """The carried sbatch options of every source, merged (the #SBATCH lines are the
+    second layer)."""
+    parsed: list[Sequence[SbatchLine]] = []
+    for index, (where, layer) in enumerate(layers):
+        if index == 1:
+            parsed.append(from_lines)
+        raw = layer.get("sbatch")
+        if raw is None:
+            continue
+        if isinstance(raw, tuple):
+            parsed.append(parse_carried(" ".join(raw), where))
+        else:
+            parsed.append(parse_carried(_text("--sbatch", raw), f"{where}: --sbatch"))
+    return merge_carried(parsed)
 
 
 # --- the request ---------------------------------------------------------------------------

@@ -25,6 +25,9 @@ class Launch:
     spec: ScriptSpec
     workdir: str
     env_file: str | None = None
+    narrowing: dict[str, Any] | None = None
+    """The job's ``#SBATCH`` node filter (``NodeFilter.to_json``), which the queue's
+    re-plan applies to it; None: every node."""
 
     def script_spec(self, begin: datetime | None = None) -> ScriptSpec:
         return replace(self.spec, begin=begin)
@@ -40,8 +43,11 @@ class Launch:
             "time_limit_minutes": s.time_limit_minutes,
             "output": s.output,
             "base_port": s.base_port,
+            "sbatch_job": list(s.sbatch_job),
+            "sbatch_each": list(s.sbatch_each),
             "workdir": self.workdir,
             "env_file": self.env_file,
+            "narrowing": self.narrowing,
         }
 
     @staticmethod
@@ -58,6 +64,11 @@ class Launch:
             time_limit_minutes=None if limit is None else int(limit),
             output=None if data["output"] is None else str(data["output"]),
             base_port=int(data["base_port"]),
+            sbatch_job=tuple(str(x) for x in data.get("sbatch_job") or ()),
+            sbatch_each=tuple(str(x) for x in data.get("sbatch_each") or ()),
         )
         env = data.get("env_file")
-        return Launch(spec, str(data["workdir"]), None if env is None else str(env))
+        narrowing = data.get("narrowing")
+        if narrowing is not None and not isinstance(narrowing, dict):
+            raise TypeError("narrowing must be an object")
+        return Launch(spec, str(data["workdir"]), None if env is None else str(env), narrowing)

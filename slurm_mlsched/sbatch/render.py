@@ -100,6 +100,12 @@ class ScriptSpec:
     output: str | None = None  # sbatch --output pattern
     base_port: int = DEFAULT_BASE_PORT
     begin_tz: tzinfo = UTC
+    sbatch_job: tuple[str, ...] = ()
+    """The user's carried sbatch options written once, in the first component (sbatch
+    propagates them): ``--account=ml-research``, values already shell-quoted
+    (files/sbatch_lines.py)."""
+    sbatch_each: tuple[str, ...] = ()
+    """The user's carried options Slurm keeps per component: on every component's line."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +275,8 @@ def render_sbatch(
         partition=spec.partition,
         time_limit=spec.time_limit_minutes,
         output=spec.output,
+        sbatch_job=[Quoted(line) for line in spec.sbatch_job],
+        sbatch_each=[Quoted(line) for line in spec.sbatch_each],
         mode=str(decision.mode),
         components=[_component_view(c) for c in components],
         n_workers=n_workers,
@@ -369,6 +377,7 @@ def _check_spec(
         ("partition", spec.partition),
         ("output", spec.output),
     ]
+    header += [("sbatch option", line) for line in (*spec.sbatch_job, *spec.sbatch_each)]
     header += [("node", c.node) for c in components]
     header += [("node address", c.address) for c in components]
     for label, value in header:

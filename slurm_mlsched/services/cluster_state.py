@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from .. import __version__
 from ..files.cluster_file import DEFAULT_SLOT_SECONDS, as_utc, floor_to_slot
 from ..model import ClusterSnapshot, Machine, Reservation, Resources
+from ..model.narrowing import NodeFilter
 from ..sbatch.tag import find_tags
 from ..slurm.nodes import NodeState, NodeStateSource
 from ..slurm.parse import JobRecord, NodeRecord
@@ -126,11 +127,17 @@ def build_cluster_state(
     extra: Iterable[Reservation] = (),
     partition: str | None = None,
     covered_jobs: Collection[str] = (),
+    narrowing: NodeFilter | None = None,
 ) -> ClusterState:
-    """The snapshot and per-node view of ``state`` at ``now`` (pure; see the module doc)."""
+    """The snapshot and per-node view of ``state`` at ``now`` (pure; see the module doc).
+    ``narrowing``: the job's ``#SBATCH`` node filter; the nodes it refuses are left out,
+    each with its reason."""
     now = as_utc(now)
     epoch = floor_to_slot(now, slot_seconds)
-    usable = {n.name for n in state.usable() if _in_partition(n, partition)}
+    refused = {n.name: why for n in state.nodes if (why := narrow_reason(n, narrowing))}
+    usable = {
+        n.name for n in state.usable() if _in_partition(n, partition) and n.name not in refused
+    }
     holdings: dict[str, list[tuple[JobRecord, Resources]]] = {n.name: [] for n in state.nodes}
     for job in state.jobs:
         if job.job_id in covered_jobs or job.job_id.split("+")[0] in covered_jobs:
@@ -157,6 +164,7 @@ def build_cluster_state(
             record=n,
             usable=n.name in usable,
             reason=n.unusable_reason()
+            or refused.get(n.name)
             or (None if n.name in usable else f"not in partition {partition}"),
             total=_capacity(n),
             used_now=_sum(u for _, u in holdings.get(n.name, ())),
@@ -173,6 +181,19 @@ def build_cluster_state(
         slurm_version=state.slurm_version,
         notes=state.notes,
         source_reason=state.source_reason,
+    )
+
+
+def narrow_reason(node: NodeRecord, narrowing: NodeFilter | None) -> str | None:
+    """Why the job's ``#SBATCH`` node filter refuses ``node`` (None: it may use it)."""
+    if narrowing is None or not narrowing.narrows:
+        return None
+    return narrowing.reason(
+        node.name,
+        cpus=node.cpus,
+        mem_mib=node.memory_mib,
+        gpus=node.gpus,
+        features=node.features,
     )
 
 

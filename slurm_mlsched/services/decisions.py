@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import InputError, InvalidTransitionError, NotFoundError
 from ..files.cluster_file import load_cluster
 from ..files.job_options import merge_options, read_script_header
+from ..files.sbatch_lines import read_sbatch_header
 from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, Form
 from ..placement import place
 from ..storage import (
@@ -39,7 +40,7 @@ from .decision_views import (
     Resolve,
     TrialOutcome,
 )
-from .plan import PlanResult, params_for, plan_job
+from .plan import PlanResult, narrowed, params_for, plan_job
 from .viewer import Viewer
 
 #: Fields of a decision that a re-solve need not reproduce (wall-time measurements).
@@ -90,8 +91,14 @@ def plan_and_reserve(
     configuration's ``[job]`` table (``config_defaults``)."""
     header = read_script_header(script) if script is not None else []
     source = f"{script} '# mlsub:' header" if script is not None else "'# mlsub:' header"
-    opts = merge_options(header, overrides, header_source=source, config_defaults=config_defaults)
-    base = load_cluster(cluster, now=clock.now())
+    opts = merge_options(
+        header,
+        overrides,
+        header_source=source,
+        config_defaults=config_defaults,
+        sbatch_header=read_sbatch_header(script) if script is not None else None,
+    )
+    base = narrowed(load_cluster(cluster, now=clock.now()), opts.narrowing)
     params = params_for(opts)
     with store.planning(cluster_name) as tx:
         now = clock.now()

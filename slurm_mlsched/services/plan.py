@@ -20,12 +20,15 @@ from datetime import datetime
 from pathlib import Path
 
 from .. import __version__
+from ..errors import InputError
 from ..files.cluster_file import load_cluster
 from ..files.job_options import JobOptions, merge_options, read_script_header, to_request
 from ..files.profiles import profiles_version
+from ..files.sbatch_lines import read_sbatch_header
 from ..model import ClusterSnapshot, Decision, JobRequest, Mode, NodeCount, SlotPlan
 from ..model.calibration import ProfileFit, fit_for
 from ..model.decision import placement_json
+from ..model.narrowing import NodeFilter
 from ..placement import PlacementParams, place
 from .clock import Clock
 
@@ -195,9 +198,43 @@ def plan_from_files(
     over header over the configuration's ``[job]`` table, ``config_defaults``), and plan."""
     header = read_script_header(script) if script is not None else []
     source = f"{script} '# mlsub:' header" if script is not None else "'# mlsub:' header"
-    opts = merge_options(header, overrides, header_source=source, config_defaults=config_defaults)
-    snapshot = load_cluster(cluster, now=clock.now())
+    opts = merge_options(
+        header,
+        overrides,
+        header_source=source,
+        config_defaults=config_defaults,
+        sbatch_header=read_sbatch_header(script) if script is not None else None,
+    )
+    snapshot = narrowed(load_cluster(cluster, now=clock.now()), opts.narrowing)
     return plan_job(opts, snapshot, params_for(opts), clock=clock, cluster_source=str(cluster))
+
+
+def narrowed(snapshot: ClusterSnapshot, narrowing: NodeFilter) -> ClusterSnapshot:
+    """A cluster file's snapshot with only the machines the script's ``#SBATCH`` lines
+    allow (``plan --cluster``: a cluster file has no features, so ``--constraint`` is not
+    applied there, as ``--partition`` is not). Raises :class:`InputError` when none is
+    left."""
+    if not narrowing.narrows:
+        return snapshot
+    offline = replace(narrowing, constraint=None)
+    why = {
+        m.name: offline.reason(
+            m.name, cpus=m.capacity.cpu, mem_mib=m.capacity.mem, gpus=m.capacity.gpu
+        )
+        for m in snapshot.machines
+    }
+    keep = tuple(m for m in snapshot.machines if why[m.name] is None)
+    if not keep:
+        listed = "; ".join(f"{name}: {reason}" for name, reason in why.items())
+        raise InputError(
+            f"the script's #SBATCH lines leave no node of the cluster file ({listed})",
+            hint="loosen --nodelist/--exclude/--mem/--cpus-per-task/--gres in the script",
+            context={"option": "#SBATCH"},
+            code="sbatch-line",
+        )
+    names = {m.name for m in keep}
+    reservations = tuple(r for r in snapshot.reservations if r.machine in names)
+    return replace(snapshot, machines=keep, reservations=reservations)
 
 
 def predicted_runtime_s(decision: Decision, request: JobRequest, slot_seconds: float) -> float:

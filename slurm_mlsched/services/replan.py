@@ -35,6 +35,7 @@ re-plan (they hold nothing, so leaving them out never double-books).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import (
+    InputError,
     InvalidTransitionError,
     MlschedError,
     NotFoundError,
@@ -50,7 +52,9 @@ from ..errors import (
     SlurmError,
     StoreError,
 )
-from ..model import ClusterSnapshot, Decision, JobRequest
+from ..files.sbatch_lines import parse_sbatch_lines, sort_lines
+from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
+from ..model.narrowing import NodeFilter
 from ..placement.late_binding import PendingJob, QueueStep
 from ..placement.params import Binding, PlacementParams
 from ..placement.queue_order import largest_capacity, queue_key
@@ -311,8 +315,15 @@ def replan(
         }
         skipped = [r.decision_id for r in queued if r.decision_id not in startable]
         for group in policy_groups(queued):
+            partition, narrowing = where_allowed(group[0])
             cluster = stored_and_running(
-                tx, state, now, wiring.slot_seconds, wiring.cluster_name
+                tx,
+                state,
+                now,
+                wiring.slot_seconds,
+                wiring.cluster_name,
+                partition=partition,
+                narrowing=narrowing,
             )  # with the starts of the groups before
             entries = [rebased(r, cluster.snapshot) for r in group]
             step, by_key = queue_step(entries, cluster.snapshot)
@@ -328,12 +339,31 @@ def replan(
 
 
 def policy_groups(queued: Sequence[DecisionRecord]) -> list[list[DecisionRecord]]:
-    """The queued decisions by policy, the group of the oldest decision first: each group
-    is re-planned with its policy's queue form, against the starts of the groups before."""
-    groups: dict[str, list[DecisionRecord]] = {}
+    """The queued decisions by policy and by the nodes they may use (``--partition`` and
+    the script's ``#SBATCH`` node filter: :func:`where_allowed`), the group of the oldest
+    decision first: each group is re-planned with its policy's queue form on the nodes it
+    may use, against the starts of the groups before."""
+    groups: dict[tuple[str, str], list[DecisionRecord]] = {}
     for r in queued:  # oldest first
-        groups.setdefault(r.decision.policy, []).append(r)
+        partition, narrowing = where_allowed(r)
+        key = json.dumps([partition, narrowing.to_json()], sort_keys=True)
+        groups.setdefault((r.decision.policy, key), []).append(r)
     return list(groups.values())
+
+
+def where_allowed(record: DecisionRecord) -> tuple[str | None, NodeFilter]:
+    """The partition and the ``#SBATCH`` node filter a queued decision was submitted with:
+    kept in its launch record, or, for a job the cli_filter plugin placed (no launch; its
+    stored script is the user's own), read again from that script's ``#SBATCH`` lines."""
+    launch = record.launch
+    if launch is not None:
+        return launch.spec.partition, NodeFilter.from_json(launch.narrowing)
+    source = f"decision {record.decision_id}'s script"
+    try:
+        header = sort_lines(parse_sbatch_lines(record.script or "", source), source)
+    except InputError:  # it was read at submission; a row edited since narrows nothing
+        return None, NodeFilter()
+    return header.job_values.get("partition"), header.narrowing
 
 
 def verified_owner(
@@ -682,7 +712,9 @@ def sbatch_argv(launch: Launch, owner: str, euid: int) -> list[str]:
     would have got its submitter's)."""
     import pwd
 
-    argv = ["sbatch", "--parsable", f"--chdir={launch.workdir}"]
+    argv = ["sbatch", "--parsable"]
+    if not any(line.startswith("--chdir=") for line in launch.spec.sbatch_job):
+        argv.append(f"--chdir={launch.workdir}")  # else the script's own --chdir, as at first
     kept = owned_file(launch.env_file, owner)
     if kept is not None:
         argv.append(f"--export-file={kept}")  # read by sbatch, as the owner
@@ -737,27 +769,43 @@ def queue_view(
     user: str | None,
 ) -> QueueView:
     """One re-plan step over every queued job, read in one store snapshot without the
-    planning lock (nothing is recorded or started); ``user``: only that user's rows."""
+    planning lock (nothing is recorded or started); ``user``: only that user's rows. The
+    groups of :func:`policy_groups` are stepped as :func:`replan` steps them, each on the
+    nodes it may use and around the would-be starts of the groups before."""
     now = clock.now()
+    waiting: list[Waiting] = []
+    starting: list[Waiting] = []
+    taken: list[Reservation] = []  # what the groups before would start
     with store.viewing(cluster_name) as tx:
-        cluster = stored_and_running(tx, state, now, slot_seconds, cluster_name)
-        entries = [rebased(r, cluster.snapshot) for r in tx.queued()]
-    step, by_key = queue_step(entries, cluster.snapshot)
-    waiting = [w for w in reasons(step, entries, cluster.snapshot) if user in (None, w.user)]
-    starting = []
-    for d in step.started:
-        record = by_key[d.job_id].record
-        if record is None or user not in (None, record.summary.user):
-            continue
-        starting.append(
-            Waiting(
-                record.decision_id,
-                record.summary.user,
-                record.summary.job_name,
-                record.summary.slurm_job_id,
-                0,
-                cluster.snapshot.slot_start(d.start_slot),
-                f"can start now on {compact_placement(d)}: the next re-plan starts it",
+        groups = policy_groups(tx.queued())
+        for group in groups or [[]]:
+            partition, narrowing = where_allowed(group[0]) if group else (None, NodeFilter())
+            cluster = stored_and_running(
+                tx, state, now, slot_seconds, cluster_name,
+                partition=partition, narrowing=narrowing,
+            )  # fmt: skip
+            names = {m.name for m in cluster.snapshot.machines}
+            snapshot = cluster.snapshot.with_reservations(
+                tuple(r for r in taken if r.machine in names)
             )
-        )
+            entries = [rebased(r, snapshot) for r in group]
+            step, by_key = queue_step(entries, snapshot)
+            waiting += [w for w in reasons(step, entries, snapshot) if user in (None, w.user)]
+            for d in step.started:
+                entry = by_key[d.job_id]
+                taken.extend(d.reservations(entry.request))
+                record = entry.record
+                if record is None or user not in (None, record.summary.user):
+                    continue
+                starting.append(
+                    Waiting(
+                        record.decision_id,
+                        record.summary.user,
+                        record.summary.job_name,
+                        record.summary.slurm_job_id,
+                        0,
+                        snapshot.slot_start(d.start_slot),
+                        f"can start now on {compact_placement(d)}: the next re-plan starts it",
+                    )
+                )
     return QueueView(cluster_name, now, tuple(starting), tuple(waiting))

@@ -48,7 +48,9 @@ from typing import Protocol
 
 from ..errors import InputError, InvalidTransitionError, RemoteError, SlurmError, StoreError
 from ..files.job_options import JobOptions
+from ..files.sbatch_lines import carried_lines, merged_comment
 from ..model import ClusterSnapshot
+from ..model.narrowing import NodeFilter
 from ..placement.registry import get_queue
 from ..sbatch.launch import Launch
 from ..sbatch.render import RenderedScript, ScriptSpec, begin_time, port_base, render_sbatch
@@ -65,7 +67,13 @@ from ..storage import (
     PlanningSession,
 )
 from .clock import Clock
-from .cluster_state import ClusterState, build_cluster_state, own_jobs, partitions_of
+from .cluster_state import (
+    ClusterState,
+    build_cluster_state,
+    narrow_reason,
+    own_jobs,
+    partitions_of,
+)
 from .plan import PlanResult, params_for, plan_job
 from .viewer import Viewer
 
@@ -292,7 +300,10 @@ def submit_job(
         launch = None
         if waits:
             env_file = keep_environment(wiring.env_dir, f"{tag.decision_id}-{tag.token}")
-            launch = Launch(spec, os.getcwd(), None if env_file is None else str(env_file))
+            narrowing = opts.narrowing.to_json() if opts.narrowing.narrows else None
+            launch = Launch(
+                spec, os.getcwd(), None if env_file is None else str(env_file), narrowing
+            )
         tx.attach_script(record.decision_id, script.text, launch)
     # committed: from here on the decision exists whatever happens to this process
     try:
@@ -426,6 +437,7 @@ def read_live_state(wiring: LiveWiring, opts: JobOptions) -> NodeState:
         wiring.refresh()
     state = wiring.source.read(wiring.clock.now())
     _check_partition(state, opts.partition)
+    _check_narrowing(state, opts)
     return state
 
 
@@ -433,7 +445,7 @@ def plan_live(
     wiring: LiveWiring, tx: PlanningSession, state: NodeState, opts: JobOptions, name: str
 ) -> tuple[ClusterState, PlanResult]:
     """Step 2 inside the lock: the live snapshot (:func:`stored_and_running`) and the plan."""
-    cluster = _live_cluster(wiring, tx, state, wiring.clock.now(), opts.partition)
+    cluster = _live_cluster(wiring, tx, state, wiring.clock.now(), opts)
     plan = plan_job(
         replace(opts, name=name),
         cluster.snapshot,
@@ -485,10 +497,16 @@ def _live_cluster(
     tx: PlanningSession,
     state: NodeState,
     now: datetime,
-    partition: str | None,
+    opts: JobOptions,
 ) -> ClusterState:
     return stored_and_running(
-        tx, state, now, wiring.slot_seconds, wiring.cluster_name, partition=partition
+        tx,
+        state,
+        now,
+        wiring.slot_seconds,
+        wiring.cluster_name,
+        partition=opts.partition,
+        narrowing=opts.narrowing,
     )
 
 
@@ -500,9 +518,11 @@ def stored_and_running(
     cluster_name: str,
     *,
     partition: str | None = None,
+    narrowing: NodeFilter | None = None,
 ) -> ClusterState:
     """The live snapshot inside the lock: Slurm's running jobs, minus those the store's
-    open decisions already reserve, plus those reservations."""
+    open decisions already reserve, plus those reservations; only the nodes of
+    ``partition`` that ``narrowing`` (the job's #SBATCH lines) allows are usable."""
     grid = build_cluster_state(state, now=now, slot_seconds=slot_seconds)
     epoch = grid.snapshot.epoch
     stored = tx.reservations(now, epoch=epoch, slot_seconds=slot_seconds)
@@ -517,6 +537,7 @@ def stored_and_running(
         extra=stored,
         partition=partition,
         covered_jobs=set(covered),
+        narrowing=narrowing,
     )
 
 
@@ -534,6 +555,24 @@ def cluster_view(
     state = source.read(clock.now())
     with store.viewing(cluster_name) as tx:
         return stored_and_running(tx, state, clock.now(), slot_seconds, cluster_name)
+
+
+def _check_narrowing(state: NodeState, opts: JobOptions) -> None:
+    """The script's #SBATCH lines must leave some node of the cluster (of the partition)."""
+    if not opts.narrowing.narrows:
+        return
+    nodes = [n for n in state.usable() if opts.partition in (None, *n.partitions)]
+    refused = {n.name: narrow_reason(n, opts.narrowing) for n in nodes}
+    if not nodes or any(why is None for why in refused.values()):
+        return
+    why = "; ".join(f"{name}: {reason}" for name, reason in refused.items())
+    raise InputError(
+        f"the script's #SBATCH lines leave no node to run on ({why})",
+        hint="loosen --nodelist/--exclude/--constraint/--mem/--cpus-per-task/--gres in the "
+        "script (mlsub cluster lists the nodes)",
+        context={"option": "#SBATCH", "nodes": len(nodes)},
+        code="sbatch-line",
+    )
 
 
 def _check_partition(state: NodeState, partition: str | None) -> None:
@@ -576,11 +615,14 @@ def _spec(
 ) -> ScriptSpec:
     n_tasks = sum(r.count for r in plan.decision.placement)
     label = str(decision_id) if decision_id else "dry-run"
+    carried = carried_lines(opts.sbatch)
     return ScriptSpec(
         command=job.command(opts.interpreter, program),
         job_name=name,
         decision_id=label,
-        comment=None if tag is None else str(tag),
+        comment=merged_comment(carried.comment, None if tag is None else str(tag)),
+        sbatch_job=carried.job_wide,
+        sbatch_each=carried.per_component,
         partition=opts.partition,
         time_limit_minutes=opts.time_limit,
         output=opts.output or f"mlsub-{label}-%j.out",

@@ -224,6 +224,7 @@ def _pyslurm_node(node: Any, gpus_in_use: int = 0) -> NodeRecord:
         alloc_memory_mib=float(node.allocated_memory or 0),
         alloc_gpus=_pyslurm_gpus(node.allocated_gres) or gpus_in_use,
         partitions=tuple(str(p) for p in (node.partitions or ())),
+        features=tuple(str(f) for f in (getattr(node, "active_features", None) or ())),
     )
 
 

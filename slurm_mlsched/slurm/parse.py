@@ -255,8 +255,12 @@ class NodeRecord:
     """Sorted, without repeats: the sources list them in different orders (sinfo by its
     rows, pyslurm by slurm.conf), and the order means nothing."""
 
+    features: tuple[str, ...] = ()
+    """The node's active features (``--constraint`` reads them), sorted, without repeats."""
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "partitions", tuple(sorted(set(self.partitions))))
+        object.__setattr__(self, "features", tuple(sorted(set(self.features))))
 
     @property
     def state_text(self) -> str:
@@ -429,6 +433,7 @@ def _node_v0038(node: Mapping[str, Any]) -> NodeRecord:
         alloc_memory_mib=float(node.get("alloc_memory") or 0),
         alloc_gpus=gres_count(node.get("gres_used")),
         partitions=tuple(str(p) for p in node.get("partitions") or ()),
+        features=feature_list(node.get("active_features")),
     )
 
 
@@ -458,6 +463,7 @@ def _nodes_v0042(entry: Mapping[str, Any]) -> list[NodeRecord]:
             alloc_memory_mib=float(memory["allocated"]) if single else None,
             alloc_gpus=gres_count(entry["gres"].get("used")) if single else None,
             partitions=(str(partition),) if partition else (),
+            features=feature_list(entry.get("features")),
         )
         for i, name in enumerate(names)
     ]
@@ -510,11 +516,25 @@ def parse_scontrol_nodes(text: str) -> tuple[NodeRecord, ...]:
                     alloc_memory_mib=float(kv["AllocMem"]) if "AllocMem" in kv else None,
                     alloc_gpus=tres_gpus(alloc) if "gres/gpu" in cfg else None,
                     partitions=tuple(p for p in kv.get("Partitions", "").split(",") if p),
+                    features=feature_list(kv.get("ActiveFeatures")),
                 )
             )
         except (KeyError, ValueError) as exc:
             raise _bad(command, f"line {number}: {type(exc).__name__}: {exc}") from None
     return tuple(out)
+
+
+def feature_list(value: object) -> tuple[str, ...]:
+    """Node features as Slurm gives them: ``a,b`` (``(null)`` or empty: none), a list, or
+    24.11's ``{"active": [...], "total": [...]}``."""
+    if isinstance(value, Mapping):
+        value = value.get("active")
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value if str(v))
+    text = str(value or "").strip()
+    if text in ("", "(null)"):
+        return ()
+    return tuple(f for f in text.split(",") if f)
 
 
 def _strip_reason_stamp(reason: str) -> str:

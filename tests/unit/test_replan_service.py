@@ -635,3 +635,46 @@ def test_a_queued_job_cancelled_by_hand_leaves_no_kept_environment(
     ).decisions  # fmt: skip
     assert [u.after for u in updates] == [S.CANCELLED]
     assert not kept.exists()
+
+
+def test_a_queued_job_keeps_its_sbatch_lines_and_their_narrowing_across_re_plans(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from slurm_mlsched.model.narrowing import NodeFilter
+
+    sub = HeldSubmitter()
+    ids = []
+    for k in range(4):
+        out = submit_job(live(store, tmp_path, sub), opts(**whole_node(), name=f"j{k}"), JOB)
+        assert out.record is not None
+        ids.append(out.record.decision_id)
+    node_of = {i: store.get(i).decision.placement[0].node for i in ids}
+    narrow = NodeFilter(exclude=frozenset({node_of[ids[1]]}))
+    mine = replace(
+        opts(**whole_node(), name="narrow", sbatch="--account=ml-research"), narrowing=narrow
+    )
+    queued = submit_job(live(store, tmp_path, sub), mine, JOB)
+    assert queued.waits and queued.record is not None
+    record = store.get(queued.record.decision_id)
+    assert record.launch is not None and record.launch.narrowing == narrow.to_json()
+    assert "#SBATCH --account=ml-research" in (record.script or "")
+    starter = FakeStarter(store=store)
+
+    # the node that frees is the one its #SBATCH --exclude names: it keeps waiting
+    store.transition(ids[1], S.COMPLETED, NOW + timedelta(seconds=20), "ended early")
+    view = queue_view(
+        store, FakeSource().read(NOW), clock=FixedClock(NOW + timedelta(seconds=40)),
+        cluster_name="lab", slot_seconds=60.0, user=None,
+    )  # fmt: skip
+    assert view.would_start == () and [w.decision_id for w in view.waiting] == [record.decision_id]
+    report = replan(live(store, tmp_path, sub, at=40), starter)
+    assert report.started == ()
+    # a node it may use frees: it starts there, its carried line still in its script
+    store.transition(ids[2], S.COMPLETED, NOW + timedelta(seconds=50), "ended early")
+    report = replan(live(store, tmp_path, sub, at=60), starter)
+    assert [s.decision_id for s in report.started] == [record.decision_id]
+    started = store.get(record.decision_id)
+    assert {p.node for p in started.decision.placement} == {node_of[ids[2]]}
+    assert "#SBATCH --account=ml-research" in (started.script or "")
