@@ -71,6 +71,9 @@ from ..placement.residual import FloatArray, Residual, residual_from
 
 #: the resources of a row of usage, in order
 RESOURCES = ("gpu", "cpu", "mem")
+#: From this busy share on, a queue is called full (``QueueEstimate.full``; choice,
+#: docs/formulation.md §14.9).
+FULL_SHARE = 0.90
 
 
 @dataclass(frozen=True)
@@ -87,8 +90,9 @@ class QueuedJob:
 @dataclass(frozen=True)
 class JobEstimate:
     """One waiting job's estimate (module docstring). ``start``: the estimated start, never
-    before ``now``; ``source``: ``plan`` (the re-plan's decision), ``list`` (list
-    scheduled) or ``unknown`` (then ``reason`` says why); ``alone_slots``: L_i."""
+    before ``now``; ``end``: when its last slot ends; ``source``: ``plan`` (the re-plan's
+    decision), ``list`` (list scheduled) or ``unknown`` (then ``reason`` says why);
+    ``alone_slots``: L_i."""
 
     job_id: str
     start_slot: int | None
@@ -97,20 +101,20 @@ class JobEstimate:
     source: str
     reason: str = ""
     alone_slots: int | None = None
+    end: datetime | None = None
 
     @property
     def known(self) -> bool:
         return self.end_slot is not None
 
     def to_json(self) -> dict[str, object]:
+        """What a user reads (``mlsub queue --json``: each row's ``estimate``): the times,
+        where they come from, why there is none."""
         return {
-            "job_id": self.job_id,
-            "start_slot": self.start_slot,
-            "end_slot": self.end_slot,
             "start": None if self.start is None else self.start.isoformat(),
+            "end": None if self.end is None else self.end.isoformat(),
             "source": self.source,
             "reason": self.reason,
-            "alone_slots": self.alone_slots,
         }
 
 
@@ -120,6 +124,7 @@ class QueueEstimate:
 
     now: datetime
     now_slot: int
+    slot_seconds: float
     jobs: tuple[JobEstimate, ...]
     plan_slots: float  # P: Σ R_i over the jobs with an estimate
     bound_slots: float  # B (0 without estimates)
@@ -129,6 +134,16 @@ class QueueEstimate:
     busy_resource: str  # "gpu", or "cpu" on a cluster without GPUs
     horizon_slot: int  # the last estimated end (n without estimates)
     horizon: datetime  # when the last estimated run ends (now without estimates)
+
+    @property
+    def full(self) -> bool:
+        """Whether the plan keeps the cluster full (``busy`` ≥ :data:`FULL_SHARE`)."""
+        return self.busy >= FULL_SHARE
+
+    @property
+    def reason(self) -> str:
+        """Why there is no ratio (``""`` when there is one)."""
+        return "" if self.ratio is not None else "no waiting job has an estimate"
 
     @property
     def estimated(self) -> int:
@@ -142,14 +157,30 @@ class QueueEstimate:
         return {
             "waiting": len(self.jobs),
             "estimated": self.estimated,
+            "slot_seconds": self.slot_seconds,
             "plan_slots": self.plan_slots,
             "bound_slots": self.bound_slots,
             "bound_kind": self.bound_kind,
             "ratio": self.ratio,
             "busy": self.busy,
             "busy_resource": self.busy_resource,
+            "full": self.full,
             "horizon": self.horizon.isoformat(),
+            "reason": self.reason,
         }
+
+
+def bound_json(bound: QueueEstimate | None, reason: str = "") -> dict[str, object]:
+    """``plan_vs_bound`` of ``mlsub queue --json`` and ``explain --json``: the same keys
+    whether or not the estimate could be made (``reason``: why not)."""
+    if bound is not None:
+        return bound.to_json()
+    keys = ("waiting", "estimated", "slot_seconds", "plan_slots", "bound_slots", "bound_kind")
+    return {
+        **dict.fromkeys(keys),
+        **dict.fromkeys(("ratio", "busy", "busy_resource", "full", "horizon")),
+        "reason": reason,
+    }
 
 
 #: one placed job's run: (first slot, stop slot exclusive, per-slot usage per machine (H, 3))
@@ -195,7 +226,7 @@ def estimate_queue(
     runs = [u for job, _ in known for u in placed[job.job_id].runs]
     busy, name = held_share(fixed, runs, horizon)
     when = max(now, cluster.slot_start(horizon + 1)) if known else now
-    return QueueEstimate(now, n, jobs, plan, bound, kind, ratio, busy, name, horizon, when)
+    return QueueEstimate(now, n, delta, jobs, plan, bound, kind, ratio, busy, name, horizon, when)
 
 
 def place_waiting(
@@ -249,9 +280,9 @@ def _estimate(
     if placeholder is not None and start >= placeholder:
         why = "it waits behind a running job whose end Slurm does not know (no time limit)"
         return JobEstimate(job.job_id, None, None, None, "unknown", why, alone)
-    return JobEstimate(
-        job.job_id, start, end, max(now, cluster.slot_start(start)), source, "", alone
-    )
+    begins = max(now, cluster.slot_start(start))
+    ends = max(now, cluster.slot_start(end + 1))
+    return JobEstimate(job.job_id, start, end, begins, source, "", alone, ends)
 
 
 def _list_placed(

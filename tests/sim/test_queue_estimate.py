@@ -57,6 +57,7 @@ def test_an_empty_cluster_is_at_the_bound() -> None:
     assert all(j.start == NOW for j in est.jobs)  # never before now
     assert (est.plan_slots, est.bound_slots, est.ratio) == (6.0, 6.0, 1.0)
     assert est.busy == 1.0 and est.busy_resource == "gpu"  # 8 GPUs held for 3 slots
+    assert all(j.end == EPOCH + timedelta(seconds=3 * DELTA) for j in est.jobs)
 
 
 def test_no_waiting_job_is_ratio_one() -> None:
@@ -79,6 +80,7 @@ def test_a_full_cluster_waits_for_the_long_job_and_is_at_the_bound() -> None:
     # GPU-slots over slots 0..53: 8 × 50 by the long job + 6 × 4 by the three
     assert est.horizon_slot == 53
     assert abs(est.busy - (8 * 50 + 6 * 4) / (8 * 54)) < 1e-12
+    assert est.full and est.to_json()["full"] is True
 
 
 def test_a_plan_that_waits_for_nothing_is_far_from_the_bound() -> None:
@@ -90,7 +92,7 @@ def test_a_plan_that_waits_for_nothing_is_far_from_the_bound() -> None:
     assert (est.jobs[0].start_slot, est.jobs[0].source) == (20, "plan")
     assert now_est.ratio == 1.0
     assert est.ratio == (20 + 3) / 3  # 7.67 × the bound, with the cluster mostly idle
-    assert est.busy < 0.2
+    assert est.busy < 0.2 and not est.full
 
 
 def _shifted_plan(job: JobRequest, cluster: ClusterSnapshot, start: int) -> Decision:
@@ -236,7 +238,9 @@ def _estimates_fit(waiting: list[QueuedJob], cluster: ClusterSnapshot) -> None:
     """Every estimated run (plans and list-scheduled ones) fits beside what is fixed, on
     every machine in every resource and slot."""
     placed = place_waiting(waiting, cluster, PlacementParams())
-    stop = max([p.end + 1 for p in placed.values()] + [r.end_slot for r in cluster.reservations])
+    stop = max(
+        [1] + [p.end + 1 for p in placed.values()] + [r.end_slot for r in cluster.reservations]
+    )
     cap = np.array([m.capacity.as_tuple() for m in cluster.machines])
     held = np.zeros((stop, *cap.shape))
     index = cluster.machine_index()
