@@ -10,11 +10,12 @@ lower bound** ratio (docs/formulation.md §14.9). No clock, no I/O: ``now`` is a
 Estimated starts, if nothing else arrives and every running job ends at its expected end:
 
 * a job the re-plan decided starts as decided;
-* every other job, in queue order, at its earliest start with its requested width on the
-  room the fixed reservations, the decided jobs and the jobs before it leave
-  (:func:`.list_schedule.earliest_requested`, the list schedule the look-ahead uses; a
-  width that never fits at once: the most workers one machine holds, once the cluster is
-  free);
+* every other job, in queue order, on the room the fixed reservations, the decided jobs
+  and the jobs before it leave, in the earliest-ending of: its requested width at its
+  earliest start (:func:`.list_schedule.earliest_requested`, the list schedule the
+  look-ahead uses) and, from each slot where the room grows, the most workers one machine
+  holds beside a PS for the whole run (a narrower co-located start, as ``yu-rr`` may
+  choose; tried on the :data:`COLOCATED_TRIES` machines with the most room);
 * unknown (``None``, with the reason) when the job cannot be placed, or when its start is
   at or after the placeholder end of a running job whose end Slurm does not know (no time
   limit: its reservation ends at a placeholder, so nothing behind it has a real estimate).
@@ -22,9 +23,9 @@ Estimated starts, if nothing else arrives and every running job ends at its expe
 The ratio. Slots are counted from the current slot n; a waiting job i whose estimate ends
 in slot e_i (inclusive) has the remaining term R_i = e_i − n + 1 (its Σ_{t ≥ n} z[i,t]).
 The plan's value is P = Σ_i R_i over the waiting jobs with an estimate; the ratio is
-P ÷ B, B the largest of two lower bounds on Σ_i R_i that hold for **every** schedule of
-those jobs in constant shapes (the live, non-elastic form) that keeps the fixed
-reservations:
+P ÷ B, B a lower bound on Σ_i R_i that holds for **every** schedule of those jobs in
+constant shapes (the live, non-elastic form) that keeps the fixed reservations, built from
+two facts:
 
 * **alone from now**: L_i = min over c ∈ {n} ∪ {slots where the fixed reservations' room
   grows} of (c − n) + d_i(c), d_i(c) the fewest slots of job i in one constant shape on
@@ -36,9 +37,13 @@ reservations:
   p_i = V_i·α_i[r] / (ν_in,i·C_r) slots of the whole cluster's r, and in slot t the
   waiting jobs together have at most a_r(t) = Σ_h room[h][r](t) / C_r of it. With A(τ)
   the room over [n, n + τ), the k-th job to finish in any schedule has finished at least
-  the k smallest sizes, so it ends no earlier than A⁻¹(p_(1) + … + p_(k)): Σ_k of that
-  bounds P (all waiting jobs are released at n, so this is shortest-first on a machine of
-  varying speed).
+  the k smallest sizes, so it ends no earlier than a_k = A⁻¹(p_(1) + … + p_(k)) (all
+  waiting jobs are released at n: shortest-first on a machine of varying speed).
+
+So the k-th job to finish has R ≥ ⌈a_k⌉ and R ≥ its own L: for the schedule's order π,
+P ≥ Σ_k max(⌈a_k⌉, L_π(k)) ≥ Σ_k max(⌈a_k⌉, L_(k)) with the L sorted ascending (max(a, b)
+is a Monge cost, so the sorted matching is the cheapest). B is the largest of that over
+the resources (Σ_i L_i without any): at least both Σ_i L_i and each pooled bound.
 
 Both bounds count the running jobs' remaining work as the room they hold until their
 expected ends; the running jobs' own remaining terms are the same in every schedule (they
@@ -62,12 +67,13 @@ from datetime import datetime
 import numpy as np
 
 from ..model import ClusterSnapshot, Decision, JobRequest
+from ..placement.arrival import Arrival
 from ..placement.late_binding import without
 from ..placement.list_schedule import arrival_of, earliest_requested, usage
 from ..placement.nonelastic import Shape, end_slot
 from ..placement.packing import fit_counts
 from ..placement.params import PlacementParams
-from ..placement.residual import FloatArray, Residual, residual_from
+from ..placement.residual import FloatArray, IntArray, Residual, residual_from
 
 #: the resources of a row of usage, in order
 RESOURCES = ("gpu", "cpu", "mem")
@@ -220,7 +226,8 @@ def estimate_queue(
     jobs = tuple(_estimate(q, placed, fixed, now, cluster, placeholder) for q in waiting)
     known = [(q.request, j) for q, j in zip(waiting, jobs, strict=True) if j.end_slot is not None]
     plan = float(sum(j.end_slot - n + 1 for _, j in known if j.end_slot is not None))
-    bound, kind = queue_bound([job for job, _ in known], fixed, delta)
+    alone = [j.alone_slots or 1 for _, j in known]
+    bound, kind = queue_bound([job for job, _ in known], alone, fixed, delta)
     ratio = 1.0 if not waiting else (plan / bound if known and bound > 0 else None)
     horizon = max((j.end_slot for _, j in known if j.end_slot is not None), default=n)
     runs = [u for job, _ in known for u in placed[job.job_id].runs]
@@ -288,26 +295,65 @@ def _estimate(
 def _list_placed(
     job: JobRequest, res: Residual, params: PlacementParams, n: int, delta: float
 ) -> tuple[int, int, FloatArray, Residual] | None:
-    """The job at its earliest start with its requested width on ``res``: start, end, its
-    usage (H, 3) and the room left. A width that never fits at once: the most workers one
-    machine holds beside a PS, from the slot the cluster is free. None when not even that
-    fits."""
+    """The job's earliest-ending run on ``res`` among its requested width at its earliest
+    start (:func:`.list_schedule.earliest_requested`) and, at each slot where the room
+    grows, all the workers one machine holds beside a PS for the whole run (a narrower
+    co-located start, as ``yu-rr`` may choose): start, end, its usage (H, 3) and the room
+    left. None when no worker ever fits beside a PS and the width never fits at once."""
     arr = arrival_of(job, delta, res, params, n)
-    end, left, shape = earliest_requested(arr, res)
-    if shape is None:
-        beside = fit_counts(res.capacity - arr.shape.beta, arr.shape.alpha)
-        beside = np.where((res.capacity >= arr.shape.beta - 1e-9).all(axis=1), beside, 0)
-        h = int(np.argmax(beside))
-        count = int(min(beside[h], arr.shape.n_max))
-        if count < 1:
-            return None
-        w = np.zeros(res.n_machines, dtype=np.int64)
-        s = np.zeros(res.n_machines, dtype=np.int64)
-        w[h], s[h] = count, 1
-        shape = Shape(max(res.free_after, n), h, w, s)
-        end = end_slot(arr, shape)
-        left = res.minus(usage(arr, shape), shape.start, end + 1)
-    return shape.start, end, usage(arr, shape), left
+    end, _, shape = earliest_requested(arr, res)
+    best: Shape | None = shape
+    best_end = end if shape is not None else math.inf
+    beside = _beside(res.capacity, arr.shape.alpha, arr.shape.beta, arr.shape.n_max)
+    if beside.max(initial=0) >= 1:
+        fastest = math.ceil(arr.shape.workload / (beside.max() * arr.shape.nu_in) - 1e-9)
+        for sigma in (n, *(t for t in res.increase_slots() if t > n)):
+            if sigma + fastest - 1 >= best_end:
+                break  # no later start ends sooner
+            sh = _colocated_at(arr, res, sigma)
+            if sh is not None and end_slot(arr, sh) < best_end:
+                best, best_end = sh, end_slot(arr, sh)
+    if best is None:
+        return None
+    last = end_slot(arr, best)
+    use = usage(arr, best)
+    return best.start, last, use, res.minus(use, best.start, last + 1)
+
+
+#: A narrower co-located start is tried on this many machines (those with the most room).
+COLOCATED_TRIES = 4
+
+
+def _beside(room: FloatArray, alpha: FloatArray, beta: FloatArray, n_max: int) -> IntArray:
+    """Workers each machine of ``room`` (H, 3) holds beside one PS, at most ``n_max``."""
+    ok = (room >= beta - 1e-9).all(axis=1)
+    out: IntArray = np.minimum(np.where(ok, fit_counts(room - beta, alpha), 0), n_max)
+    return out
+
+
+def _colocated_at(arr: Arrival, res: Residual, sigma: int) -> Shape | None:
+    """The earliest-ending co-located run from ``sigma``: on each of the machines with
+    the most room then, the most workers beside one PS that fit for the whole run."""
+    shape = arr.shape
+    counts = _beside(res.at(sigma), shape.alpha, shape.beta, shape.n_max)
+    best: Shape | None = None
+    best_d = math.inf
+    for h in np.argsort(-counts, kind="stable")[:COLOCATED_TRIES]:
+        k = int(counts[h])
+        d = 0
+        while k >= 1:
+            d = math.ceil(shape.workload / (k * shape.nu_in) - 1e-9)
+            room = res.window_min(sigma, sigma + d)[h : h + 1]
+            fit = int(_beside(room, shape.alpha, shape.beta, shape.n_max)[0])
+            if fit >= k:
+                break
+            k = fit
+        if k >= 1 and d < best_d:
+            w = np.zeros(res.n_machines, dtype=np.int64)
+            s = np.zeros(res.n_machines, dtype=np.int64)
+            w[h], s[h] = k, 1
+            best, best_d = Shape(sigma, int(h), w, s), d
+    return best
 
 
 def fastest_on(job: JobRequest, room: FloatArray, slot_seconds: float) -> int | None:
@@ -343,49 +389,62 @@ def alone_from_now(job: JobRequest, fixed: Residual, slot_seconds: float) -> int
     return best
 
 
-def pooled_from_now(
+def pooled_finishes(
     jobs: Sequence[JobRequest], fixed: Residual, r: int, slot_seconds: float
-) -> float:
-    """The pooled-resource bound of resource ``r`` for ``jobs``, all waiting at
-    ``fixed.t0`` (module docstring): Σ_k A⁻¹(p_(1) + … + p_(k)); 0 without capacity."""
+) -> list[float]:
+    """a_k = A_r⁻¹(p_(1) + … + p_(k)), k = 1 … len(jobs), counted from ``fixed.t0``: the
+    earliest the k-th of ``jobs`` to finish can finish on the pooled resource ``r``
+    (module docstring); empty without capacity of ``r``."""
     cap = float(fixed.capacity[:, r].sum())
     if cap <= 0 or not jobs:
-        return 0.0
+        return []
     sizes = sorted(
         j.workload * j.worker.as_tuple()[r] / (j.profile.nu_in(slot_seconds) * cap) for j in jobs
     )
     n = fixed.t0
     starts = [int(s) for s in fixed.seg_starts]
     rates = [float(fixed.seg_res[:, r, i].sum()) / cap for i in range(len(starts))]
-    total, done, need, i = 0.0, 0.0, 0.0, 0  # done: A at the start of segment i
+    out: list[float] = []
+    done, need, i = 0.0, 0.0, 0  # done: A at the start of segment i
     for p in sizes:
         need += p
         while True:
             last = i == len(starts) - 1
             length = math.inf if last else starts[i + 1] - starts[i]
             if rates[i] > 0 and done + rates[i] * length >= need - 1e-12:
-                total += starts[i] - n + (need - done) / rates[i]
+                out.append(starts[i] - n + (need - done) / rates[i])
                 break
             if last:  # the last segment is the whole capacity: only with rate 0
-                return math.inf
+                return []
             done += rates[i] * length
             i += 1
-    return total
+    return out
+
+
+def pooled_from_now(
+    jobs: Sequence[JobRequest], fixed: Residual, r: int, slot_seconds: float
+) -> float:
+    """The pooled-resource bound of resource ``r`` alone: Σ_k a_k (0 without capacity)."""
+    return sum(pooled_finishes(jobs, fixed, r, slot_seconds))
 
 
 def queue_bound(
-    jobs: Sequence[JobRequest], fixed: Residual, slot_seconds: float
+    jobs: Sequence[JobRequest], alone: Sequence[int], fixed: Residual, slot_seconds: float
 ) -> tuple[float, str]:
-    """B for ``jobs`` waiting at ``fixed.t0``: max(Σ_i L_i, pooled bound per resource),
-    and which one it was (module docstring). Jobs that never fit count nothing."""
+    """B for ``jobs`` waiting at ``fixed.t0`` with their L_i ``alone``: the largest over
+    the resources r of Σ_k max(⌈a_k⌉, L_(k)) (both sorted; Σ_i L_i without capacity), and
+    which it was (module docstring)."""
     if not jobs:
         return 0.0, ""
-    best = float(sum(alone_from_now(j, fixed, slot_seconds) or 0 for j in jobs))
-    kind = "alone from now"
+    low = sorted(alone)
+    best, kind = float(sum(low)), "alone from now"
     for r, name in enumerate(RESOURCES):
-        value = pooled_from_now(jobs, fixed, r, slot_seconds)
-        if math.isfinite(value) and value > best:
-            best, kind = value, f"pooled {name} from now"
+        finishes = pooled_finishes(jobs, fixed, r, slot_seconds)
+        if not finishes:
+            continue
+        value = float(sum(max(math.ceil(a - 1e-9), b) for a, b in zip(finishes, low, strict=True)))
+        if value > best:
+            best, kind = value, f"alone and pooled {name} from now"
     return best, kind
 
 

@@ -27,6 +27,7 @@ from slurm_mlsched.sim.queue_estimate import (
     estimate_queue,
     place_waiting,
     pooled_from_now,
+    queue_bound,
 )
 from tests.conftest import RESNET, make_cluster, make_job
 
@@ -121,7 +122,7 @@ def test_jobs_behind_the_planned_head_are_list_scheduled() -> None:
     ]
     # plan 7 + 10 = 17; the bound: alone 7 and 8 (15), pooled GPUs: 0 GPUs for 5 slots,
     # then sizes 2 and 3 → 7 + 10 = 17: the plan is at the bound
-    assert est.bound_kind == "pooled gpu from now"
+    assert est.bound_kind == "alone and pooled gpu from now"
     assert (est.plan_slots, est.bound_slots, est.ratio) == (17.0, 17.0, 1.0)
 
 
@@ -142,6 +143,25 @@ def test_the_pooled_bound_on_an_idle_cluster_is_srpt() -> None:
     ]
     sizes = [j.workload * 1 / (NU * 8) for j in jobs]
     assert abs(pooled_from_now(jobs, fixed, 0, DELTA) - srpt_total([0.0] * 4, sizes)) < 1e-9
+
+
+def test_the_alone_and_pooled_bounds_combine_and_a_narrower_start_is_estimated() -> None:
+    # one idle 4-GPU node: a 1-worker job of 2 slots and a 4-worker job of 2 slots. Alone
+    # each takes 2 (Σ 4); pooled, 0.5 and 2 node-slots finish at 0.5 and 2.5 (Σ 3); the
+    # k-th to finish is at least both: max(1, 2) + max(3, 2) = 5. And 5 is reached: the
+    # wide job starts now with the 3 GPUs left, co-located, in 3 slots (8/3 worker-slots
+    # each), rather than at its requested width after the small one (ends in slot 3)
+    cluster = _cluster(1, 4)
+    small = make_job("small", workers=1, workload=NU * 1 * 2)
+    wide = make_job("wide", workers=4, workload=NU * 4 * 2)
+    fixed = residual_from(cluster, 0)
+    assert queue_bound([small, wide], [2, 2], fixed, DELTA) == (
+        5.0,
+        "alone and pooled gpu from now",
+    )
+    est = estimate_queue([QueuedJob(small), QueuedJob(wide)], cluster, NOW)
+    assert [(j.start_slot, j.end_slot) for j in est.jobs] == [(0, 1), (0, 2)]
+    assert (est.plan_slots, est.bound_slots, est.ratio) == (5.0, 5.0, 1.0)
 
 
 def test_the_alone_bound_waits_for_room() -> None:
