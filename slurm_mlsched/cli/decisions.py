@@ -190,8 +190,15 @@ def _why_it_waits(
         else (f"position {w.position} in the queue: {w.reason}")
     )
     line = f"queued (held Slurm job {w.slurm_job_id}, holding nothing): {where}"
-    place = QueuePlace(w.position, w.reason, w.estimated_start)
-    return replace(data, why=(line, *data.why), queue=place)
+    lines = (
+        line,
+        output.estimate_line(w.estimate),
+        output.bound_line(view.bound, view.bound_reason),
+    )
+    place = QueuePlace(
+        w.position, w.reason, w.estimated_start, w.estimate, view.bound, view.bound_reason
+    )
+    return replace(data, why=(*lines, *data.why), queue=place)
 
 
 @commands.command()

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ..services.replay.cells import CellRun
     from ..services.report import ReportWritten
     from ..services.submit import SubmitOutcome
+    from ..sim.queue_estimate import JobEstimate, QueueEstimate
 
 
 def _out() -> Console:
@@ -925,6 +926,45 @@ def show_queue(view: QueueView, *, as_json: bool) -> None:
             w.reason,
         )
     console.print(table)
+    console.print(bound_line(view.bound, view.bound_reason))
+
+
+#: How an estimated start was made, in words (sim/queue_estimate.py).
+ESTIMATE_SOURCES = {
+    "plan": "as the re-plan now plans it",
+    "list": "after the jobs ahead, at its requested width",
+}
+
+
+def estimate_line(e: JobEstimate | None) -> str:
+    """``mlsub explain`` of a queued job: its estimated start and end, or why none."""
+    if e is None:
+        return "estimated start: — (no estimate could be made)"
+    if e.start is None or e.end is None:
+        return f"estimated start: — ({e.reason})"
+    how = ESTIMATE_SOURCES.get(e.source, e.source)
+    return (
+        f"estimated start {_compact_time(e.start)} UTC, end {_compact_time(e.end)} UTC ({how}, "
+        "if nothing else arrives and running jobs end when expected)"
+    )
+
+
+def bound_line(b: QueueEstimate | None, reason: str = "") -> str:
+    """One line under ``mlsub queue`` (and in ``explain``): the plan ÷ the lower bound for
+    the jobs waiting now and how busy the plan keeps the cluster."""
+    if b is None:
+        return f"plan vs lower bound: unknown ({reason or 'no estimate'})"
+    if not b.jobs:
+        return "plan vs lower bound: no job waits"
+    if b.ratio is None:
+        return f"plan vs lower bound: unknown ({b.reason})"
+    n = len(b.jobs)
+    jobs = f"{n} job{'s' if n != 1 else ''}"
+    if b.estimated != n:
+        jobs = f"{b.estimated} of {jobs}"
+    state = "cluster full" if b.full else "cluster not full"
+    slots = f"{b.busy_resource.upper()}-slots"
+    return f"plan {b.ratio:.2f} × lower bound for {jobs} now ({state}: {b.busy:.0%} {slots} busy)"
 
 
 def note(text: str) -> None:

@@ -18,6 +18,7 @@ from ..model.decision import RoundingTrial, placement_json
 from ..storage import DecisionRecord, DecisionSummary, codec
 
 if TYPE_CHECKING:
+    from ..sim.queue_estimate import JobEstimate, QueueEstimate
     from .plan import SlotRun
 
 
@@ -290,15 +291,27 @@ class Resolve:
 @dataclass(frozen=True)
 class QueuePlace:
     """Where a queued decision stands now: its position (0: starts at the next re-plan),
-    what it waits for, and its estimated start."""
+    what it waits for, its estimated start, and the queue's plan ÷ lower bound
+    (``bound``; None and ``bound_reason`` when it could not be made)."""
 
     position: int
     reason: str
     estimated_start: datetime | None
+    estimate: JobEstimate | None = None
+    bound: QueueEstimate | None = None
+    bound_reason: str = ""
 
     def to_json(self) -> dict[str, object]:
+        from ..sim.queue_estimate import bound_json
+
         start = None if self.estimated_start is None else _iso(self.estimated_start)
-        return {"position": self.position, "reason": self.reason, "estimated_start": start}
+        return {
+            "position": self.position,
+            "reason": self.reason,
+            "estimated_start": start,
+            "estimate": None if self.estimate is None else self.estimate.to_json(),
+            "plan_vs_bound": bound_json(self.bound, self.bound_reason),
+        }
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,14 @@ from ..placement.registry import get_queue
 from ..sbatch.launch import Launch
 from ..sbatch.render import RenderedScript, render_sbatch
 from ..sbatch.tag import find_tags
+from ..sim.queue_estimate import (
+    JobEstimate,
+    QueuedJob,
+    QueueEstimate,
+    bound_json,
+    combined,
+    estimate_queue,
+)
 from ..slurm.jobs import JobStatus
 from ..slurm.nodes import NodeState
 from ..storage import DecisionRecord, DecisionState, DecisionStore, PlanningSession
@@ -127,12 +135,18 @@ class Waiting:
     job_name: str
     slurm_job_id: str | None
     position: int
-    estimated_start: datetime | None  # the tentative plan's start, when one was made
+    estimated_start: datetime | None  # the estimate's start (``mlsub queue``), else the
+    # tentative plan's start when one was made (``mlsub replan``)
     reason: str
+    estimate: JobEstimate | None = None  # ``mlsub queue``: sim/queue_estimate.py
 
     def to_json(self) -> dict[str, object]:
         start = self.estimated_start
-        return {**asdict(self), "estimated_start": None if start is None else start.isoformat()}
+        return {
+            **{k: v for k, v in asdict(self).items() if k != "estimate"},
+            "estimated_start": None if start is None else start.isoformat(),
+            "estimate": None if self.estimate is None else self.estimate.to_json(),
+        }
 
 
 @dataclass(frozen=True)
@@ -749,6 +763,10 @@ class QueueView:
     now: datetime
     would_start: tuple[Waiting, ...]
     waiting: tuple[Waiting, ...]
+    bound: QueueEstimate | None = None
+    """The estimate of the whole queue (every user's jobs): plan ÷ lower bound, busy share
+    (docs/formulation.md §14.9); None when it could not be made (``bound_reason``)."""
+    bound_reason: str = ""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -756,7 +774,45 @@ class QueueView:
             "now": self.now.isoformat(),
             "would_start": [w.to_json() for w in self.would_start],
             "waiting": [w.to_json() for w in self.waiting],
+            "plan_vs_bound": bound_json(self.bound, self.bound_reason),
         }
+
+
+def estimate_step(
+    step: QueueStep,
+    entries: Sequence[QueueEntry],
+    cluster: ClusterState,
+) -> tuple[QueueEstimate | None, str]:
+    """The estimate of the queue one step left (sim/queue_estimate.py): the step's
+    decisions as they are, the other entries list scheduled in queue order; running jobs
+    without an end (no time limit) as unknown ends. None and why when it cannot be made."""
+    snapshot = cluster.snapshot
+    decided = {d.job_id: d for d in (*step.started, *step.planned)}
+    rejected = {k: f"cannot be placed: {e.message}" for k, e in step.rejected}
+    waiting = [
+        QueuedJob(e.request, decided.get(e.key), rejected.get(e.key, ""))
+        for e in in_queue_order(entries, snapshot)
+    ]
+    unknown = {j.job_id for j in cluster.jobs if j.end_time is None}
+    params = entries[0].params if entries else None
+    try:
+        return estimate_queue(
+            waiting, snapshot, cluster.now, params=params, unknown_ends=unknown
+        ), ""
+    except (ValueError, MlschedError) as err:  # a snapshot the estimate cannot read
+        said = err.message if isinstance(err, MlschedError) else str(err)
+        return None, f"no estimate could be made: {said}"
+
+
+def with_estimate(row: Waiting, bound: QueueEstimate | None) -> Waiting:
+    """``row`` with its job's estimate (its start as the estimated start)."""
+    if bound is None:
+        return row
+    est = bound.by_job().get(f"q{row.decision_id}")
+    if est is None:
+        return row
+    reason = row.reason if est.known else f"{row.reason}; no estimate: {est.reason}"
+    return replace(row, estimated_start=est.start, estimate=est, reason=reason)
 
 
 def queue_view(
@@ -776,6 +832,8 @@ def queue_view(
     waiting: list[Waiting] = []
     starting: list[Waiting] = []
     taken: list[Reservation] = []  # what the groups before would start
+    estimates: list[QueueEstimate] = []  # one per node group
+    whys: list[str] = []  # why a group's estimate could not be made
     with store.viewing(cluster_name) as tx:
         groups = policy_groups(tx.queued())
         for group in groups or [[]]:
@@ -788,24 +846,32 @@ def queue_view(
             snapshot = cluster.snapshot.with_reservations(
                 tuple(r for r in taken if r.machine in names)
             )
+            cluster = replace(cluster, snapshot=snapshot)
             entries = [rebased(r, snapshot) for r in group]
             step, by_key = queue_step(entries, snapshot)
-            waiting += [w for w in reasons(step, entries, snapshot) if user in (None, w.user)]
+            estimate, why = estimate_step(step, entries, cluster)
+            if estimate is not None:
+                estimates.append(estimate)
+            else:
+                whys.append(why)
+            rows = reasons(step, entries, snapshot)
+            waiting += [with_estimate(w, estimate) for w in rows if user in (None, w.user)]
             for d in step.started:
                 entry = by_key[d.job_id]
                 taken.extend(d.reservations(entry.request))
                 record = entry.record
                 if record is None or user not in (None, record.summary.user):
                     continue
-                starting.append(
-                    Waiting(
-                        record.decision_id,
-                        record.summary.user,
-                        record.summary.job_name,
-                        record.summary.slurm_job_id,
-                        0,
-                        snapshot.slot_start(d.start_slot),
-                        f"can start now on {compact_placement(d)}: the next re-plan starts it",
-                    )
+                row = Waiting(
+                    record.decision_id,
+                    record.summary.user,
+                    record.summary.job_name,
+                    record.summary.slurm_job_id,
+                    0,
+                    snapshot.slot_start(d.start_slot),
+                    f"can start now on {compact_placement(d)}: the next re-plan starts it",
                 )
-    return QueueView(cluster_name, now, tuple(starting), tuple(waiting))
+                starting.append(with_estimate(row, estimate))
+    bound = combined(estimates) if estimates and not whys else None
+    why = "; ".join(whys)
+    return QueueView(cluster_name, now, tuple(starting), tuple(waiting), bound, why)

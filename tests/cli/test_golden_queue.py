@@ -7,12 +7,14 @@ import io
 import re
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from slurm_mlsched.cli import output
 from slurm_mlsched.services.replan import QueueView, ReplanReport, Started, Waiting
+from slurm_mlsched.sim.queue_estimate import JobEstimate, QueueEstimate, bound_json
 from tests.golden_json import assert_golden
 
 NOW = datetime(2026, 3, 1, 10, 7, 30, tzinfo=UTC)
@@ -38,9 +40,38 @@ def test_replan_report_golden() -> None:
     assert_golden("queue/replan", report.to_json())
 
 
+#: What sim/queue_estimate.py says of WAITING: 7 planned at 11:00, 8 behind a job without
+#: an end; the plan 1.07 × the bound, 93 % of the GPU-slots busy until 12:00.
+ESTIMATES = (
+    JobEstimate("q7", 9, 14, LATER, "plan", "", 12, LATER + timedelta(minutes=60)),
+    JobEstimate("q8", None, None, None, "unknown", "it waits behind a running job whose end "
+                "Slurm does not know (no time limit)", 20),
+)  # fmt: skip
+BOUND = QueueEstimate(
+    NOW, 0, 360.0, ESTIMATES, 15.0, 14.0, "pooled gpu from now", 15 / 14, 0.93, "gpu", 14,
+    LATER + timedelta(minutes=60),
+)  # fmt: skip
+
+
+def estimated(rows: tuple[Waiting, ...]) -> tuple[Waiting, ...]:
+    by = BOUND.by_job()
+    return tuple(
+        replace(w, estimate=by[f"q{w.decision_id}"], estimated_start=by[f"q{w.decision_id}"].start)
+        for w in rows
+    )
+
+
 def test_queue_view_golden() -> None:
-    view = QueueView("lab", NOW, would_start=WAITING[:1], waiting=WAITING[1:])
+    rows = estimated(WAITING)
+    view = QueueView("lab", NOW, would_start=rows[:1], waiting=rows[1:], bound=BOUND)
     assert_golden("queue/queue", view.to_json())
+
+
+def test_plan_vs_bound_has_the_same_keys_without_an_estimate() -> None:
+    view = QueueView("lab", NOW, (), WAITING, bound_reason="no estimate could be made: x")
+    doc = view.to_json()["plan_vs_bound"]
+    assert isinstance(doc, dict) and doc.keys() == bound_json(BOUND).keys()
+    assert doc["ratio"] is None and doc["reason"] == "no estimate could be made: x"
 
 
 def rendered(monkeypatch: pytest.MonkeyPatch, width: int, show: Callable[[], None]) -> list[str]:
@@ -62,7 +93,8 @@ def test_queue_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> Non
         Waiting(12, "alice", "resnet50-imagenet", "40312", 3, LATER, "waiting for resources "
                 "held by running jobs or jobs ahead in the queue"),
     )  # fmt: skip
-    view = QueueView("lab", NOW, would_start=WAITING[:1], waiting=(*WAITING[1:], *rows))
+    start = estimated(WAITING)
+    view = QueueView("lab", NOW, would_start=start[:1], waiting=(*start[1:], *rows), bound=BOUND)
     for width in (80, 140):
         lines = rendered(monkeypatch, width, lambda: output.show_queue(view, as_json=False))
         firsts = [line for line in lines if re.match(r"(now|\d+) +\d+ ", line)]
@@ -72,6 +104,9 @@ def test_queue_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> Non
         ], lines  # fmt: skip
         assert ("slurm job" in lines[0]) == (width >= output.QUEUE_WIDE)
         assert "03-01 11:00" in firsts[0] and "—" in firsts[1]
+        assert lines[-1] == (
+            "plan 1.07 × lower bound for 1 of 2 jobs now (cluster full: 93% GPU-slots busy)"
+        )
 
 
 def test_replan_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,3 +120,24 @@ def test_replan_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> No
     assert lines[2].split() == ["5", "alice", "40", "released", "node1:2w+1ps"]
     assert lines[3].split()[:5] == ["6", "bob", "—", "failed", "node[2-4]:4w+1ps"]
     assert lines[-1] == "2 job(s) still wait (mlsub queue)"
+
+
+def test_the_estimate_and_bound_lines_say_what_is_known() -> None:
+    assert output.estimate_line(ESTIMATES[0]) == (
+        "estimated start 03-01 11:00 UTC, end 03-01 12:00 UTC (as the re-plan now plans it, "
+        "if nothing else arrives and running jobs end when expected)"
+    )
+    assert output.estimate_line(ESTIMATES[1]) == f"estimated start: — ({ESTIMATES[1].reason})"
+    assert output.estimate_line(None) == "estimated start: — (no estimate could be made)"
+    idle = replace(BOUND, jobs=ESTIMATES[:1], ratio=1.8, busy=0.4)
+    assert output.bound_line(idle) == (
+        "plan 1.80 × lower bound for 1 job now (cluster not full: 40% GPU-slots busy)"
+    )
+    none = replace(BOUND, jobs=ESTIMATES[1:], ratio=None)
+    assert output.bound_line(none) == (
+        "plan vs lower bound: unknown (no waiting job has an estimate)"
+    )
+    assert output.bound_line(replace(BOUND, jobs=())) == "plan vs lower bound: no job waits"
+    assert output.bound_line(None, "no estimate could be made: x") == (
+        "plan vs lower bound: unknown (no estimate could be made: x)"
+    )

@@ -186,6 +186,32 @@ def test_the_epilog_starts_a_queued_job_on_its_nodes_when_a_job_ends(
     assert "mlsub replan exit 0" in log, log
 
 
+def test_the_queue_gives_an_estimated_start_and_the_plan_vs_the_bound(
+    cluster: LabCluster, tmp_path: Path
+) -> None:
+    """Behind four running jobs, the queued fifth has an estimated start no earlier than
+    now, and the queue's plan is at least its lower bound (issue 28 item 6), in ``mlsub
+    queue`` (JSON and the line under the table) and ``mlsub explain``."""
+    mlsub = Mlsub(tmp_path, slot_seconds=10, cluster_name="lab-queue-estimate")
+    _, waiting = fill_and_queue(cluster, mlsub)
+    queue = mlsub.json("queue")
+    now = datetime.fromisoformat(queue["now"])
+    (row,) = [w for w in queue["waiting"] if w["decision_id"] == waiting["decision_id"]]
+    estimate = row["estimate"]
+    assert estimate["source"] in ("plan", "list") and estimate["reason"] == "", row
+    start = datetime.fromisoformat(estimate["start"])
+    assert start >= now and row["estimated_start"] == estimate["start"], (now, row)
+    assert datetime.fromisoformat(estimate["end"]) > start
+    bound = queue["plan_vs_bound"]
+    assert bound["ratio"] is not None and bound["ratio"] >= 1.0, bound
+    assert bound["estimated"] == bound["waiting"] >= 1 and 0.0 <= bound["busy"] <= 1.0
+    text = mlsub.run("queue").stdout
+    assert f"plan {bound['ratio']:.2f} × lower bound for" in text, text
+    explained = mlsub.json("explain", str(waiting["decision_id"]))
+    assert explained["queue"]["estimate"]["source"] == estimate["source"], explained["queue"]
+    assert explained["queue"]["plan_vs_bound"]["ratio"] >= 1.0
+
+
 def test_two_concurrent_replans_start_the_job_once(cluster: LabCluster, tmp_path: Path) -> None:
     mlsub = Mlsub(tmp_path, slot_seconds=10, cluster_name="lab-queue2")
     running, waiting = fill_and_queue(cluster, mlsub)

@@ -405,6 +405,59 @@ def test_the_head_keeps_its_tentative_plan_across_live_re_plans(
     assert [p.slot for p in entry.plan.slots] == [p.slot - 4 for p in head.decision.slots]
 
 
+def test_queue_view_estimates_every_waiting_job_and_the_plan_vs_the_bound(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """Four jobs fill the four nodes, three wait: each waiting job has an estimated start
+    (the head's from its plan, the others list scheduled), none before now, and the
+    queue's plan is at least its lower bound (sim/queue_estimate.py)."""
+    sub = HeldSubmitter()
+    for k in range(7):
+        submit_job(live(store, tmp_path, sub), opts(**whole_node(), name=f"j{k}"), JOB)
+    now = NOW + timedelta(seconds=30)
+    view = queue_view(
+        store, FakeSource().read(NOW), clock=FixedClock(now), cluster_name="lab",
+        slot_seconds=60.0, user=None,
+    )  # fmt: skip
+    assert len(view.waiting) == 3 and view.bound is not None
+    assert [w.estimate.source for w in view.waiting if w.estimate] == ["plan", "list", "list"]
+    for w in view.waiting:
+        assert w.estimate is not None and w.estimate.start is not None
+        assert w.estimated_start == w.estimate.start and w.estimated_start >= now
+        assert w.estimate.end is not None and w.estimate.end > w.estimate.start
+    assert view.bound.ratio is not None and view.bound.ratio >= 1.0
+    assert view.bound.estimated == 3 and 0.0 < view.bound.busy <= 1.0
+    doc = view.to_json()["plan_vs_bound"]
+    assert isinstance(doc, dict) and doc["ratio"] == view.bound.ratio and doc["waiting"] == 3
+
+
+def test_queue_view_has_no_estimate_behind_a_job_without_an_end(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """A foreign job without a time limit holds every GPU: the jobs behind it have no
+    estimated start (and say why), and the queue has no ratio; nothing crashes."""
+    from slurm_mlsched.slurm.nodes import JobRecord, NodeAllocation
+
+    source = FakeSource()
+    source.jobs.extend(
+        JobRecord("77", "x", "RUNNING", (NodeAllocation(f"node{i}", 1, 1024.0, 4),), None)
+        for i in range(1, 5)
+    )
+    from dataclasses import replace
+
+    wired = replace(live(store, tmp_path, HeldSubmitter()), source=source)
+    assert submit_job(wired, opts(**whole_node()), JOB).waits
+    view = queue_view(
+        store, source.read(NOW), clock=FixedClock(NOW), cluster_name="lab",
+        slot_seconds=60.0, user=None,
+    )  # fmt: skip
+    (w,) = view.waiting
+    assert w.estimated_start is None and w.estimate is not None
+    assert w.estimate.source == "unknown" and "no time limit" in w.estimate.reason
+    assert "no estimate: " in w.reason
+    assert view.bound is not None and view.bound.ratio is None
+
+
 def test_the_queue_lists_jobs_in_queue_order_not_arrival_order(
     store: SqlDecisionStore, tmp_path: Path
 ) -> None:
@@ -678,3 +731,39 @@ def test_a_queued_job_keeps_its_sbatch_lines_and_their_narrowing_across_re_plans
     started = store.get(record.decision_id)
     assert {p.node for p in started.decision.placement} == {node_of[ids[2]]}
     assert "#SBATCH --account=ml-research" in (started.script or "")
+
+
+def test_queue_view_estimates_node_groups_on_their_own_nodes(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """A plain job and one narrowed by its #SBATCH --exclude wait behind four running ones:
+    they are re-planned in two node groups, each job's estimate on the nodes it may use,
+    and the queue's line sums the groups (sim.queue_estimate.combined)."""
+    from dataclasses import replace
+
+    from slurm_mlsched.model.narrowing import NodeFilter
+
+    sub = HeldSubmitter()
+    ids = []
+    for k in range(4):
+        out = submit_job(live(store, tmp_path, sub), opts(**whole_node(), name=f"j{k}"), JOB)
+        assert out.record is not None
+        ids.append(out.record.decision_id)
+    plain = submit_job(live(store, tmp_path, sub), opts(**whole_node(), name="plain"), JOB)
+    every = frozenset(store.get(i).decision.placement[0].node for i in ids)
+    allowed = sorted(every)[0]
+    narrow = NodeFilter(exclude=every - {allowed})
+    mine = replace(opts(**whole_node(), name="narrow"), narrowing=narrow)
+    queued = submit_job(live(store, tmp_path, sub), mine, JOB)
+    assert plain.waits and queued.waits and queued.record is not None
+    now = NOW + timedelta(seconds=30)
+    view = queue_view(
+        store, FakeSource().read(NOW), clock=FixedClock(now), cluster_name="lab",
+        slot_seconds=60.0, user=None,
+    )  # fmt: skip
+    assert view.bound is not None and view.bound.bound_kind.startswith("summed over 2 node groups")
+    assert len(view.waiting) == 2 and view.bound.estimated == 2
+    assert view.bound.ratio is not None and view.bound.ratio >= 1.0
+    for w in view.waiting:
+        assert w.estimate is not None and w.estimate.start is not None
+        assert w.estimated_start is not None and w.estimated_start >= now
