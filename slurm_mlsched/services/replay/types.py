@@ -35,6 +35,7 @@ class ReplayOptions:
     binding: Binding = Binding.LATE
     queue_program: str = "per-job"
     lookahead: bool = True
+    preempt: bool = False  # checkpoint-restart preemption under late binding (replay only)
     restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
