@@ -53,7 +53,7 @@ import numpy as np
 
 from ..model import ClusterSnapshot, Decision, JobRequest, Mode, SlotPlan
 from .late_binding import PendingJob, QueueStep, ordered
-from .list_schedule import arrival_of, earliest_requested
+from .list_schedule import arrival_of, earliest_requested, requested_at
 from .packing import fit_counts
 from .params import PlacementParams
 from .queue_order import largest_capacity, queue_key
@@ -191,19 +191,18 @@ def choose(
     out: list[Preemption] = []
     index = snapshot.machine_index()
     for kj, run, req, done, charge in victims:
-        if not blocked:
-            break
+        if not blocked or kj <= min(b.key for b in blocked):
+            break  # victims come by falling key: no waiting job may overtake the rest
         room = _freed(res, run, index, now)
         taken: list[tuple[_Blocked, int]] = []
         for b in blocked:
             if b.key >= kj:
                 continue
-            arr = arrival_of(b.pending.request, delta, room, params, now)
-            end, after, sh = earliest_requested(arr, room)
-            if sh is None or sh.start != now:
+            got = requested_at(arrival_of(b.pending.request, delta, room, params, now), room, now)
+            if got is None:
                 continue
+            end, room, _ = got
             taken.append((b, end - now + 1))
-            room = after
         if not taken:
             continue
         p_j = run.decision.end_slot - now + 1
