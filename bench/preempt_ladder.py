@@ -164,7 +164,15 @@ def render(res: dict[str, Any]) -> str:
             "",
             f"Mean of +preempt ÷ yu-rr over the {len(ratios)} cells: {mean:.3f} "
             f"(Philly windows: {sum(philly) / max(len(philly), 1):.3f} over {len(philly)}; "
-            f"best {min(ratios):.3f}, worst {max(ratios):.3f}).",
+            f"best {min(ratios):.3f}, worst {max(ratios):.3f}). "
+            + (
+                "It wins on the average of all cells measured, so `mlsub replay` runs "
+                "with `--preempt` by default (the live queue cannot run it yet and keeps "
+                "it off; docs/formulation.md §15)."
+                if mean < 1.0
+                else "It does not win on the average of all cells measured, so it stays off "
+                "by default."
+            ),
         ]
     return "\n".join(lines) + "\n"
 

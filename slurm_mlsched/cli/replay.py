@@ -134,9 +134,10 @@ def replay(
         typer.Option(
             "--preempt/--no-preempt",
             help="Late binding: pause (checkpoint, requeue) a running job when the waiting "
-            "jobs that start in its place gain more than its restart cost (replay only).",
+            "jobs that start in its place gain more than its restart cost (replay only; "
+            "the live queue cannot run it).",
         ),
-    ] = False,
+    ] = True,
     restart_cost: Annotated[
         float,
         typer.Option(

@@ -105,8 +105,9 @@ class PlacementParams:
     """Late binding (replay only): checkpoint-restart preemption. At an event a running
     job is paused and requeued when the waiting jobs that would start in its place gain
     more completion time than its restart cost (:mod:`.preemption`; docs/formulation.md
-    §15). Off by default: measured, it did not win on the average of the cells
-    (docs/benchmarks.md, "Preemption ladder")."""
+    §15). ``mlsub replay`` turns it on by default (it won on the average of the cells
+    measured, docs/benchmarks.md "Preemption ladder"); off here, the default of the live
+    path, whose queue cannot pause a running job yet (it refuses the parameter)."""
     preempt_max: int = 2
     """At most this many preemptions of one job (no thrash)."""
     preempt_jobs: int = 32
