@@ -53,7 +53,7 @@ import numpy as np
 
 from ..model import ClusterSnapshot, Decision, JobRequest, Mode, SlotPlan
 from .late_binding import PendingJob, QueueStep, ordered
-from .list_schedule import arrival_of, earliest_requested, requested_at
+from .list_schedule import arrival_of, requested_at
 from .packing import fit_counts
 from .params import PlacementParams
 from .queue_order import largest_capacity, queue_key
@@ -148,7 +148,18 @@ def restart_cost_s(params: PlacementParams, slot_seconds: float) -> float:
 class _Blocked:
     pending: PendingJob
     key: tuple[float, int, str]
-    alt_start: int  # t_i: its earliest start at the requested width without preemption
+    res: Residual  # the room it was found not to start in (after the starts ahead of it)
+
+    def alt_start(self, params: PlacementParams, slot_seconds: float, now: int, cap: int) -> int:
+        """t_i: its earliest start at the requested width without the preemption, capped
+        at ``cap`` (the gain counts min(t_i, the victim's end + 1) only)."""
+        arr = arrival_of(self.pending.request, slot_seconds, self.res, params, now)
+        for sigma in self.res.increase_slots():
+            if sigma >= cap:
+                break
+            if sigma > now and requested_at(arr, self.res, sigma) is not None:
+                return sigma
+        return cap
 
 
 def choose(
@@ -170,13 +181,11 @@ def choose(
 
     blocked: list[_Blocked] = []
     for p in ordered(pending, snapshot, params)[: max(0, params.preempt_jobs)]:
-        end, after, sh = earliest_requested(arrival_of(p.request, delta, res, params, now), res)
-        if sh is None:
-            continue  # never fits at its width at once: not a job to make room for
-        if sh.start <= now:
-            res = after  # the re-plan starts it now: its room is taken first
+        got = requested_at(arrival_of(p.request, delta, res, params, now), res, now)
+        if got is not None:
+            res = got[1]  # the re-plan starts it now: its room is taken first
         else:
-            blocked.append(_Blocked(p, key(p.request), sh.start))
+            blocked.append(_Blocked(p, key(p.request), res))
     if not blocked:
         return ()
     cost = restart_cost_s(params, delta)
@@ -205,8 +214,9 @@ def choose(
             taken.append((b, end - now + 1))
         if not taken:
             continue
-        p_j = run.decision.end_slot - now + 1
-        gain = sum(min(b.alt_start - now, p_j) for b, _ in taken) - max(d for _, d in taken)
+        cap = run.decision.end_slot + 1  # when the victim's room frees anyway
+        waits = [b.alt_start(params, delta, now, cap) - now for b, _ in taken]
+        gain = sum(waits) - max(d for _, d in taken)
         if gain * delta <= cost:
             continue
         out.append(
