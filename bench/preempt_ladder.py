@@ -143,6 +143,7 @@ def render(res: dict[str, Any]) -> str:
     ratios: list[float] = []
     philly: list[float] = []
     beats_drf = 0
+    p99_up: list[float] = []
     for c in cells:
         r = c["rows"]
         a, b, d = r["yu-rr"], r["yu-rr +preempt"], r["drf"]
@@ -151,6 +152,7 @@ def render(res: dict[str, Any]) -> str:
         if c["label"].startswith("Philly jobs"):
             philly.append(q)
         beats_drf += b["avg_jct_s"] < d["avg_jct_s"]
+        p99_up.append(b["p99_jct_s"] / a["p99_jct_s"])
 
         def trio(x: dict[str, Any]) -> str:
             return f"{_h(x['avg_jct_s'])} ({_h(x['p50_jct_s'])} / {_h(x['p99_jct_s'])})"
@@ -170,7 +172,9 @@ def render(res: dict[str, Any]) -> str:
             f"(Philly windows: {sum(philly) / max(len(philly), 1):.3f} over {len(philly)}; "
             f"the other {rest} cells: {rest_mean:.3f}; best {min(ratios):.3f}, worst "
             f"{max(ratios):.3f}). `yu-rr` +preempt beats `drf` (which re-shares under the "
-            f"same restart cost) in {beats_drf} of {len(ratios)} cells. "
+            f"same restart cost) in {beats_drf} of {len(ratios)} cells. The long jobs pay "
+            f"for it: p99 JCT rises in {sum(x > 1 for x in p99_up)} of {len(ratios)} cells "
+            f"(at most {max(p99_up):.2f} ×). "
             + (
                 "It wins on the average of all cells measured, so `mlsub replay` runs "
                 "with `--preempt` by default (the live queue cannot run it yet and keeps "
