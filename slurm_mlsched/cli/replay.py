@@ -129,6 +129,15 @@ def replay(
             "against the arrivals the recent past forecasts.",
         ),
     ] = True,
+    preempt: Annotated[
+        bool,
+        typer.Option(
+            "--preempt/--no-preempt",
+            help="Late binding: pause (checkpoint, requeue) a running job when the waiting "
+            "jobs that start in its place gain more than its restart cost (replay only; "
+            "the live queue cannot run it).",
+        ),
+    ] = True,
     restart_cost: Annotated[
         float,
         typer.Option(
@@ -249,6 +258,7 @@ def replay(
         binding=_choice(Binding, binding, "--binding"),
         queue_program=queue_program.strip().lower(),
         lookahead=lookahead,
+        preempt=preempt,
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,
         restart_s=restart_cost,

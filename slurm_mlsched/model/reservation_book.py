@@ -281,6 +281,24 @@ class ReservationBook:
             )
         self._slot = slot
 
+    def withdraw(self, job_id: str, slot: int) -> int:
+        """Job ``job_id`` leaves the book at ``slot`` (it was preempted then): its rows
+        are in no view from ``slot`` on and the usage from ``slot`` on no longer holds
+        them. ``slot`` must be the slot of the last view (or later). Returns the rows
+        withdrawn."""
+        live = np.flatnonzero(self._leave[: self._n] > slot).tolist()
+        idx = [i for i in live if self._items[i].job_id == job_id]
+        if not idx:
+            return 0
+        if self._integral:
+            rows = self._rows[idx].copy()
+            rows[:, START] = np.maximum(rows[:, START], slot)  # what they hold from slot on
+            rows[:, GPU:] *= -1.0
+            self._advance(slot)
+            self._book_usage(rows)
+        self._leave[idx] = slot
+        return len(idx)
+
     def view(self, slot: int) -> ReservationView:
         """The reservations whose job leaves after ``slot``, in commit order."""
         live: IntArray = np.flatnonzero(self._leave[: self._n] > slot)

@@ -36,40 +36,53 @@ def earliest_requested(arr: Arrival, res: Residual) -> tuple[int, Residual, Shap
     """The job at its earliest start ≥ ``arr.a`` with its requested width on ``res``: its
     end, the room left and the shape (None when the width never fits at once: then the
     most workers one machine holds, on the empty cluster, gives the end)."""
-    shape, job = arr.shape, arr.job
-    h_count = res.n_machines
-    order = np.arange(h_count, dtype=np.int64)
-    need_colo = shape.alpha * shape.n_max + shape.beta
-    w_ex = shape.n_dist_max
-    d_ex = math.ceil(shape.workload / (w_ex * shape.nu_ex) - 1e-9) if w_ex else 0
+    shape = arr.shape
     for sigma in (arr.a, *(t for t in res.increase_slots() if t > arr.a)):
-        mins = res.window_min(sigma, sigma + arr.d_min)
-        ok = np.flatnonzero((mins >= need_colo - 1e-9).all(axis=1))
-        if len(ok):
-            h = int(ok[0])
-            w = np.zeros(h_count, dtype=np.int64)
-            s = np.zeros(h_count, dtype=np.int64)
-            w[h], s[h] = shape.n_max, 1
-            sh = Shape(sigma, h, w, s)
-        elif w_ex >= shape.n_dist_min and d_ex:
-            room = res.window_min(sigma, sigma + d_ex).copy()
-            if (room.sum(axis=0) < shape.alpha * w_ex - 1e-9).any():
-                continue
-            n_ps = job.ps_needed(w_ex)
-            s = first_fit(room, shape.beta, n_ps, order)
-            w = first_fit(room, shape.alpha, w_ex, order)
-            if int(w.sum()) != w_ex or int(s.sum()) != n_ps:
-                continue
-            sh = Shape(sigma, -1, w, s)
-            normalize(sh)
-        else:
-            continue
-        end = end_slot(arr, sh)
-        return end, res.minus(usage(arr, sh), sigma, end + 1), sh
+        got = requested_at(arr, res, sigma)
+        if got is not None:
+            return got
     sigma = max(res.free_after, arr.a)
     fit = int(min(fit_counts(res.capacity - shape.beta, shape.alpha).max(), shape.n_max))
     rate = max(fit, 1) * shape.nu_in
     return sigma + math.ceil(shape.workload / rate - 1e-9) - 1, res, None
+
+
+def requested_at(arr: Arrival, res: Residual, sigma: int) -> tuple[int, Residual, Shape] | None:
+    """The job started at ``sigma`` with its requested width on ``res`` (all N workers and
+    one PS co-located on the first machine that holds them for the whole co-located run,
+    else N distributed workers and their PSs first fit), its end and the room left; None
+    when it does not fit then."""
+    shape, job = arr.shape, arr.job
+    h_count = res.n_machines
+    need_colo = shape.alpha * shape.n_max + shape.beta
+    w_ex = shape.n_dist_max
+    mins = res.window_min(sigma, sigma + arr.d_min)
+    ok = np.flatnonzero((mins >= need_colo - 1e-9).all(axis=1))
+    if len(ok):
+        h = int(ok[0])
+        w = np.zeros(h_count, dtype=np.int64)
+        s = np.zeros(h_count, dtype=np.int64)
+        w[h], s[h] = shape.n_max, 1
+        sh = Shape(sigma, h, w, s)
+    elif w_ex >= shape.n_dist_min and w_ex:
+        d_ex = math.ceil(shape.workload / (w_ex * shape.nu_ex) - 1e-9)
+        if not d_ex:
+            return None
+        room = res.window_min(sigma, sigma + d_ex).copy()
+        if (room.sum(axis=0) < shape.alpha * w_ex - 1e-9).any():
+            return None
+        order = np.arange(h_count, dtype=np.int64)
+        n_ps = job.ps_needed(w_ex)
+        s = first_fit(room, shape.beta, n_ps, order)
+        w = first_fit(room, shape.alpha, w_ex, order)
+        if int(w.sum()) != w_ex or int(s.sum()) != n_ps:
+            return None
+        sh = Shape(sigma, -1, w, s)
+        normalize(sh)
+    else:
+        return None
+    end = end_slot(arr, sh)
+    return end, res.minus(usage(arr, sh), sigma, end + 1), sh
 
 
 def fastest_run_slots(job: JobRequest, capacity: FloatArray, slot_seconds: float) -> int:

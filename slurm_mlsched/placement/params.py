@@ -101,6 +101,18 @@ class PlacementParams:
     lookahead_jobs: int = 16
     """Waiting jobs behind the one decided that the look-ahead's rollout includes."""
 
+    preempt: bool = False
+    """Late binding (replay only): checkpoint-restart preemption. At an event a running
+    job is paused and requeued when the waiting jobs that would start in its place gain
+    more completion time than its restart cost (:mod:`.preemption`; docs/formulation.md
+    §16). ``mlsub replay`` turns it on by default (it won on the average of the cells
+    measured, docs/benchmarks.md "Preemption ladder"); off here, the default of the live
+    path, whose queue cannot pause a running job yet (it refuses the parameter)."""
+    preempt_max: int = 2
+    """At most this many preemptions of one job (no thrash)."""
+    preempt_jobs: int = 32
+    """Waiting jobs (in queue order) the preemption rule considers per event."""
+
     # --- the time model shared by every policy (MODEL.md §6) ---
     restart_s: float = 30.0
     """A running job whose allocation changes (resize, migration, preemption and resume)

@@ -230,6 +230,13 @@ def queue_step(
         return QueueStep(()), by_key
     first = entries[0]
     params = replace(first.params, binding=Binding.LATE)
+    if params.preempt:
+        raise InputError(
+            "checkpoint-restart preemption (parameter preempt) runs in replay only: the "
+            "live queue never pauses a running job",
+            hint="re-plan with preempt off; measure it with mlsub replay TRACE --preempt",
+            context={"parameter": "preempt", "policy": first.params_policy},
+        )
     policy = first.params_policy
     queue = get_queue(policy, params)
     if queue is None:  # submit queues only jobs whose policy has a queue form

@@ -42,12 +42,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import MlschedError, NeverFitsError
-from ..model import ClusterSnapshot, Decision, JobRequest
+from ..model import ClusterSnapshot, Decision, Form, JobRequest, SlotPlan
 from ..model.reservation_book import ReservationBook
 from ..placement.feasibility import check_could_ever_fit
 from ..placement.late_binding import PendingJob, QueueStep
 from ..placement.online import derive_seed
 from ..placement.params import PlacementParams
+from ..placement.preemption import Preemption, RunningRun, plan_rate, replan_preempting
 from ..placement.registry import (
     get_policy,
     get_queue,
@@ -151,16 +152,33 @@ def simulate(
     lookback = int(params.lookahead_max_s // base.slot_seconds)
     series: list[tuple[int, int]] = []
     done = peak = handled = 0
+    # preemption (params.preempt): the runs of jobs that may be paused, the slot each
+    # leaves the book, and what earlier runs of a paused job did
+    runs: dict[int, RunningRun] = {}
+    leaves: dict[int, int] = {}
+    history: dict[int, _History] = {}
 
     def commit(k: int, decision: Decision, slot: int) -> None:
         nonlocal done
         job = jobs[order[k]]
-        outcomes[k] = JobOutcome(job, decision)
-        held = decision.reservations(job.request)
+        past = history.get(k)
+        request = waiting_request.pop(k, job.request)
+        outcomes[k] = JobOutcome(
+            job, decision if past is None else past.merged(decision, job.request, base)
+        )
+        held = decision.reservations(request)
         if held:
             leave = max(max(r.end_slot for r in held), slot + 1)
             book.add(held, leave)
             heapq.heappush(events, (leave, _COMPLETION, k))
+            leaves[k] = leave
+            if params.preempt:
+                runs[k] = RunningRun(
+                    request,
+                    derive_seed(params.seed, job.job_id),
+                    decision,
+                    0 if past is None else past.preemptions,
+                )
         done += 1
         if progress is not None and (done % progress_every == 0 or done == len(order)):
             progress(done, len(order))
@@ -172,14 +190,39 @@ def simulate(
         if progress is not None and (done % progress_every == 0 or done == len(order)):
             progress(done, len(order))
 
+    waiting_request: dict[int, JobRequest] = {}  # a paused job's resumed request
+
+    def pause(p: Preemption, slot: int) -> None:
+        nonlocal done
+        k = by_id[p.job_id]
+        run = runs.pop(k)
+        book.withdraw(p.job_id, slot)
+        leaves.pop(k, None)
+        past = history.get(k) or _History()
+        history[k] = past.paused(run, slot, p)
+        outcomes[k] = None
+        done -= 1
+        waiting[k] = PendingJob(p.resumed, run.seed)
+        waiting_request[k] = p.resumed
+
+    by_id = {jobs[order[k]].job_id: k for k in range(len(order))} if params.preempt else {}
     while events:
         slot = events[0][0]
         arrived: list[int] = []
+        ended = False
         while events and events[0][0] == slot:  # completions (kind 0) pop first
             _, kind, k = heapq.heappop(events)
-            handled += 1
             if kind == _ARRIVAL:
                 arrived.append(k)
+            elif leaves.get(k) == slot or not params.preempt:
+                leaves.pop(k, None)
+                runs.pop(k, None)
+                ended = True
+            else:
+                continue  # the completion of a run that was preempted
+            handled += 1
+        if not arrived and not ended:
+            continue
         if decide is not None:  # arrival policy: each new job decided once, whole future
             for k in arrived:  # each sees the ones committed before it
                 snapshot = ClusterSnapshot(
@@ -208,7 +251,19 @@ def simulate(
             base.machines, book.view(slot), base.slot_seconds, base.epoch, now_slot=slot
         )
         peak = max(peak, len(snapshot.reservations))
-        step = queue(tuple(waiting.values()), snapshot, params, tuple(seen))
+        if params.preempt and runs:
+            step, paused = replan_preempting(
+                tuple(waiting.values()),
+                tuple(runs.values()),
+                snapshot,
+                params,
+                queue,
+                tuple(seen),
+            )
+            for p in paused:
+                pause(p, slot)
+        else:
+            step = queue(tuple(waiting.values()), snapshot, params, tuple(seen))
         _apply_step(step, waiting, slot, order, jobs, commit, reject)
         series.append((slot, len(waiting)))
         if waiting and not events:
@@ -256,4 +311,51 @@ def _apply_step(
         job_id = p.request.job_id
         waiting[k] = PendingJob(
             p.request, p.seed, plans.get(job_id), p.replans + (job_id in decided)
+        )
+
+
+@dataclass(frozen=True)
+class _History:
+    """What the earlier runs of a preempted job did (``params.preempt``)."""
+
+    runs: tuple[SlotPlan, ...] = ()  # its runs, cut at the slot it was paused
+    preemptions: int = 0
+    charge: float = 0.0  # mini-batches of restart charge added over its pauses
+    done: float = 0.0  # mini-batches its runs covered before each pause
+
+    def paused(self, run: RunningRun, slot: int, p: Preemption) -> _History:
+        cut = tuple(
+            replace(plan, length=min(plan.stop, slot) - plan.slot)
+            for plan in run.decision.slots
+            if plan.slot < slot
+        )
+        return _History(
+            (*self.runs, *cut),
+            self.preemptions + 1,
+            self.charge + p.charge,
+            self.done + p.work_done,
+        )
+
+    def merged(self, last: Decision, job: JobRequest, cluster: ClusterSnapshot) -> Decision:
+        """The job's whole history as one decision: every run, the first start, the last
+        end; elastic (its shape may change between runs), its pauses counted as restarts."""
+        slots = (*self.runs, *last.slots)
+        delta = cluster.slot_seconds
+        work = sum(plan_rate(p, job, delta) * p.length for p in slots)
+        return replace(
+            last,
+            form=Form.ELASTIC,
+            slots=slots,
+            start_slot=slots[0].slot,
+            work_covered=work,
+            notes=(
+                *last.notes,
+                f"checkpoint-restart: preempted {self.preemptions} time(s); each resume "
+                "charged the restart cost",
+            ),
+            stats=(
+                *last.stats,
+                ("restarts", float(self.preemptions)),
+                ("restart_work", self.charge),
+            ),
         )

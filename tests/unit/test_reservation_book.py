@@ -195,3 +195,36 @@ def test_merged_blocks_hold_the_most_of_their_segments(seed: int, jobs: int, mos
         assert np.array_equal(starts[cuts], b_starts)
         assert b_lengths.sum() == lengths.sum()
         assert np.array_equal(b_used, np.maximum.reduceat(used, cuts, axis=0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), jobs=st.integers(1, 60))
+def test_a_withdrawn_job_leaves_views_and_usage_from_its_slot(seed: int, jobs: int) -> None:
+    # preemption (sim/engine.py): a running job leaves the book at the slot it is paused;
+    # every later view equals the active tuple without it, rows and usage alike
+    rng = np.random.default_rng(seed)
+    book = ReservationBook(CLUSTER.machines)
+    active: dict[int, tuple[Reservation, ...]] = {}
+    leaves: dict[int, int] = {}
+    slot = 0
+    for job in range(jobs):
+        slot += int(rng.integers(0, 3))
+        for k in [k for k, leave in leaves.items() if leave <= slot]:
+            del active[k], leaves[k]
+        view = book.view(slot)
+        expected = tuple(r for rs in active.values() for r in rs)
+        assert view == expected
+        kept = view.usage_at(CLUSTER.machines, slot)
+        fresh = UsageAt.from_rows(reservation_rows(INDEX, expected), 3, slot)
+        assert kept is not None and np.array_equal(levels(kept, 20), levels(fresh, 20))
+        if active and rng.random() < 0.3:
+            k = sorted(active)[int(rng.integers(0, len(active)))]
+            assert book.withdraw(f"j{k}", slot) == len(active[k])
+            del active[k], leaves[k]
+            assert book.view(slot) == tuple(r for rs in active.values() for r in rs)
+        held = job_reservations(rng, job, slot)
+        if held:
+            leave = max(max(r.end_slot for r in held), slot + 1)
+            book.add(held, leave)
+            active[job], leaves[job] = held, leave
+    assert book.withdraw("nobody", slot) == 0

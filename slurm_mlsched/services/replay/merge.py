@@ -35,7 +35,6 @@ from typing import Any, TypedDict
 import numpy as np
 
 from ...errors import InputError, ReplayCellsFailed
-from ...placement import PlacementParams
 from ...sim import SUMMARY_KEYS, LowerBound, PolicyMetrics, draw_utilities
 from ...sim.metrics import JobRows, combine_algorithm, metrics_of_rows
 from ...slurm.jobs import phase_of
@@ -55,7 +54,7 @@ from .cells import (
     read_plan,
     write_json_atomic,
 )
-from .run import prepare_jobs
+from .run import prepare_jobs, replay_params
 from .types import ReplayJobs, ReplayReport
 
 #: Cells described in full in a failure message; the others are listed by index.
@@ -391,7 +390,7 @@ def merge_report(
         source=data.source,
         cluster=cluster,
         cluster_label=prepared.cluster_label,
-        params=PlacementParams(form=plan.options.form, seed=first_seed),
+        params=replay_params(plan.options, first_seed),
         jobs=len(prepared.admitted),
         skipped=data.skipped,
         unplaceable=prepared.unplaceable,

@@ -279,6 +279,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         restart_s=opts.restart_s,
         queue_program=opts.queue_program,
         lookahead=opts.lookahead,
+        preempt=opts.preempt,
     )
 
 

@@ -1,0 +1,211 @@
+"""Checkpoint-restart preemption under late binding (placement/preemption.py, sim/engine.py).
+
+* the rule, hand-checked: a long job is paused for many short ones when their gain
+  exceeds the restart cost, and not when the cost is larger, when the waiting job is no
+  shorter than the run left (the SRPT exchange), when the queue order puts the running job
+  first, or when it was preempted ``preempt_max`` times;
+* the replay: the short jobs start at once, the long one resumes with its progress minus
+  the restart charge; off by default;
+* property: over random replays with preemption, capacity is never exceeded, every job
+  runs from its arrival, and work is conserved (its runs cover its workload plus the
+  restart charges, and less than one slot more);
+* the live queue refuses the parameter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from slurm_mlsched.errors import InputError
+from slurm_mlsched.model import ClusterSnapshot, Machine, Resources
+from slurm_mlsched.placement import PlacementParams
+from slurm_mlsched.placement.late_binding import PendingJob
+from slurm_mlsched.placement.preemption import (
+    RunningRun,
+    choose,
+    plan_rate,
+    restart_charge,
+)
+from slurm_mlsched.placement.yu_rr import place_yu_rr
+from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
+from slurm_mlsched.sim.check import capacity_violations, decision_problems
+from tests.conftest import RESNET, make_cluster, make_job
+
+DELTA = 600.0
+NU = RESNET.nu_in(DELTA)
+NODE = make_cluster(1, 4, 16)  # one node: 4 GPUs, 16 CPUs
+
+
+def _long_running(slots: int = 100) -> RunningRun:
+    """L: 4 workers co-located on the node from slot 0 for ``slots`` slots."""
+    job = make_job("L", workers=4, workload=NU * 4 * slots)
+    cluster = ClusterSnapshot(NODE.machines, slot_seconds=DELTA)
+    d = place_yu_rr(job, cluster, PlacementParams())
+    assert (d.start_slot, d.end_slot) == (0, slots - 1)
+    return RunningRun(job, 7, d)
+
+
+def _at(now: int, run: RunningRun) -> ClusterSnapshot:
+    return ClusterSnapshot(
+        NODE.machines, run.decision.reservations(run.request), DELTA, now_slot=now
+    )
+
+
+def _shorts(n: int, slots: int = 2, arrival: int = 5) -> tuple[PendingJob, ...]:
+    return tuple(
+        PendingJob(make_job(f"s{i}", workers=1, workload=NU * slots, arrival=arrival), i)
+        for i in range(n)
+    )
+
+
+def test_a_long_job_is_paused_for_many_short_ones_when_the_gain_exceeds_the_cost() -> None:
+    run = _long_running(100)
+    params = PlacementParams(preempt=True, aging=0.0)
+    (p,) = choose(_shorts(4), (run,), _at(5, run), params)
+    # each short one would start when L ends (slot 100) instead of now (5): 95 slots
+    # sooner each; L resumes after the longest of them (2 slots): 4·95 − 2 = 378 slots
+    assert p.job_id == "L" and p.for_jobs == ("s0", "s1", "s2", "s3")
+    assert p.gain_s == pytest.approx(378 * DELTA)
+    assert p.cost_s == DELTA  # 30 s of restart rounds up to one slot on the grid
+    assert p.work_done == pytest.approx(NU * 4 * 5)  # slots 0..4 at 4 workers
+    charge = 4 * NU * 30.0 / DELTA  # its fastest rate × restart_s / Δ
+    assert p.charge == pytest.approx(charge)
+    assert p.resumed.workload == pytest.approx(NU * 4 * 95 + charge)
+    assert p.resumed.arrival_slot == 0  # it keeps its place in the aging
+
+
+def test_no_preemption_when_the_restart_cost_is_larger_than_the_gain() -> None:
+    run = _long_running(100)
+    expensive = PlacementParams(preempt=True, aging=0.0, restart_s=379 * DELTA)
+    assert choose(_shorts(4), (run,), _at(5, run), expensive) == ()
+    just_below = PlacementParams(preempt=True, aging=0.0, restart_s=377 * DELTA)
+    assert [p.job_id for p in choose(_shorts(4), (run,), _at(5, run), just_below)] == ["L"]
+
+
+def test_no_preemption_when_the_waiting_job_is_no_shorter_than_the_run_left() -> None:
+    # L has 3 slots left at slot 97; one waiting job of 3 slots (1 GPU, 4 workers' room):
+    # gain = min(100 − 97, 3) − 3 = 0 ≤ cost; a 1-slot one gains 3 − 1 = 2 slots > 1 slot
+    run = _long_running(100)
+    params = PlacementParams(preempt=True, aging=0.0)
+    assert choose(_shorts(1, slots=3, arrival=97), (run,), _at(97, run), params) == ()
+    (p,) = choose(_shorts(1, slots=1, arrival=97), (run,), _at(97, run), params)
+    assert p.gain_s == pytest.approx(2 * DELTA)
+
+
+def test_the_queue_order_and_the_preemption_bound_protect_the_running_job() -> None:
+    run = _long_running(100)
+    # with aging, L (arrived at 0, 6,000 slots long) keys ahead of jobs arriving 5,000
+    # slots later: not paused; without aging (pure smallest service first) it is
+    late = _shorts(4, arrival=5000)
+    longer = _long_running(6000)
+    aged = PlacementParams(preempt=True, aging=1.0)
+    assert choose(late, (longer,), _at(5000, longer), aged) == ()
+    assert choose(late, (longer,), _at(5000, longer), PlacementParams(preempt=True, aging=0.0))
+    # preempted preempt_max times already: not again
+    tired = RunningRun(run.request, run.seed, run.decision, preemptions=2)
+    assert choose(_shorts(4), (tired,), _at(5, tired), PlacementParams(preempt=True)) == ()
+    # off: never
+    assert choose(_shorts(4), (run,), _at(5, run), PlacementParams()) == ()
+
+
+def _replay(preempt: bool, restart_s: float = 30.0) -> dict[str, object]:
+    jobs = sim_jobs(
+        [(make_job("L", workers=4, workload=NU * 4 * 100), 0.0)]
+        + [(make_job(f"s{i}", workers=1, workload=NU * 2), 2900.0) for i in range(4)],
+        DELTA,
+    )
+    params = PlacementParams(preempt=preempt, aging=0.0, restart_s=restart_s)
+    result = simulate(jobs, NODE, "yu-rr", params)
+    assert capacity_violations(result) == [] and decision_problems(result) == []
+    return {o.job.job_id: o.decision for o in result.outcomes}
+
+
+def test_the_replay_pauses_the_long_job_and_resumes_it_with_its_progress() -> None:
+    off = _replay(False)
+    assert off["L"].end_slot == 99 and off["s0"].start_slot == 100  # type: ignore[attr-defined]
+    on = _replay(True)
+    long_ = on["L"]
+    for i in range(4):
+        assert on[f"s{i}"].start_slot == 5  # type: ignore[attr-defined]
+    # L ran slots 0..4, waited 5..6 while the short ones ran, then resumed: 95 slots of
+    # work + the charge (0.2 of a worker-slot) need 96 slots: 7..102
+    assert [(p.slot, p.length) for p in long_.slots] == [(0, 5), (7, 96)]  # type: ignore[attr-defined]
+    stats = dict(long_.stats)  # type: ignore[attr-defined]
+    assert stats["restarts"] == 1.0
+    assert stats["restart_work"] == pytest.approx(4 * NU * 30.0 / DELTA)
+    avg_off = sum(d.end_slot for d in off.values())  # type: ignore[attr-defined]
+    avg_on = sum(d.end_slot for d in on.values())  # type: ignore[attr-defined]
+    assert avg_on < avg_off
+
+
+def test_a_restart_cost_larger_than_the_gain_leaves_the_replay_as_without() -> None:
+    big = 10**7
+    assert {k: v.slots for k, v in _replay(True, big).items()} == {  # type: ignore[attr-defined]
+        k: v.slots  # type: ignore[attr-defined]
+        for k, v in _replay(False, big).items()
+    }
+
+
+@st.composite
+def replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
+    n = draw(st.integers(1, 3))
+    machines = tuple(
+        Machine(f"n{i}", Resources(draw(st.sampled_from([2, 4])), 16, 65536)) for i in range(n)
+    )
+    entries = []
+    for i in range(draw(st.integers(2, 12))):
+        workers = draw(st.integers(1, 4))
+        slots = draw(st.sampled_from([0.5, 1.0, 2.5, 8.0, 30.0, 80.0]))
+        job = make_job(f"j{i:02d}", workers=workers, workload=NU * workers * slots)
+        entries.append((job, draw(st.sampled_from([0.0, 300.0, 1500.0, 4000.0, 9000.0]))))
+    return ClusterSnapshot(machines, slot_seconds=DELTA), sim_jobs(entries, DELTA)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(replays(), st.sampled_from([0.0, 0.3]), st.sampled_from([0.0, 30.0, 900.0]))
+def test_preemption_keeps_capacity_and_conserves_work(
+    case: tuple[ClusterSnapshot, list[SimJob]], aging: float, restart_s: float
+) -> None:
+    cluster, jobs = case
+    admitted, _ = admit(jobs, cluster)
+    params = PlacementParams(preempt=True, aging=aging, restart_s=restart_s)
+    result = simulate(admitted, cluster, "yu-rr", params)
+    assert capacity_violations(result) == []
+    assert decision_problems(result) == []  # from arrival on, PS rules, work ≥ workload
+    assert len(result.outcomes) == len(admitted)
+    for o in result.outcomes:
+        d, job = o.decision, o.job.request
+        assert d is not None
+        stats = dict(d.stats)
+        restarts = int(stats.get("restarts", 0))
+        assert restarts <= params.preempt_max
+        charged = stats.get("restart_work", 0.0)
+        covered = sum(plan_rate(p, job, DELTA) * p.length for p in d.slots)
+        assert covered == pytest.approx(d.work_covered)
+        # progress + restart charges: the runs cover the workload plus every charge, and
+        # the last run overshoots by less than one of its slots (nothing else is lost)
+        assert covered >= job.workload + charged - 1e-6
+        assert covered < job.workload + charged + plan_rate(d.slots[-1], job, DELTA) + 1e-6
+        if restarts:
+            one = restart_charge(job, _caps(cluster), DELTA, restart_s)
+            assert charged == pytest.approx(restarts * one)
+            assert len(d.slots) >= 2 and d.start_slot >= job.arrival_slot
+
+
+def _caps(cluster: ClusterSnapshot) -> np.ndarray:
+    return np.array([m.capacity.as_tuple() for m in cluster.machines])
+
+
+def test_the_live_queue_refuses_preemption() -> None:
+    from slurm_mlsched.services import replan
+
+    class Entry:
+        params = PlacementParams(preempt=True)
+        params_policy = "yu-rr"
+        key = "k"
+
+    with pytest.raises(InputError, match="replay only"):
+        replan.queue_step([Entry()], NODE)  # type: ignore[list-item]
