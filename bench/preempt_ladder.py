@@ -176,9 +176,10 @@ def render(res: dict[str, Any]) -> str:
             f"for it: p99 JCT rises in {sum(x > 1 for x in p99_up)} of {len(ratios)} cells "
             f"(at most {max(p99_up):.2f} ×). "
             + (
-                "It wins on the average of all cells measured, so `mlsub replay` runs "
-                "with `--preempt` by default (the live queue cannot run it yet and keeps "
-                "it off; docs/formulation.md §16)."
+                "It wins on the average of all cells measured, but it stays off by default "
+                "in `mlsub replay` as on the live path, which cannot pause a running job "
+                "yet (a replay's defaults describe what mlsub does live): `--preempt` "
+                "turns it on (docs/formulation.md §16)."
                 if mean < 1.0
                 else "It does not win on the average of all cells measured, so it stays off "
                 "by default."

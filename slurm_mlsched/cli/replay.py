@@ -135,9 +135,9 @@ def replay(
             "--preempt/--no-preempt",
             help="Late binding: pause (checkpoint, requeue) a running job when the waiting "
             "jobs that start in its place gain more than its restart cost (replay only; "
-            "the live queue cannot run it).",
+            "the live queue cannot run it yet, so it is off by default as there).",
         ),
-    ] = True,
+    ] = False,
     restart_cost: Annotated[
         float,
         typer.Option(

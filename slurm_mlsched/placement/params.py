@@ -105,9 +105,10 @@ class PlacementParams:
     """Late binding (replay only): checkpoint-restart preemption. At an event a running
     job is paused and requeued when the waiting jobs that would start in its place gain
     more completion time than its restart cost (:mod:`.preemption`; docs/formulation.md
-    §16). ``mlsub replay`` turns it on by default (it won on the average of the cells
-    measured, docs/benchmarks.md "Preemption ladder"); off here, the default of the live
-    path, whose queue cannot pause a running job yet (it refuses the parameter)."""
+    §16). Off by default, in ``mlsub replay`` as on the live path, whose queue cannot
+    pause a running job yet (it refuses the parameter): a replay's defaults describe what
+    mlsub does live. It won on the average of the cells measured (docs/benchmarks.md
+    "Preemption ladder"); ``mlsub replay --preempt`` turns it on."""
     preempt_max: int = 2
     """At most this many preemptions of one job (no thrash)."""
     preempt_jobs: int = 32

@@ -35,8 +35,8 @@ class ReplayOptions:
     binding: Binding = Binding.LATE
     queue_program: str = "per-job"
     lookahead: bool = True
-    preempt: bool = True  # checkpoint-restart preemption under late binding (replay only;
-    # on by default by measurement, docs/benchmarks.md "Preemption ladder")
+    preempt: bool = False  # checkpoint-restart preemption under late binding (replay only;
+    # off by default as on the live path, which cannot run it yet: formulation §16)
     restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
