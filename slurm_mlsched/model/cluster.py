@@ -17,10 +17,12 @@ from .resources import Resources
 
 @dataclass(frozen=True, slots=True)
 class Machine:
-    """A node: its name (Slurm NodeName) and its capacity for managed jobs."""
+    """A node: its name (Slurm NodeName), its capacity for managed jobs and the type of its
+    GPUs (Slurm's GRES type, ``gpu:v100:4`` → ``"v100"``; None = untyped or no GPUs)."""
 
     name: str
     capacity: Resources
+    gpu_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

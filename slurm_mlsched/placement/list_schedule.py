@@ -35,15 +35,18 @@ def usage(arr: Arrival, sh: Shape) -> FloatArray:
 def earliest_requested(arr: Arrival, res: Residual) -> tuple[int, Residual, Shape | None]:
     """The job at its earliest start ≥ ``arr.a`` with its requested width on ``res``: its
     end, the room left and the shape (None when the width never fits at once: then the
-    most workers one machine holds, on the empty cluster, gives the end)."""
+    most workers one machine holds, on the empty cluster, gives the end). The job's tasks
+    fit on ``res`` as the job sees it (:meth:`.Residual.for_job`); the room left is
+    ``res`` minus them."""
     shape, job = arr.shape, arr.job
+    view = res.for_job(job)
     h_count = res.n_machines
     order = np.arange(h_count, dtype=np.int64)
     need_colo = shape.alpha * shape.n_max + shape.beta
     w_ex = shape.n_dist_max
     d_ex = math.ceil(shape.workload / (w_ex * shape.nu_ex) - 1e-9) if w_ex else 0
     for sigma in (arr.a, *(t for t in res.increase_slots() if t > arr.a)):
-        mins = res.window_min(sigma, sigma + arr.d_min)
+        mins = view.window_min(sigma, sigma + arr.d_min)
         ok = np.flatnonzero((mins >= need_colo - 1e-9).all(axis=1))
         if len(ok):
             h = int(ok[0])
@@ -52,7 +55,7 @@ def earliest_requested(arr: Arrival, res: Residual) -> tuple[int, Residual, Shap
             w[h], s[h] = shape.n_max, 1
             sh = Shape(sigma, h, w, s)
         elif w_ex >= shape.n_dist_min and d_ex:
-            room = res.window_min(sigma, sigma + d_ex).copy()
+            room = view.window_min(sigma, sigma + d_ex).copy()
             if (room.sum(axis=0) < shape.alpha * w_ex - 1e-9).any():
                 continue
             n_ps = job.ps_needed(w_ex)
@@ -67,7 +70,7 @@ def earliest_requested(arr: Arrival, res: Residual) -> tuple[int, Residual, Shap
         end = end_slot(arr, sh)
         return end, res.minus(usage(arr, sh), sigma, end + 1), sh
     sigma = max(res.free_after, arr.a)
-    fit = int(min(fit_counts(res.capacity - shape.beta, shape.alpha).max(), shape.n_max))
+    fit = int(min(fit_counts(view.capacity - shape.beta, shape.alpha).max(), shape.n_max))
     rate = max(fit, 1) * shape.nu_in
     return sigma + math.ceil(shape.workload / rate - 1e-9) - 1, res, None
 
