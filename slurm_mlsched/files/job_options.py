@@ -36,6 +36,7 @@ from typing import Literal
 from .. import ranges
 from ..errors import InputError
 from ..model import Form, JobProfile, JobRequest, Resources
+from ..model.eligibility import parse_gpu_types
 from ..ranges import OutOfRange, Range, unsafe_in_sbatch_line
 from .profiles import get_profile
 
@@ -79,6 +80,7 @@ class JobOptions:
     time_limit: int | None = None  # minutes (sbatch --time); submission only
     output: str | None = None  # sbatch --output pattern; submission only
     interpreter: str | None = None  # runs the script (default: python3 for *.py)
+    gpu_type: frozenset[str] | None = None  # GPU types the workers may use (None: any)
 
     @property
     def workload(self) -> float:
@@ -205,6 +207,19 @@ def _time_limit(option: str, value: object) -> int:
     return minutes
 
 
+def _gpu_type(option: str, value: object) -> frozenset[str] | None:
+    """``v100`` or ``v100,p100`` (Slurm's GRES types, matched exactly); ``any`` = any."""
+    if isinstance(value, frozenset):
+        value = ",".join(sorted(value))
+    hint = f"write {option} v100, or {option} v100,p100 for either, or {option} any"
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(option, value, "must name one or more GPU types", hint)
+    try:
+        return parse_gpu_types(value)
+    except ValueError as exc:
+        raise _bad(option, value, f"is not a list of GPU types: {exc}", hint) from None
+
+
 def _form(option: str, value: object) -> Form:
     try:
         return Form(str(value).strip().lower())
@@ -259,6 +274,8 @@ SPECS: tuple[JobOptionSpec, ...] = (
                   "Network MB/s per worker (default: the model's, else 100)."),
     JobOptionSpec("bw_in", "--bw-in", _positive_float(ranges.BANDWIDTH_MBPS), float,
                   "Internal MB/s per worker (default: the model's, else 1000)."),
+    JobOptionSpec("gpu_type", "--gpu-type", _gpu_type, str,
+                  "GPU type(s) the workers may use: v100, or v100,p100 (default any)."),
     JobOptionSpec("name", "--name", _sbatch_text, str, "Job name."),
     JobOptionSpec("partition", "--partition", _sbatch_text, str,
                   "Slurm partition (live: its nodes only)."),
@@ -451,4 +468,5 @@ def to_request(opts: JobOptions, arrival_slot: int, job_id: str | None = None) -
         profile=profile,
         ps_count=None if opts.ps == "auto" else opts.ps,
         name=opts.name,
+        gpu_types=opts.gpu_type,
     )

@@ -26,6 +26,17 @@ class Machine:
 
 
 @dataclass(frozen=True, slots=True)
+class InventoryNode:
+    """One node of a published node inventory (``traces.inventory``): its GPU type (None:
+    no GPUs or untyped), GPUs and CPUs."""
+
+    name: str
+    gpu_type: str | None
+    gpus: int
+    cpus: int
+
+
+@dataclass(frozen=True, slots=True)
 class Reservation:
     """Usage of one machine by an already-placed job over slots [start_slot, end_slot)."""
 

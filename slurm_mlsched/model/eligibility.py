@@ -10,10 +10,30 @@ task with a GPU demand cannot go there and the other tasks are unaffected. Pure.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from .cluster import ClusterSnapshot, Machine
 from .job import JobRequest
+
+#: A GPU type name as Slurm's gres.conf takes it (``Type=``) and an ``#SBATCH`` line can
+#: carry it unquoted: letters, digits, ``_ . -``, at most 64 characters.
+GPU_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+
+
+def parse_gpu_types(text: str, separator: str = ",") -> frozenset[str] | None:
+    """``"v100,p100"`` -> ``{"v100", "p100"}``; ``""`` or ``"any"`` -> None (any type).
+    Raises ValueError naming the first bad name."""
+    words = [w.strip() for w in text.split(separator)]
+    if not any(words) or (len(words) == 1 and words[0].lower() == "any"):
+        return None
+    for w in words:
+        if not GPU_TYPE_NAME.fullmatch(w):
+            raise ValueError(
+                f"{w!r} is not a GPU type name (letters, digits, '_', '.', '-'; "
+                f"types separated by {separator!r})"
+            )
+    return frozenset(words)
 
 
 def type_allowed(gpu_types: frozenset[str] | None, gpu_type: str | None) -> bool:
