@@ -7,6 +7,7 @@ GPU-using tasks only on nodes of those types; tasks without GPUs (PSs) go anywhe
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -214,3 +215,41 @@ def test_the_store_keeps_gpu_types_and_old_rows_read_as_any() -> None:
     row = encode_snapshot(snap)
     assert row["machines"][0]["gpu_type"] == "v100" and "gpu_type" not in row["machines"][1]
     assert decode_snapshot(row).machines == snap.machines
+
+
+def test_replay_of_a_typed_trace_on_a_mixed_cluster(tmp_path: Path) -> None:
+    from slurm_mlsched.services.clock import FixedClock
+    from slurm_mlsched.services.replay import ReplayOptions, run_replay
+    from slurm_mlsched.services.replay.run import prepare_jobs
+
+    (tmp_path / "cluster.yaml").write_text(
+        "groups:\n"
+        "  - {prefix: v, count: 2, gpus: 4, cpus: 32, mem_gb: 256, gpu_type: V100M16}\n"
+        "  - {prefix: t, count: 2, gpus: 4, cpus: 32, mem_gb: 256, gpu_type: T4}\n"
+    )
+    rows = ["id,submit,gpus,duration,spec"]
+    for i in range(24):
+        spec = ("V100M16", "T4", "V100M16|T4", "")[i % 4]
+        rows.append(f"j{i},{60 * i},{1 + i % 3},{600 + 300 * (i % 5)},{spec}")
+    (tmp_path / "trace.csv").write_text("\n".join(rows) + "\n")
+    opts = ReplayOptions(
+        trace=tmp_path / "trace.csv",
+        cluster=tmp_path / "cluster.yaml",
+        trace_format="csv",
+        columns="job_id=id,submit=submit,gpus=gpus,duration=duration,gpu_type=spec,"
+        "time_format=offset",
+        policies=("yu-rr", "fifo-bf", "drf"),
+        lp_max_jobs=0,
+    )
+    prepared = prepare_jobs(opts)
+    asked = [j.request.gpu_types for j in prepared.admitted]
+    assert asked.count(frozenset({"T4"})) == 6 and asked.count(None) == 6
+    for policy in opts.policies:
+        result = simulate(prepared.admitted, prepared.cluster, policy, PlacementParams())
+        assert capacity_violations(result) == [] and decision_problems(result) == []
+        for o in result.outcomes:
+            assert o.decision is not None, (policy, o.error)
+            ok = set(eligible_nodes(o.job.request, prepared.cluster))
+            assert _gpu_nodes(o.decision, o.job.request) <= ok
+    report = run_replay(opts, FixedClock.from_iso("2026-01-01T00:00:00Z"))
+    assert report.jobs == 24 and not report.unplaceable
