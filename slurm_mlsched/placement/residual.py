@@ -103,6 +103,8 @@ class Residual:
     def for_job(self, job: JobRequest) -> Residual:
         """This residual as ``job`` sees it: no GPU room on the machines its GPU types
         exclude (:mod:`.eligibility`); itself when the job excludes none."""
+        if job.gpu_types is None:
+            return self  # the common case: nothing to mask, no work
         ok = allowed_by_types(job, self.gpu_types or (None,) * self.n_machines)
         if ok is None or bool(ok.all()):
             return self
