@@ -5,12 +5,16 @@ Format (every field is checked; unknown fields are errors)::
     slot_seconds: 600            # Δ, seconds per slot (optional, default 600)
     epoch: 2026-01-01T00:00:00Z  # wall time of slot 0 (optional, see below)
     nodes:                       # single nodes
-      - {name: big1, gpus: 8, cpus: 64, mem_gb: 512}
+      - {name: big1, gpus: 8, cpus: 64, mem_gb: 512, gpu_type: a100}
     groups:                      # identical nodes named <prefix>1 … <prefix><count>
       - {prefix: node, count: 4, gpus: 4, cpus: 8, mem_gb: 64}   # node1, node2, node3, node4
     reservations:                # usage already promised to other jobs (optional)
       - {node: node1, start: 0, end: 3, gpus: 2, cpus: 4, mem_gb: 32, job_id: "1234"}
 
+* ``gpu_type`` (optional) is the type of the node's GPUs, the TYPE of Slurm's
+  ``Gres=gpu:TYPE:N`` (matched exactly, as Slurm does; letters, digits, ``_ . -``); a job
+  that names GPU types (``--gpu-type``) runs its GPU tasks only on nodes of those types. It
+  needs ``gpus`` > 0. Untyped nodes take only jobs that name no type.
 * ``gpus`` (default 0) and ``cpus`` are whole numbers >= 0; ``mem_gb`` is a number of GiB
   (``64`` = 64 GiB) or a Slurm-style size with a unit (``"64G"``, ``"512000M"``); a string
   without a unit is rejected because Slurm would read it as MiB.
@@ -43,13 +47,14 @@ import yaml
 from .. import ranges
 from ..errors import InputError
 from ..model import ClusterSnapshot, Machine, Reservation, Resources
+from ..model.eligibility import GPU_TYPE_NAME
 from ..model.units import gib_to_mib
 from ..ranges import OutOfRange, Range
 
 DEFAULT_SLOT_SECONDS = 600.0
 TOP_FIELDS = ("nodes", "groups", "slot_seconds", "epoch", "reservations")
-NODE_FIELDS = ("name", "gpus", "cpus", "mem_gb")
-GROUP_FIELDS = ("prefix", "count", "gpus", "cpus", "mem_gb")
+NODE_FIELDS = ("name", "gpus", "cpus", "mem_gb", "gpu_type")
+GROUP_FIELDS = ("prefix", "count", "gpus", "cpus", "mem_gb", "gpu_type")
 RESERVATION_FIELDS = ("node", "start", "end", "gpus", "cpus", "mem_gb", "job_id")
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -201,7 +206,9 @@ def _machines(fields: Mapping[str, object], source: str) -> list[Machine]:
         node = _mapping(raw, where, NODE_FIELDS)
         name = _name(node, "name", where)
         where = _Entry(source, f"nodes[{i}] ({name!r})")
-        _add(machines, origin, Machine(name, _capacity(node, where)), where.entry, source)
+        capacity = _capacity(node, where)
+        machine = Machine(name, capacity, _gpu_type(node, where, capacity))
+        _add(machines, origin, machine, where.entry, source)
     for i, raw in enumerate(_list(fields, "groups", top)):
         where = _Entry(source, _label("groups", i, raw, "prefix"))
         group = _mapping(raw, where, GROUP_FIELDS)
@@ -209,9 +216,10 @@ def _machines(fields: Mapping[str, object], source: str) -> list[Machine]:
         where = _Entry(source, f"groups[{i}] (prefix {prefix!r})")
         count = _count(group, "count", where, required=True, rng=ranges.GROUP_NODES)
         capacity = _capacity(group, where)
+        gpu_type = _gpu_type(group, where, capacity)
         for k in range(1, count + 1):
             entry = f"{where.entry} member {k}"
-            _add(machines, origin, Machine(f"{prefix}{k}", capacity), entry, source)
+            _add(machines, origin, Machine(f"{prefix}{k}", capacity, gpu_type), entry, source)
     if not machines:
         raise top.fail(
             "the cluster has no nodes",
@@ -355,6 +363,23 @@ def _mem_mib(fields: Mapping[str, object], where: _Entry, *, required: bool) -> 
         except OutOfRange as err:
             raise where.error(key, value, err.problem, hint=hint) from None
     raise where.error(key, value, "must be a memory size", hint=hint)
+
+
+def _gpu_type(fields: Mapping[str, object], where: _Entry, capacity: Resources) -> str | None:
+    """The node's ``gpu_type`` (None when not given); a type needs GPUs."""
+    if "gpu_type" not in fields or fields["gpu_type"] is None:
+        return None
+    value = fields["gpu_type"]
+    hint = "write the TYPE of Slurm's Gres=gpu:TYPE:N, e.g. 'gpu_type: v100'"
+    if not isinstance(value, str) or not GPU_TYPE_NAME.fullmatch(value.strip()):
+        raise where.error(
+            "gpu_type", value, "must be a GPU type name (letters, digits, '_', '.', '-')", hint
+        )
+    if capacity.gpu <= 0:
+        raise where.error(
+            "gpu_type", value, "is given for a node without GPUs", "add 'gpus: N' or drop it"
+        )
+    return value.strip()
 
 
 def _capacity(fields: Mapping[str, object], where: _Entry) -> Resources:

@@ -36,6 +36,7 @@ from typing import Literal
 from .. import ranges
 from ..errors import InputError
 from ..model import Form, JobProfile, JobRequest, Resources
+from ..model.eligibility import parse_gpu_types
 from ..model.narrowing import NodeFilter
 from ..ranges import OutOfRange, Range, unsafe_in_sbatch_line
 from .profiles import get_profile
@@ -85,6 +86,7 @@ class JobOptions:
     narrowing: NodeFilter = field(
         default_factory=NodeFilter
     )  # the nodes the script's #SBATCH lines allow
+    gpu_type: frozenset[str] | None = None  # GPU types the workers may use (None: any)
 
     @property
     def workload(self) -> float:
@@ -218,6 +220,19 @@ def _sbatch(option: str, value: object) -> tuple[str, ...]:
     return merge_carried([parse_carried(_text(option, value), f"option {option}")])
 
 
+def _gpu_type(option: str, value: object) -> frozenset[str] | None:
+    """``v100`` or ``v100,p100`` (Slurm's GRES types, matched exactly); ``any`` = any."""
+    if isinstance(value, frozenset):
+        value = ",".join(sorted(value))
+    hint = f"write {option} v100, or {option} v100,p100 for either, or {option} any"
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(option, value, "must name one or more GPU types", hint)
+    try:
+        return parse_gpu_types(value)
+    except ValueError as exc:
+        raise _bad(option, value, f"is not a list of GPU types: {exc}", hint) from None
+
+
 def _form(option: str, value: object) -> Form:
     try:
         return Form(str(value).strip().lower())
@@ -272,6 +287,8 @@ SPECS: tuple[JobOptionSpec, ...] = (
                   "Network MB/s per worker (default: the model's, else 100)."),
     JobOptionSpec("bw_in", "--bw-in", _positive_float(ranges.BANDWIDTH_MBPS), float,
                   "Internal MB/s per worker (default: the model's, else 1000)."),
+    JobOptionSpec("gpu_type", "--gpu-type", _gpu_type, str,
+                  "GPU type(s) the workers may use: v100, or v100,p100 (default any)."),
     JobOptionSpec("name", "--name", _sbatch_text, str, "Job name."),
     JobOptionSpec("partition", "--partition", _sbatch_text, str,
                   "Slurm partition (live: its nodes only)."),
@@ -502,4 +519,5 @@ def to_request(opts: JobOptions, arrival_slot: int, job_id: str | None = None) -
         profile=profile,
         ps_count=None if opts.ps == "auto" else opts.ps,
         name=opts.name,
+        gpu_types=opts.gpu_type,
     )

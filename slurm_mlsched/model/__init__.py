@@ -2,6 +2,7 @@
 
 from .cluster import ClusterSnapshot, Machine, Reservation
 from .decision import Decision, Form, Mode, NodeCount, Role, RoundingTrial, SlotPlan, TrialRule
+from .eligibility import eligible_nodes, gpu_mask, restricts, type_allowed
 from .job import DEFAULT_PS_BANDWIDTH_FACTOR, JobProfile, JobRequest
 from .resources import RESOURCE_NAMES, Resources
 
@@ -22,4 +23,8 @@ __all__ = [
     "RoundingTrial",
     "SlotPlan",
     "TrialRule",
+    "eligible_nodes",
+    "gpu_mask",
+    "restricts",
+    "type_allowed",
 ]

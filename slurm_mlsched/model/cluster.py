@@ -17,10 +17,23 @@ from .resources import Resources
 
 @dataclass(frozen=True, slots=True)
 class Machine:
-    """A node: its name (Slurm NodeName) and its capacity for managed jobs."""
+    """A node: its name (Slurm NodeName), its capacity for managed jobs and the type of its
+    GPUs (Slurm's GRES type, ``gpu:v100:4`` → ``"v100"``; None = untyped or no GPUs)."""
 
     name: str
     capacity: Resources
+    gpu_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InventoryNode:
+    """One node of a published node inventory (``traces.inventory``): its GPU type (None:
+    no GPUs or untyped), GPUs and CPUs."""
+
+    name: str
+    gpu_type: str | None
+    gpus: int
+    cpus: int
 
 
 @dataclass(frozen=True, slots=True)

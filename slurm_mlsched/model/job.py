@@ -84,7 +84,9 @@ class JobRequest:
     """One job: arrival slot a, workload V (mini-batches), at most N workers, demands α, β.
 
     ``ps_count`` fixes the number of PSs in distributed mode (None = sized by the PS rule,
-    ``--ps auto``); co-located mode always uses one PS (MODEL.md O3).
+    ``--ps auto``); co-located mode always uses one PS (MODEL.md O3). ``gpu_types``: the
+    GPU types (Slurm GRES types, matched exactly) the job's GPU-using tasks may run on;
+    None = any node (:mod:`.eligibility`).
     """
 
     job_id: str
@@ -96,8 +98,17 @@ class JobRequest:
     profile: JobProfile
     ps_count: int | None = None
     name: str = ""
+    gpu_types: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
+        if self.gpu_types is not None:
+            types = frozenset(self.gpu_types)
+            if not types or any(not isinstance(t, str) or not t.strip() for t in types):
+                raise ValueError(
+                    f"gpu_types must be None (any) or a non-empty set of type names, "
+                    f"got {sorted(map(str, types))!r}"
+                )
+            object.__setattr__(self, "gpu_types", types)
         if self.max_workers < 1:
             raise ValueError(f"max_workers must be >= 1, got {self.max_workers}")
         if not (self.workload > 0 and math.isfinite(self.workload)):

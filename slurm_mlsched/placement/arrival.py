@@ -26,6 +26,11 @@ class Arrival:
     groups: tuple[tuple[int, ...], ...]  # colo singletons first, then identical groups
     params: PlacementParams
 
+    def __post_init__(self) -> None:
+        # the job sees no GPU room where its GPU types exclude it (every copy made with
+        # dataclasses.replace, e.g. on a shared residual, passes here again)
+        object.__setattr__(self, "res", self.res.for_job(self.job))
+
     def rate(self, mode: Mode) -> float:
         return self.shape.nu_in if mode == Mode.COLOCATED else self.shape.nu_ex
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import NeverFitsError
-from ..model import RESOURCE_NAMES, ClusterSnapshot, JobRequest, Resources
+from ..model import RESOURCE_NAMES, ClusterSnapshot, JobRequest, Machine, Resources, restricts
+from ..model.eligibility import gpu_types_text, type_allowed
 
 
 def _largest(snapshot: ClusterSnapshot) -> Resources:
@@ -26,10 +29,12 @@ def check_could_ever_fit(job: JobRequest, snapshot: ClusterSnapshot) -> None:
 
     The smallest runnable shapes are: one worker and one PS co-located on a machine, or
     the fewest distributed workers (1, or the fixed PS count) with their PSs, each task on
-    some machine. Reservations are ignored: they end, capacity does not.
+    some machine. Reservations are ignored: they end, capacity does not. A job that names
+    GPU types is checked on the cluster as it sees it (no GPUs on the other nodes).
     """
     if not snapshot.machines:
         raise NeverFitsError("the cluster has no machines", hint="describe at least one node")
+    snapshot = _as_seen_by(job, snapshot)
     for label, demand in (("worker", job.worker), ("ps", job.ps)):
         if not any(demand.fits_in(m.capacity) for m in snapshot.machines):
             largest = _largest(snapshot)
@@ -73,6 +78,30 @@ def check_could_ever_fit(job: JobRequest, snapshot: ClusterSnapshot) -> None:
             hint="ask for fewer PSs or smaller tasks, or describe more nodes",
             context={"field": "ps" if job.ps_count else "worker", "resource": short},
         )
+
+
+def _as_seen_by(job: JobRequest, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+    """The snapshot with no GPUs on the nodes the job's GPU types exclude; a job whose
+    types match no node with GPUs fails here, naming the types the cluster has."""
+    if not restricts(job):
+        return snapshot
+    seen = tuple(
+        m
+        if type_allowed(job.gpu_types, m.gpu_type)
+        else Machine(m.name, Resources(0.0, m.capacity.cpu, m.capacity.mem), m.gpu_type)
+        for m in snapshot.machines
+    )
+    if not any(m.capacity.gpu > 0 for m in seen):
+        have = sorted({m.gpu_type or "untyped" for m in snapshot.machines if m.capacity.gpu > 0})
+        wanted = gpu_types_text(job.gpu_types)
+        raise NeverFitsError(
+            f"job {job.job_id!r} asks for GPU type(s) {wanted} and no node has GPUs of "
+            f"{'that type' if len(job.gpu_types or ()) == 1 else 'those types'} "
+            f"(the cluster has: {', '.join(have) or 'no GPUs'})",
+            hint="ask for a GPU type the cluster has (--gpu-type), or none for any",
+            context={"field": "gpu_types", "value": wanted, "available": have},
+        )
+    return replace(snapshot, machines=seen, reservations=())
 
 
 def _shortfalls(demand: Resources, capacity: Resources) -> int:

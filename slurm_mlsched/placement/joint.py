@@ -44,6 +44,7 @@ from ..errors import SolverError
 from ..model import ClusterSnapshot, Decision, JobRequest, Reservation, SlotPlan
 from ..model.decision import least_total_completion_reason
 from .arrival import Arrival, prepare, slot_plan
+from .eligibility import allowed_by_types
 from .highs_lp import highs_version
 from .job_lp import FloatArray, IntArray
 from .joint_lp import JointInstance, JointSolution, solve_joint_lp
@@ -140,12 +141,18 @@ def _instance(
     reps = np.array([g[0] for g in groups], dtype=np.int64)
     sizes = np.array([len(g) for g in groups], dtype=np.int64)
     per_machine = mins[reps]
+    types = res.gpu_types
+    gpu_ok = tuple(
+        None if not types else allowed_by_types(arr.job, [types[g[0]] for g in groups])
+        for arr in arrs
+    )
     return JointInstance(
         widths=(stops - starts).astype(np.int64),
         group_sizes=sizes,
         cap=per_machine * sizes[:, None, None],
         per_machine=per_machine,
         colo=colo,
+        gpu_ok=gpu_ok,
     ), groups
 
 
@@ -457,7 +464,8 @@ def _uncontended(window: list[PendingJob], snapshot: ClusterSnapshot, res: Resid
         job = p.request
         need = np.array(job.worker.as_tuple()) * job.max_workers + np.array(job.ps.as_tuple())
         d_min = job.shortest_slots(snapshot.slot_seconds)
-        h = best_fit(res.window_min(now, now + d_min), need, res.capacity)
+        view = res.for_job(job)
+        h = best_fit(view.window_min(now, now + d_min), need, view.capacity)
         if h is None:
             return False
         use = np.zeros_like(res.capacity)

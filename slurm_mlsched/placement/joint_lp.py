@@ -29,7 +29,9 @@ z bounded only by the mode row, an LP could report a job "finished" while it sti
 work to do. T is long enough for every job to finish (the running jobs' end, then the
 jobs of J one after another at their fastest shape), so the program is always feasible.
 L and L_D are the tight link coefficients of :mod:`.job_lp` (the most workers the mode
-can hold in that block); column bounds add the same whole-task caps.
+can hold in that block); column bounds add the same whole-task caps. A job that names
+GPU types sees no GPU room on the groups of other types (``JointInstance.gpu_ok``): its
+GPU-task columns there have upper bound 0 (HiGHS's presolve removes them).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .eligibility import BoolArray, masked
 from .highs_lp import INF, LpStatus, SparseLp, solve_lp
 from .job_lp import FloatArray, IntArray, JobShape, whole_task_caps
 
@@ -51,6 +54,14 @@ class JointInstance:
     cap: FloatArray  # (G, 3, B) capacity of the whole group
     per_machine: FloatArray  # (G, 3, B) capacity of one machine of the group
     colo: tuple[tuple[int, ...], ...]  # per job: its co-location candidates (group indices)
+    #: per job, per group: whether its GPU tasks may go there (None or empty: everywhere);
+    #: a group it excludes gets no GPU room for it, so those variables are fixed at 0
+    gpu_ok: tuple[BoolArray | None, ...] = ()
+
+    def job_per_machine(self, i: int) -> FloatArray:
+        """``per_machine`` as job i sees it (no GPU room on the groups it excludes)."""
+        ok = self.gpu_ok[i] if self.gpu_ok else None
+        return masked(self.per_machine, ok)
 
 
 @dataclass(frozen=True)
@@ -211,10 +222,9 @@ def build_joint_lp(shapes: tuple[JobShape, ...], inst: JointInstance) -> tuple[S
         lay = _layout(k, g_count)
         nv = int(lay["size"][0])
         starts.append(col)
-        colo_cap = inst.per_machine[cand] if k else np.zeros((0, 3, b_count))
-        wl_fit, wd_fit, sd_fit = whole_task_caps(
-            shape, colo_cap, inst.per_machine, inst.group_sizes
-        )
+        per_machine = inst.job_per_machine(i)
+        colo_cap = per_machine[cand] if k else np.zeros((0, 3, b_count))
+        wl_fit, wd_fit, sd_fit = whole_task_caps(shape, colo_cap, per_machine, inst.group_sizes)
         link_dist = np.minimum(wd_fit.sum(axis=0), float(shape.n_dist_max))
         _job_rows(coo, shape, k, g_count, b_count, col, widths, wl_fit, link_dist)
         lb = np.zeros((b_count, nv))

@@ -35,14 +35,17 @@ def usage(arr: Arrival, sh: Shape) -> FloatArray:
 def earliest_requested(arr: Arrival, res: Residual) -> tuple[int, Residual, Shape | None]:
     """The job at its earliest start ≥ ``arr.a`` with its requested width on ``res``: its
     end, the room left and the shape (None when the width never fits at once: then the
-    most workers one machine holds, on the empty cluster, gives the end)."""
+    most workers one machine holds, on the empty cluster, gives the end). The job's tasks
+    fit on ``res`` as the job sees it (:meth:`.Residual.for_job`); the room left is
+    ``res`` minus them."""
     shape = arr.shape
+    view = res.for_job(arr.job)
     for sigma in (arr.a, *(t for t in res.increase_slots() if t > arr.a)):
         got = requested_at(arr, res, sigma)
         if got is not None:
             return got
     sigma = max(res.free_after, arr.a)
-    fit = int(min(fit_counts(res.capacity - shape.beta, shape.alpha).max(), shape.n_max))
+    fit = int(min(fit_counts(view.capacity - shape.beta, shape.alpha).max(), shape.n_max))
     rate = max(fit, 1) * shape.nu_in
     return sigma + math.ceil(shape.workload / rate - 1e-9) - 1, res, None
 
@@ -51,12 +54,15 @@ def requested_at(arr: Arrival, res: Residual, sigma: int) -> tuple[int, Residual
     """The job started at ``sigma`` with its requested width on ``res`` (all N workers and
     one PS co-located on the first machine that holds them for the whole co-located run,
     else N distributed workers and their PSs first fit), its end and the room left; None
-    when it does not fit then."""
+    when it does not fit then. The job's tasks fit on ``res`` as the job sees it
+    (:meth:`.Residual.for_job`: no GPU room on nodes of a type it may not use); the room
+    left is ``res`` minus them."""
     shape, job = arr.shape, arr.job
+    view = res.for_job(job)
     h_count = res.n_machines
     need_colo = shape.alpha * shape.n_max + shape.beta
     w_ex = shape.n_dist_max
-    mins = res.window_min(sigma, sigma + arr.d_min)
+    mins = view.window_min(sigma, sigma + arr.d_min)
     ok = np.flatnonzero((mins >= need_colo - 1e-9).all(axis=1))
     if len(ok):
         h = int(ok[0])
@@ -68,7 +74,7 @@ def requested_at(arr: Arrival, res: Residual, sigma: int) -> tuple[int, Residual
         d_ex = math.ceil(shape.workload / (w_ex * shape.nu_ex) - 1e-9)
         if not d_ex:
             return None
-        room = res.window_min(sigma, sigma + d_ex).copy()
+        room = view.window_min(sigma, sigma + d_ex).copy()
         if (room.sum(axis=0) < shape.alpha * w_ex - 1e-9).any():
             return None
         order = np.arange(h_count, dtype=np.int64)

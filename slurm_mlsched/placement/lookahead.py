@@ -83,7 +83,7 @@ def is_narrow(job: JobRequest, decision: Decision, res: Residual, slot_seconds: 
     run = decision.end_slot - decision.start_slot + 1
     if run <= job.shortest_slots(slot_seconds):
         return False  # a lower bound of the fastest run: nothing to settle for
-    return run > fastest_run_slots(job, res.capacity, slot_seconds)
+    return run > fastest_run_slots(job, res.for_job(job).capacity, slot_seconds)
 
 
 def holds_back(

@@ -115,8 +115,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InfeasibleError, InputError, NeverFitsError, SolverError
-from ..model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
+from ..model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Mode, SlotPlan
 from ..model.decision import merge_runs
+from .eligibility import BoolArray, allowed, masked
 from .feasibility import check_could_ever_fit
 from .packing import first_fit, fit_counts
 from .params import PlacementParams
@@ -240,7 +241,7 @@ def build_program(
     prob = _pulp().LpProblem("lp_bound" if relax else "exact", _pulp().LpMinimize)
     room = _residual(snapshot, t0, horizon)
     builder = _Builder(prob, relax, len(snapshot.machines), snapshot.slot_seconds)
-    builder.room, builder.t0 = room, t0
+    builder.room, builder.t0, builder.machines = room, t0, snapshot.machines
     for i, job in enumerate(jobs_t):
         builder.add_job(i, job, range(max(job.arrival_slot, t0), horizon))
     builder.add_capacity(jobs_t, room, t0)
@@ -306,6 +307,11 @@ class _Builder:
         self.z: dict[Key2, LpVar] = {}
         self.room: FloatArray | None = None  # residual (T, H, 3) after fixed reservations
         self.t0 = 0
+        self.machines: tuple[Machine, ...] = ()
+
+    def allowed(self, job: JobRequest) -> BoolArray | None:
+        """Per machine, whether the job's GPU tasks may go there (None: everywhere)."""
+        return allowed(job, self.machines) if self.machines else None
 
     def var(self, name: str, upper: float) -> LpVar:
         cat = _pulp().LpContinuous if self.relax else _pulp().LpInteger
@@ -353,7 +359,7 @@ class _Builder:
         n = float(job.max_workers)
         if self.room is None:
             return [n] * self.n_machines, n
-        free = self.room[t - self.t0]  # (H, 3)
+        free = masked(self.room[t - self.t0], self.allowed(job))  # (H, 3)
         alpha, beta = np.array(job.worker.as_tuple()), np.array(job.ps.as_tuple())
         colo = np.minimum(fit_counts(free - beta, alpha), n).astype(float)
         dist = min(float(fit_counts(free, alpha).sum()), float(job.max_distributed_workers()))
@@ -366,13 +372,18 @@ class _Builder:
         z = self.z[i, t] = self.var(f"z_{i}_{t}", 1)
         v = self.v[i, t] = self.var(f"v_{i}_{t}", 1)
         us, wds, sds = [], [], []
+        ok = self.allowed(job)
         for h in range(self.n_machines):
             k = (i, h, t)
-            u = self.u[k] = self.var(f"u_{i}_{h}_{t}", 1)
-            wl = self.w_loc[k] = self.var(f"wL_{i}_{h}_{t}", n)
-            sl = self.s_loc[k] = self.var(f"sL_{i}_{h}_{t}", 1)
-            wds.append(self.var(f"wD_{i}_{h}_{t}", n))
-            sds.append(self.var(f"sD_{i}_{h}_{t}", n))
+            # a node the job's GPU types exclude: its GPU tasks' variables are fixed at 0
+            bad = ok is not None and not ok[h]
+            nw = 0.0 if bad and job.worker.gpu > 0 else n
+            ns = 0.0 if bad and job.ps.gpu > 0 else n
+            u = self.u[k] = self.var(f"u_{i}_{h}_{t}", 1 if nw and ns else 0)
+            wl = self.w_loc[k] = self.var(f"wL_{i}_{h}_{t}", nw)
+            sl = self.s_loc[k] = self.var(f"sL_{i}_{h}_{t}", min(1.0, ns))
+            wds.append(self.var(f"wD_{i}_{h}_{t}", nw))
+            sds.append(self.var(f"sD_{i}_{h}_{t}", ns))
             self.w_dist[k], self.s_dist[k] = wds[-1], sds[-1]
             us.append(u)
             self.row(f"linkw_{i}_{h}_{t}", [(wl, 1.0), (u, -caps[h])], le, 0.0)  # (3)
@@ -820,18 +831,20 @@ class _Room:
         free_from = max([self.t0, *(r.end_slot for r in snapshot.reservations)])
         self.room = _residual(snapshot, self.t0, free_from)
         self.slot_seconds = snapshot.slot_seconds
+        self.machines = snapshot.machines
 
     @property
     def free_from(self) -> int:
         return self.t0 + int(self.room.shape[0])
 
-    def window(self, start: int, length: int) -> FloatArray:
-        """Per machine, the least room over the slots [start, start + length)."""
+    def window(self, start: int, length: int, ok: BoolArray | None = None) -> FloatArray:
+        """Per machine, the least room over the slots [start, start + length) (no GPU room
+        where ``ok`` excludes the machine)."""
         lo, hi = start - self.t0, min(start + length, self.free_from) - self.t0
         if hi <= lo:
-            return self.cap
+            return masked(self.cap, ok)
         out: FloatArray = self.room[lo:hi].min(axis=0)
-        return out
+        return masked(out, ok)
 
     def take(self, start: int, shape: _Shape) -> None:
         stop = start + shape.slots
@@ -872,11 +885,13 @@ class _Room:
         alpha, beta = np.array(job.worker.as_tuple()), np.array(job.ps.as_tuple())
         nu_in, nu_ex = job.profile.nu_in(self.slot_seconds), job.profile.nu_ex(self.slot_seconds)
         best: _Shape | None = None
+        ok = allowed(job, self.machines)
         for w in range(1, job.max_workers + 1):
             d = _slots_for(job.workload, w * nu_in)
             if best is not None and d >= best.slots:
                 continue
-            fits = np.flatnonzero(np.all(alpha * w + beta <= self.window(start, d) + _EPS, axis=1))
+            room = self.window(start, d, ok)
+            fits = np.flatnonzero(np.all(alpha * w + beta <= room + _EPS, axis=1))
             if fits.size:
                 usage = np.zeros_like(self.cap)
                 usage[fits[0]] = alpha * w + beta
@@ -886,7 +901,7 @@ class _Room:
             d = _slots_for(job.workload, w * nu_ex)
             if n_ps is None or (best is not None and d >= best.slots):
                 continue
-            usage_or_none = _first_fit(self.window(start, d), beta, n_ps, alpha, w)
+            usage_or_none = _first_fit(self.window(start, d, ok), beta, n_ps, alpha, w)
             if usage_or_none is not None:
                 best = _Shape(d, usage_or_none)
         return best

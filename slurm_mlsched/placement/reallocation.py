@@ -17,9 +17,11 @@ every allocation (:func:`allocation_problems`, capacity) and calls again at the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import JobRequest, Mode
+from ..model import JobRequest, Machine, Mode
+from ..model.eligibility import ineligible_use
 
 Counts = tuple[tuple[int, int], ...]
 """(machine index, count) pairs, in machine order, counts > 0."""
@@ -74,20 +76,32 @@ def service_rate(job: JobRequest, alloc: Allocation) -> float:
     return gpus if gpus > 0 else float(alloc.total_workers)
 
 
-def allocation_problems(job: JobRequest, alloc: Allocation, n_machines: int) -> list[str]:
+def allocation_problems(
+    job: JobRequest, alloc: Allocation, n_machines: int, machines: Sequence[Machine] = ()
+) -> list[str]:
     """MODEL.md's rules for one job's allocation (capacity is checked over all jobs):
-    1 ≤ W ≤ N; co-located: one machine, one PS; distributed: the PS rules of §2."""
+    1 ≤ W ≤ N; co-located: one machine, one PS; distributed: the PS rules of §2; with
+    ``machines``, no GPU task on a node the job's GPU types exclude."""
     out: list[str] = []
     w, s = alloc.total_workers, alloc.total_ps
     for h, c in (*alloc.workers, *alloc.ps):
         if not 0 <= h < n_machines or c < 1:
             out.append(f"bad (machine, count) pair ({h}, {c})")
+    if machines and not out:
+        bad = ineligible_use(
+            job,
+            machines,
+            [machines[h].name for h, _ in alloc.workers],
+            [machines[h].name for h, _ in alloc.ps],
+        )
+        if bad:
+            out.append(f"GPU task(s) on node(s) {list(bad)} of a GPU type the job excludes")
     if not 1 <= w <= job.max_workers:
         out.append(f"{w} workers outside [1, {job.max_workers}]")
     if alloc.mode is Mode.COLOCATED:
-        machines = {h for h, _ in (*alloc.workers, *alloc.ps)}
-        if len(machines) != 1 or s != 1:
-            out.append(f"co-located needs one machine and one PS (machines {machines}, ps {s})")
+        used = {h for h, _ in (*alloc.workers, *alloc.ps)}
+        if len(used) != 1 or s != 1:
+            out.append(f"co-located needs one machine and one PS (machines {used}, ps {s})")
         return out
     if job.ps_count is not None and s != job.ps_count:
         out.append(f"{s} PSs but the job fixes {job.ps_count}")

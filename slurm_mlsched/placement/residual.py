@@ -6,17 +6,19 @@ time independent of how long the reservations are. From ``free_after`` on, no
 reservation holds anything and the residual equals the capacity.
 
 Also groups machines that are interchangeable (same capacity, same residual in every
-segment): the LP gives such a group one set of variables (size control, §4).
+segment, same GPU type): the LP gives such a group one set of variables (size control, §4).
+:meth:`Residual.for_job` is the residual a job that names GPU types sees.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
-from ..model import ClusterSnapshot
+from ..model import ClusterSnapshot, JobRequest
+from .eligibility import GPU, allowed_by_types, any_typed, masked
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -38,6 +40,7 @@ class Residual:
     seg_res: FloatArray
     touched: npt.NDArray[np.bool_]
     free_after: int
+    gpu_types: tuple[str | None, ...] = ()  # per machine (empty: none typed)
 
     @property
     def n_machines(self) -> int:
@@ -94,7 +97,21 @@ class Residual:
             seg,
             touched,
             max(self.free_after, stop),
+            self.gpu_types,
         )
+
+    def for_job(self, job: JobRequest) -> Residual:
+        """This residual as ``job`` sees it: no GPU room on the machines its GPU types
+        exclude (:mod:`.eligibility`); itself when the job excludes none."""
+        if job.gpu_types is None:
+            return self  # the common case: nothing to mask, no work
+        ok = allowed_by_types(job, self.gpu_types or (None,) * self.n_machines)
+        if ok is None or bool(ok.all()):
+            return self
+        bad = ~ok
+        if not (self.capacity[bad, GPU] > 0).any() and not (self.seg_res[bad, GPU] > 0).any():
+            return self  # already seen this way
+        return replace(self, capacity=masked(self.capacity, ok), seg_res=masked(self.seg_res, ok))
 
     def blocks_min(self, starts: IntArray, stops: IntArray) -> FloatArray:
         """Minimum residual per block [starts[b], stops[b]): (H, 3, B)."""
@@ -148,6 +165,9 @@ def residual_from(snapshot: ClusterSnapshot, t0: int) -> Residual:
         seg_res=res,
         touched=touched,
         free_after=free_after,
+        gpu_types=tuple(m.gpu_type for m in snapshot.machines)
+        if any_typed(snapshot.machines)
+        else (),
     )
 
 
@@ -158,6 +178,7 @@ def identical_groups(residual: Residual, exclude: set[int]) -> list[list[int]]:
     every segment. Groups keep machine order and are sorted by their first machine.
     """
     groups: dict[bytes, list[int]] = {}
+    types = residual.gpu_types
     for h in range(residual.n_machines):
         if h in exclude:
             continue
@@ -165,5 +186,7 @@ def identical_groups(residual: Residual, exclude: set[int]) -> list[list[int]]:
             key = b"T" + residual.seg_res[h].tobytes()
         else:
             key = b"U" + residual.capacity[h].tobytes()
+        if types:  # machines of different GPU types are never interchangeable
+            key += b"|" + (types[h] or "").encode()
         groups.setdefault(key, []).append(h)
     return sorted(groups.values(), key=lambda g: g[0])

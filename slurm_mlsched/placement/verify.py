@@ -2,8 +2,9 @@
 
 Used by the property tests, the benchmarks and ``mlsub explain``: capacity is never
 exceeded in any slot (counting the snapshot's reservations), the work is covered, the PS
-rules hold in every slot, nothing runs before the arrival, and the non-elastic form keeps
-its counts constant.
+rules hold in every slot, nothing runs before the arrival, the non-elastic form keeps
+its counts constant, and no task that uses GPUs sits on a node the job's GPU types exclude
+(:mod:`slurm_mlsched.model.eligibility`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..model import ClusterSnapshot, Decision, Form, JobRequest, Mode, Resources
+from ..model.eligibility import gpu_types_text, ineligible_use
 
 EPS = 1e-6
 
@@ -51,6 +53,18 @@ def check_decision(decision: Decision, job: JobRequest, snapshot: ClusterSnapsho
         unknown = nodes - set(caps)
         if unknown:
             problems.append(f"slot {plan.slot}: unknown node(s) {sorted(unknown)}")
+        known = [m for m in snapshot.machines if m.name in nodes]
+        bad = ineligible_use(
+            job,
+            known,
+            [n for n, c in plan.workers if c],
+            [n for n, c in plan.ps if c],
+        )
+        if bad:
+            problems.append(
+                f"slot {plan.slot}: GPU task(s) on node(s) {list(bad)} whose GPU type is not "
+                f"one the job allows ({gpu_types_text(job.gpu_types)})"
+            )
         if plan.mode == Mode.COLOCATED:
             if len(nodes) != 1 or s != 1:
                 problems.append(

@@ -15,7 +15,9 @@ Layout (``sbatch_templates/hetjob.sh.j2``):
 * one job step per role on a node (``--het-group=K`` only when there are several
   components: srun refuses it in a job that is not heterogeneous):
   ``srun --het-group=K --ntasks=COUNT --exact --cpus-per-task=c --mem=COUNT·m`` with
-  ``--gres=gpu:COUNT·g --gpus-per-task=g`` for a worker (each sees only its own GPUs) and
+  ``--gres=gpu:COUNT·g --gpus-per-task=g`` for a worker (each sees only its own GPUs;
+  ``gpu:TYPE:COUNT·g``, and the component's ``--gres=gpu:TYPE:G``, with the node's GPU
+  type when the job names types, so that Slurm enforces the type) and
   ``--gres=none`` for a PS; all in the background, then ``wait``; the script exits
   non-zero if any step failed;
 * every task runs a fixed launcher, ``bash -c "$mlsched_launcher" mlsched-task ROLE
@@ -51,6 +53,7 @@ from datetime import UTC, datetime, tzinfo
 from .. import __version__
 from ..errors import InputError
 from ..model import ClusterSnapshot, Decision, Form, JobRequest, Resources, Role
+from ..model.eligibility import GPU_TYPE_NAME, gpu_types_text
 from ..model.units import format_mem_mib
 from ..ranges import unsafe_in_sbatch_line
 from .templates import TEMPLATE, load_template
@@ -116,6 +119,7 @@ class Step:
     count: int
     first_rank: int
     per_task: Resources
+    gpu_type: str | None = None  # the node's GPU type, when the job names types
 
     @property
     def cpus_per_task(self) -> int:
@@ -136,10 +140,16 @@ class Step:
 
     @property
     def gpu_options(self) -> str:
-        """``--gres=gpu:N --gpus-per-task=g``, or ``--gres=none`` without GPUs."""
+        """``--gres=gpu:N --gpus-per-task=g`` (``gpu:TYPE:N`` for a job that names GPU
+        types), or ``--gres=none`` without GPUs."""
         if not self.gpus:
             return "--gres=none"
-        return f"--gres=gpu:{self.gpus} --gpus-per-task={self.gpus_per_task}"
+        return f"--gres={gres(self.gpu_type, self.gpus)} --gpus-per-task={self.gpus_per_task}"
+
+
+def gres(gpu_type: str | None, count: int) -> str:
+    """Slurm's GPU GRES: ``gpu:4``, or ``gpu:v100:4`` so that Slurm enforces the type."""
+    return f"gpu:{count}" if gpu_type is None else f"gpu:{gpu_type}:{count}"
 
 
 @dataclass(frozen=True)
@@ -181,6 +191,12 @@ class Component:
     def gpus(self) -> int:
         return sum(s.gpus for s in self.steps)
 
+    @property
+    def gres(self) -> str:
+        """The component's ``--gres`` value (typed when its GPU steps are)."""
+        kind = next((s.gpu_type for s in self.steps if s.gpus and s.gpu_type), None)
+        return gres(kind, self.gpus)
+
 
 @dataclass(frozen=True)
 class Task:
@@ -212,8 +228,11 @@ def plan_components(
     request: JobRequest,
     addresses: Mapping[str, str],
     base_port: int = DEFAULT_BASE_PORT,
+    gpu_types: Mapping[str, str | None] | None = None,
 ) -> tuple[tuple[Component, ...], tuple[Task, ...]]:
-    """Components and steps of a non-elastic decision, and its tasks (ranks, ports)."""
+    """Components and steps of a non-elastic decision, and its tasks (ranks, ports).
+    ``gpu_types``: each node's GPU type; a job that names GPU types asks Slurm for its
+    node's type (``--gres=gpu:TYPE:N``), so Slurm enforces what the placement chose."""
     _check_decision(decision)
     rows = decision.placement  # sorted by node, PS first
     per_task = {Role.PS: request.ps, Role.WORKER: request.worker}
@@ -224,10 +243,29 @@ def plan_components(
         for role in (Role.PS, Role.WORKER):
             count = sum(r.count for r in rows if r.node == node and r.role == role)
             if count:
-                steps.append(Step(role, count, next_rank[role], per_task[role]))
+                kind = _gres_type(request, node, per_task[role], gpu_types)
+                steps.append(Step(role, count, next_rank[role], per_task[role], kind))
                 next_rank[role] += count
         components.append(Component(index, node, addresses.get(node) or node, tuple(steps)))
     return tuple(components), _tasks(components, base_port, next_rank[Role.PS])
+
+
+def _gres_type(
+    request: JobRequest, node: str, task: Resources, gpu_types: Mapping[str, str | None] | None
+) -> str | None:
+    """The GPU type to ask Slurm for on ``node`` (None: untyped GRES)."""
+    if request.gpu_types is None or task.gpu <= 0:
+        return None
+    kind = (gpu_types or {}).get(node)
+    if kind is None or kind not in request.gpu_types or not GPU_TYPE_NAME.fullmatch(kind):
+        raise InputError(
+            f"job {request.job_id!r} asks for GPU type(s) {gpu_types_text(request.gpu_types)} "
+            f"but its decision puts GPU tasks on node {node!r}, whose GPU type is "
+            f"{'unknown' if kind is None else repr(kind)}",
+            hint="re-plan the job against the live node state (mlsub replan)",
+            context={"node": node, "gpu_type": kind},
+        )
+    return kind
 
 
 def _tasks(components: Sequence[Component], base_port: int, n_ps: int) -> tuple[Task, ...]:
@@ -250,15 +288,17 @@ def render_sbatch(
     request: JobRequest,
     addresses: Mapping[str, str],
     spec: ScriptSpec,
+    gpu_types: Mapping[str, str | None] | None = None,
 ) -> RenderedScript:
     """The sbatch script of ``decision`` (see the module docstring). ``addresses`` maps a
     node to its address as Slurm knows it (NodeAddr); a node missing from it is its name.
+    ``gpu_types`` maps a node to its GPU type (:func:`plan_components`).
 
     Raises :class:`InputError` for an elastic decision, an empty command, a port range
     beyond 65535, or a header value (name, ids, partition, output, node) that holds
     control characters or backslashes.
     """
-    components, tasks = plan_components(decision, request, addresses, spec.base_port)
+    components, tasks = plan_components(decision, request, addresses, spec.base_port, gpu_types)
     n_ps = sum(1 for t in tasks if t.role == Role.PS)
     n_workers = len(tasks) - n_ps
     _check_spec(spec, decision, components, len(tasks))
@@ -320,6 +360,7 @@ def _component_view(c: Component) -> dict[str, object]:
         "cpus_per_task": c.slurm_cpus_per_task,
         "mem": format_mem_mib(c.mem_mib),
         "gpus": c.gpus,
+        "gres": c.gres,
         "steps": [
             {
                 "role": str(s.role),

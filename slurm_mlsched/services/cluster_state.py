@@ -151,7 +151,9 @@ def build_cluster_state(
         if node in usable
         for job, usage in held
     ]
-    machines = tuple(Machine(n.name, _capacity(n)) for n in state.nodes if n.name in usable)
+    machines = tuple(
+        Machine(n.name, _capacity(n), n.gpu_type) for n in state.nodes if n.name in usable
+    )
     snapshot = ClusterSnapshot(
         machines=machines,
         reservations=tuple(reservations) + tuple(r for r in extra if r.machine in usable),

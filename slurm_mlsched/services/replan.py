@@ -464,7 +464,8 @@ def render_for(
     decision: Decision, request: JobRequest, cluster: ClusterState, launch: Launch
 ) -> RenderedScript:
     addresses = {n.record.name: n.record.address or n.record.name for n in cluster.nodes}
-    return render_sbatch(decision, request, addresses, launch.script_spec())
+    types = {n.record.name: n.record.gpu_type for n in cluster.nodes}
+    return render_sbatch(decision, request, addresses, launch.script_spec(), types)
 
 
 def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime) -> Started:

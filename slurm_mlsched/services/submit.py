@@ -636,7 +636,8 @@ def _render_spec(
     """The script; a job that waits held has no ``--begin`` (a re-plan releases it)."""
     addresses = {n.record.name: n.record.address or n.record.name for n in cluster.nodes}
     begin = None if waits else begin_time(plan.decision, plan.snapshot)
-    return render_sbatch(plan.decision, plan.request, addresses, replace(spec, begin=begin))
+    types = {n.record.name: n.record.gpu_type for n in cluster.nodes}
+    return render_sbatch(plan.decision, plan.request, addresses, replace(spec, begin=begin), types)
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -95,7 +95,7 @@ def admit(
     seen: dict[tuple[object, ...], str] = {}
     for job in jobs:
         r = job.request
-        key = (r.worker, r.ps, r.max_workers, r.ps_count, r.profile.ps_per_worker)
+        key = (r.worker, r.ps, r.max_workers, r.ps_count, r.profile.ps_per_worker, r.gpu_types)
         if key not in seen:
             try:
                 check_could_ever_fit(r, cluster)

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model import ClusterSnapshot, Decision, Form, SlotPlan
+from ..model import ClusterSnapshot, Decision, Form, Machine, SlotPlan
 from ..placement.baselines.task_layout import usage_rows
 from ..placement.online import derive_seed
 from ..placement.params import PlacementParams
@@ -110,7 +110,11 @@ def _decision(
 
 
 def _check(
-    active: Sequence[_Active], got: Sequence[Allocation | None], capacity: np.ndarray, slot: int
+    active: Sequence[_Active],
+    got: Sequence[Allocation | None],
+    capacity: np.ndarray,
+    slot: int,
+    machines: Sequence[Machine] = (),
 ) -> None:
     if len(got) != len(active):
         raise RuntimeError(f"slot {slot}: {len(got)} allocations for {len(active)} jobs")
@@ -120,7 +124,7 @@ def _check(
             continue
         request = act.job.request
         if alloc is not act.allocation:
-            problems = allocation_problems(request, alloc, len(capacity))
+            problems = allocation_problems(request, alloc, len(capacity), machines)
             if problems:
                 raise RuntimeError(f"slot {slot}: job {act.job.job_id!r}: {'; '.join(problems)}")
         pairs.append((request, alloc))
@@ -176,7 +180,7 @@ def simulate_reallocating(
         began = time.perf_counter()
         got = reallocate(view, cluster, slot, params)
         calls.append(round((time.perf_counter() - began) * 1000.0, 4))
-        _check(active, got, capacity, slot)
+        _check(active, got, capacity, slot, cluster.machines)
         following = queue[nxt].request.arrival_slot if nxt < len(queue) else math.inf
         ends: list[float] = []
         for act, alloc in zip(active, got, strict=True):

@@ -32,6 +32,7 @@ from .parse import (
     NodeAllocation,
     NodeRecord,
     SlurmVersion,
+    gres_type,
     parse_scontrol_nodes,
     parse_sinfo_json,
     parse_squeue_comments,
@@ -204,6 +205,14 @@ def _pyslurm_gpus(gres: object) -> int:
     return total
 
 
+def _pyslurm_gpu_type(gres: object) -> str | None:
+    """The GPU type in ``configured_gres`` (``{"gpu:a100": 2}`` -> ``a100``), read as the
+    commands read ``Gres`` (:func:`.parse.gres_type`)."""
+    if not isinstance(gres, Mapping):
+        return None
+    return gres_type(",".join(str(k) for k in gres))
+
+
 def _pyslurm_node(node: Any, gpus_in_use: int = 0) -> NodeRecord:
     """``gpus_in_use``: the GPUs the node's running jobs hold, from their layouts; used
     when ``allocated_gres`` is empty (pyslurm 22.5 leaves it so while jobs hold GPUs)."""
@@ -225,6 +234,7 @@ def _pyslurm_node(node: Any, gpus_in_use: int = 0) -> NodeRecord:
         alloc_gpus=_pyslurm_gpus(node.allocated_gres) or gpus_in_use,
         partitions=tuple(str(p) for p in (node.partitions or ())),
         features=tuple(str(f) for f in (getattr(node, "active_features", None) or ())),
+        gpu_type=_pyslurm_gpu_type(node.configured_gres),
     )
 
 

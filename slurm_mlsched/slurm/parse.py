@@ -236,6 +236,31 @@ def _epoch(value: object) -> datetime | None:
 # --- nodes -----------------------------------------------------------------------------
 
 
+def gres_type(text: str | None, name: str = "gpu") -> str | None:
+    """The type of GRES ``name`` in a GRES string: ``gpu:v100:4(S:0-1)`` -> ``"v100"``.
+
+    None when the GRES is untyped (``gpu:4``), absent, or of several types on one node
+    (``gpu:a100:2,gpu:v100:1``): the model gives a node one GPU type, and a node of mixed
+    types takes no job that names types (docs/formulation.md, "GPU types"). Also reads the
+    TRES forms ``gres/gpu:v100=4`` (``CfgTRES``).
+    """
+    if not text or text.strip() in ("(null)", "N/A", "None"):
+        return None
+    found: set[str] = set()
+    for item in _split_outside_parens(text.strip()):
+        item = re.sub(r"\(.*\)$", "", item).strip()
+        for prefix in ("gres:", "gres/"):
+            item = item.removeprefix(prefix)
+        parts = item.split("=")[0].split(":")
+        if parts[0] != name or len(parts) < 2:
+            continue
+        kind = parts[1]
+        if len(parts) == 2 and kind.isdigit():
+            continue  # gpu:4: untyped
+        found.add(kind)
+    return found.pop() if len(found) == 1 else None
+
+
 @dataclass(frozen=True)
 class NodeRecord:
     """One node as Slurm reports it. ``alloc_*`` are None when the command does not say."""
@@ -254,6 +279,8 @@ class NodeRecord:
     partitions: tuple[str, ...] = ()
     """Sorted, without repeats: the sources list them in different orders (sinfo by its
     rows, pyslurm by slurm.conf), and the order means nothing."""
+    gpu_type: str | None = None
+    """The node's GPU type from its ``Gres`` (``gpu:v100:4`` -> ``v100``; :func:`gres_type`)."""
 
     features: tuple[str, ...] = ()
     """The node's active features (``--constraint`` reads them), sorted, without repeats."""
@@ -359,6 +386,7 @@ def parse_sinfo_text(text: str) -> tuple[NodeRecord, ...]:
                 cpus=int(cpus.rstrip("+")),
                 memory_mib=parse_mem_mib(memory.rstrip("+")),
                 gpus=gres_count(gres),
+                gpu_type=gres_type(gres),
             )
         except ValueError as exc:
             raise _bad(command, f"line {number} ({line!r}): {exc}") from None
@@ -434,6 +462,7 @@ def _node_v0038(node: Mapping[str, Any]) -> NodeRecord:
         alloc_gpus=gres_count(node.get("gres_used")),
         partitions=tuple(str(p) for p in node.get("partitions") or ()),
         features=feature_list(node.get("active_features")),
+        gpu_type=gres_type(node.get("gres")),
     )
 
 
@@ -464,6 +493,7 @@ def _nodes_v0042(entry: Mapping[str, Any]) -> list[NodeRecord]:
             alloc_gpus=gres_count(entry["gres"].get("used")) if single else None,
             partitions=(str(partition),) if partition else (),
             features=feature_list(entry.get("features")),
+            gpu_type=gres_type(entry["gres"]["total"]),
         )
         for i, name in enumerate(names)
     ]
@@ -517,6 +547,7 @@ def parse_scontrol_nodes(text: str) -> tuple[NodeRecord, ...]:
                     alloc_gpus=tres_gpus(alloc) if "gres/gpu" in cfg else None,
                     partitions=tuple(p for p in kv.get("Partitions", "").split(",") if p),
                     features=feature_list(kv.get("ActiveFeatures")),
+                    gpu_type=gres_type(kv.get("Gres")),
                 )
             )
         except (KeyError, ValueError) as exc:

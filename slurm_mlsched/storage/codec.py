@@ -121,9 +121,7 @@ def decode_reservation(d: Json) -> Reservation:
 
 def encode_snapshot(s: ClusterSnapshot) -> Json:
     return {
-        "machines": [
-            {"name": x.name, "capacity": encode_resources(x.capacity)} for x in s.machines
-        ],
+        "machines": [_encode_machine(x) for x in s.machines],
         "reservations": [encode_reservation(r) for r in s.reservations],
         "slot_seconds": s.slot_seconds,
         "epoch": encode_time(s.epoch),
@@ -131,12 +129,26 @@ def encode_snapshot(s: ClusterSnapshot) -> Json:
     }
 
 
+def _encode_machine(x: Machine) -> Json:
+    """A machine; ``gpu_type`` only when set (older rows have none: untyped)."""
+    out: dict[str, Any] = {"name": x.name, "capacity": encode_resources(x.capacity)}
+    if x.gpu_type is not None:
+        out["gpu_type"] = x.gpu_type
+    return out
+
+
+def _decode_machine(x: Json) -> Machine:
+    gpu_type = x.get("gpu_type")
+    return Machine(
+        _str(x, "name"),
+        decode_resources(x.get("capacity")),
+        None if gpu_type is None else _str(x, "gpu_type"),
+    )
+
+
 def decode_snapshot(d: Json) -> ClusterSnapshot:
     m = _obj(d, "snapshot")
-    machines = tuple(
-        Machine(_str(x, "name"), decode_resources(x.get("capacity")))
-        for x in (_obj(e, "machine") for e in _list(m, "machines"))
-    )
+    machines = tuple(_decode_machine(_obj(e, "machine")) for e in _list(m, "machines"))
     try:
         return ClusterSnapshot(
             machines=machines,
@@ -180,7 +192,7 @@ def decode_profile(d: Json) -> JobProfile:
 
 
 def encode_request(j: JobRequest) -> Json:
-    return {
+    out = {
         "job_id": j.job_id,
         "arrival_slot": j.arrival_slot,
         "workload": j.workload,
@@ -191,11 +203,15 @@ def encode_request(j: JobRequest) -> Json:
         "ps_count": j.ps_count,
         "name": j.name,
     }
+    if j.gpu_types is not None:  # only when set: older rows have none (any type)
+        out["gpu_types"] = sorted(j.gpu_types)
+    return out
 
 
 def decode_request(d: Json) -> JobRequest:
     m = _obj(d, "request")
     ps_count = m.get("ps_count")
+    types = m.get("gpu_types")
     try:
         return JobRequest(
             job_id=_str(m, "job_id"),
@@ -207,9 +223,16 @@ def decode_request(d: Json) -> JobRequest:
             profile=decode_profile(m.get("profile")),
             ps_count=None if ps_count is None else _int(m, "ps_count"),
             name=_str(m, "name"),
+            gpu_types=None if types is None else _gpu_types(types),
         )
     except ValueError as exc:
         raise CodecError(f"request: {exc}") from None
+
+
+def _gpu_types(value: object) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise CodecError(f"request.gpu_types: expected a list of strings, got {value!r}")
+    return frozenset(value)
 
 
 # --- parameters ----------------------------------------------------------------------------

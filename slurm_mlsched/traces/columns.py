@@ -19,7 +19,8 @@ import yaml
 from ..errors import InputError
 
 #: Trace-record fields a column can feed (``mem`` in ``mem_unit``; ``duration`` and
-#: ``time_limit`` as numbers in ``duration_unit`` or as Slurm ``[D-]HH:MM:SS``).
+#: ``time_limit`` as numbers in ``duration_unit`` or as Slurm ``[D-]HH:MM:SS``;
+#: ``gpu_type`` one GPU type or a set separated by ``|``, empty = any).
 FIELDS: tuple[str, ...] = (
     "job_id",
     "submit",
@@ -37,6 +38,7 @@ FIELDS: tuple[str, ...] = (
     "partition",
     "model",
     "workers",
+    "gpu_type",
 )
 TIME_FORMATS = ("iso", "epoch", "offset")
 UNITS_S: dict[str, float] = {"s": 1.0, "ms": 0.001, "min": 60.0, "h": 3600.0}

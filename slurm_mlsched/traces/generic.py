@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 
+from ..model.eligibility import parse_gpu_types
 from .columns import UNITS_S, ColumnMap
 from .record import TimeBase, Trace, TraceRecord
 from .rows import BadField, LineErrors, ReadOptions, StateWords, csv_rows, optional
@@ -176,7 +177,18 @@ class _RowReader:
             partition=self.text(row, "partition"),
             model=self.text(row, "model"),
             workers=_opt_i(self.get(row, "workers", parse_count)),
+            gpu_types=self.gpu_types(row),
         )
+
+    def gpu_types(self, row: Mapping[str, str]) -> frozenset[str] | None:
+        """The ``gpu_type`` column: ``V100M16|V100M32`` -> a set; empty -> None (any)."""
+        column = self.cmap.column("gpu_type")
+        if column is None:
+            return None
+        try:
+            return parse_gpu_types(row[column], separator="|")
+        except ValueError as exc:
+            raise BadField(column, row[column], str(exc)) from None
 
 
 def _f(value: object) -> float:

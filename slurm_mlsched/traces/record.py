@@ -57,6 +57,8 @@ class TraceRecord:
       file (for ``sacct --json``: the 1-based index of its first entry in ``jobs``).
     * ``extra``: other source fields kept verbatim as (name, value) pairs (exit code,
       account, node list, batch size …).
+    * ``gpu_types``: the GPU types the job could run on when the source says (the Alibaba
+      2023 trace's ``gpu_spec``: ``V100M16|V100M32``); None = any.
     """
 
     job_id: str
@@ -78,6 +80,7 @@ class TraceRecord:
     model: str | None = None
     workers: int | None = None
     extra: tuple[tuple[str, str], ...] = ()
+    gpu_types: frozenset[str] | None = None
 
     @property
     def ran(self) -> bool:

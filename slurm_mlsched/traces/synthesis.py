@@ -339,6 +339,7 @@ def synthesize(
         ps=params.ps,
         profile=profile,
         name=record.name or "",
+        gpu_types=record.gpu_types if gpu > 0 else None,
     )
     return SynthesizedJob(
         request=request,

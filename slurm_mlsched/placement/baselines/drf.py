@@ -84,4 +84,6 @@ def reallocate_drf(
     """Dominant-resource fairness over worker/PS counts, first-fit placement."""
     capacity = Timeline.of(cluster, slot).capacity
     counts = allocate_counts(jobs, capacity)
-    return place_counts(jobs, counts, capacity, first_fit, params.realloc_keep_placement)
+    return place_counts(
+        jobs, counts, capacity, first_fit, params.realloc_keep_placement, cluster.machines
+    )

@@ -36,13 +36,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from ...errors import NeverFitsError
-from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
+from ...model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Mode, SlotPlan
+from ..eligibility import BoolArray, allowed, masked
 from ..packing import EPS, fit_counts
 from ..params import PlacementParams
 from ..registry import register
@@ -119,9 +121,10 @@ class _Shapes:
     d_ex: int
     nu_ex: float
     workload: float
+    ok: BoolArray | None = None  # the machines the job's GPU tasks may use (None: all)
 
     @staticmethod
-    def of(job: JobRequest, slot_seconds: float) -> _Shapes:
+    def of(job: JobRequest, slot_seconds: float, machines: Sequence[Machine] = ()) -> _Shapes:
         nu_in, nu_ex = job.profile.nu_in(slot_seconds), job.profile.nu_ex(slot_seconds)
         n = job.max_workers
         w_ex = min(n, job.max_distributed_workers())
@@ -138,6 +141,7 @@ class _Shapes:
             d_ex=_slots_for(job.workload, w_ex * nu_ex) if w_ex else 0,
             nu_ex=nu_ex,
             workload=job.workload,
+            ok=allowed(job, machines) if machines else None,
         )
 
     def least_demand(self) -> FloatArray:
@@ -157,13 +161,17 @@ def _one_machine(workers: IntArray, ps: IntArray) -> int | None:
 def layout_at(shapes: _Shapes, timeline: Timeline, start: int) -> Layout | None:
     """The job's layout if it starts at ``start``, or None if it does not fit then."""
     colo = block_first_fit(
-        timeline.room(start, start + shapes.d_in), shapes.alpha, shapes.n, shapes.beta, 1
+        masked(timeline.room(start, start + shapes.d_in), shapes.ok),
+        shapes.alpha,
+        shapes.n,
+        shapes.beta,
+        1,
     )
     if colo is not None and _one_machine(*colo) is not None:
         return Layout(start, Mode.COLOCATED, colo[0], colo[1], shapes.d_in, shapes.nu_in)
     if not shapes.w_ex:
         return None
-    room = timeline.room(start, start + shapes.d_ex)
+    room = masked(timeline.room(start, start + shapes.d_ex), shapes.ok)
     dist = block_first_fit(room, shapes.alpha, shapes.w_ex, shapes.beta, shapes.s_ex)
     if dist is None:
         return None
@@ -176,9 +184,17 @@ def layout_at(shapes: _Shapes, timeline: Timeline, start: int) -> Layout | None:
     return Layout(start, Mode.DISTRIBUTED, dist[0], dist[1], shapes.d_ex, shapes.nu_ex)
 
 
-def earliest_layout(job: JobRequest, timeline: Timeline, floor: int, slot_seconds: float) -> Layout:
-    """The layout at the earliest start ≥ ``floor`` (see the module docstring)."""
-    shapes = _Shapes.of(job, slot_seconds)
+def earliest_layout(
+    job: JobRequest,
+    timeline: Timeline,
+    floor: int,
+    slot_seconds: float,
+    machines: Sequence[Machine] = (),
+) -> Layout:
+    """The layout at the earliest start ≥ ``floor`` (see the module docstring); with
+    ``machines`` (the timeline's), the job's GPU tasks only on the nodes its GPU types
+    allow."""
+    shapes = _Shapes.of(job, slot_seconds, machines)
     first = layout_at(shapes, timeline, floor)
     if first is not None:
         return first
@@ -246,7 +262,7 @@ def place_first_fit(
     if fcfs:
         latest = timeline.latest_start()
         floor = a if latest is None else max(a, latest)
-    layout = earliest_layout(job, timeline, floor, snapshot.slot_seconds)
+    layout = earliest_layout(job, timeline, floor, snapshot.slot_seconds, snapshot.machines)
     elapsed = (time.perf_counter() - began) * 1000.0
     return _decision(job, layout, timeline.names, policy, params, elapsed)
 

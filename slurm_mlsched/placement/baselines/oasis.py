@@ -54,6 +54,7 @@ import numpy.typing as npt
 from ...errors import MlschedError, NeverFitsError
 from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
 from ...model.decision import merge_runs
+from ..eligibility import allowed
 from ..params import PlacementParams
 from ..registry import PolicyFn, register
 from ..utility import draw_utility
@@ -144,7 +145,7 @@ def _place_tasks(
     costs on the run's segments before any is placed, when already known."""
     ln_n = np.log(slots)
     used = used.copy()
-    room = (ctx.capacity - used).min(axis=0)
+    room = ctx.room(used).min(axis=0)
     if first is None:
         price = log_prices(used, ctx.capacity, ctx.ln_u, ctx.ln_l)
         first = {k: log_task_cost(price, ctx.unit(k)) for k in set(ctx.steps.tasks)}
@@ -307,6 +308,7 @@ def _context(
         beta_hat=beta_hat,
         steps=steps,
         max_segments=max(1, params.oasis_max_segments),
+        ok=allowed(job, snapshot.machines),
     )
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import JobRequest
+from ..eligibility import GPU
 from ..packing import EPS
 from .oasis_prices import log_prices, log_task_cost
 from .reserved import Reserved
@@ -105,6 +106,15 @@ class Context:
     beta_hat: FloatArray
     steps: Steps
     max_segments: int = 64
+    ok: BoolArray | None = None  # the machines the job's GPU tasks may use (None: all)
+
+    def room(self, used: FloatArray) -> FloatArray:
+        """capacity − used (…, H, 3), with no GPU room where the job's GPU types exclude a
+        machine (:mod:`...eligibility`)."""
+        out: FloatArray = self.capacity - used
+        if self.ok is not None and not bool(self.ok.all()):
+            out[..., ~self.ok, GPU] = np.minimum(out[..., ~self.ok, GPU], 0.0)
+        return out
 
     def unit(self, is_ps: bool) -> FloatArray:
         return self.beta_hat if is_ps else self.alpha_hat
@@ -149,7 +159,7 @@ def curves(ctx: Context, used: FloatArray) -> Curves:
     shortlist of machines (:func:`_shortlist`) for large problems (same picks)."""
     n_seg, n_mach = used.shape[:2]
     steps = ctx.steps
-    room = ctx.capacity[None] - used
+    room = ctx.room(used)
     price = log_prices(used, ctx.capacity, ctx.ln_u, ctx.ln_l)
     first = {k: log_task_cost(price, ctx.unit(k)) for k in (False, True)}
     if 2 * len(steps.tasks) < n_mach and n_seg * n_mach * len(steps.tasks) > SHORTLIST_FROM:

@@ -277,4 +277,6 @@ def reallocate_optimus(
     """Optimus: marginal-gain greedy on a fitted speed model, fewest-machines placement."""
     capacity = Timeline.of(cluster, slot).capacity
     counts = allocate_counts(jobs, capacity, params)
-    return place_counts(jobs, counts, capacity, fewest_machines, params.realloc_keep_placement)
+    return place_counts(
+        jobs, counts, capacity, fewest_machines, params.realloc_keep_placement, cluster.machines
+    )

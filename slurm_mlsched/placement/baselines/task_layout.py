@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ...model import JobRequest, Mode
+from ...model import JobRequest, Machine, Mode
+from ..eligibility import BoolArray, allowed, masked
 from ..packing import EPS, fit_counts
 from ..reallocation import Allocation, Counts, RunningJob
 from .fifo import block_first_fit
@@ -144,18 +145,25 @@ def _one_machine(workers: IntArray, ps: IntArray) -> int | None:
 
 
 def place_one(
-    job: JobRequest, workers: int, ps: int, room: FloatArray, spread: Spread, shed: bool = True
+    job: JobRequest,
+    workers: int,
+    ps: int,
+    room: FloatArray,
+    spread: Spread,
+    shed: bool = True,
+    ok: BoolArray | None = None,
 ) -> Allocation | None:
     """The job's tasks on ``room`` (module docstring, step 2), shedding workers until they
     fit (``shed=False``: all ``workers`` or nothing); ``room`` is reduced by what is
-    placed.
+    placed. ``ok``: the machines the job's GPU tasks may use (None: all); the layout sees
+    no GPU room on the others (:mod:`..eligibility`).
 
     Shedding finds the most workers that fit (co-located on one machine, else spread) by
     bisection rather than one worker at a time: both layouts only get easier with fewer
     workers (each machine's share and the PSs needed never grow), so the largest fitting
     count is the one the one-at-a-time scan would stop at, and the layout placed there is
     the same (``tests/unit/test_task_layout.py`` checks it against the scan)."""
-    fit = _Fit(job, ps, room, spread)
+    fit = _Fit(job, ps, room, spread, ok)
     for w in (workers, *(_shed_to(fit, workers) if shed else ())):
         done = fit.place(w, workers)
         if done is not None:
@@ -189,8 +197,16 @@ def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
 class _Fit:
     """One job's layouts on one room (nothing is placed until :meth:`place`)."""
 
-    def __init__(self, job: JobRequest, ps: int, room: FloatArray, spread: Spread) -> None:
-        self.job, self.ps, self.room, self.spread = job, ps, room, spread
+    def __init__(
+        self,
+        job: JobRequest,
+        ps: int,
+        room: FloatArray,
+        spread: Spread,
+        ok: BoolArray | None = None,
+    ) -> None:
+        self.job, self.ps, self.room, self.spread, self.ok = job, ps, room, spread, ok
+        room = self.view()
         self.alpha = np.asarray(job.worker.as_tuple())
         self.beta = np.asarray(job.ps.as_tuple())
         self.lo, self.hi = job.min_distributed_workers(), job.max_distributed_workers()
@@ -203,6 +219,10 @@ class _Fit:
         self.colo_max = int(fits.max()) if len(room) else 0
         self.total = room.sum(axis=0)
 
+    def view(self) -> FloatArray:
+        """The room as the job sees it (no GPU room where its GPU types exclude a node)."""
+        return masked(self.room, self.ok)
+
     def n_ps(self, w: int, requested: int) -> int:
         s = self.ps if w == requested else ps_for(self.job, w)
         return max(s, self.job.ps_needed(w))
@@ -211,7 +231,7 @@ class _Fit:
         """The machine that holds all ``w`` workers and a PS (the spread's choice), or None."""
         if w > self.colo_max:
             return None
-        colo = self.spread(self.room, self.alpha, w, self.beta, 1)
+        colo = self.spread(self.view(), self.alpha, w, self.beta, 1)
         return None if colo is None else _one_machine(*colo)
 
     def distributed(self, w: int, n_ps: int) -> tuple[IntArray, IntArray] | None:
@@ -219,7 +239,7 @@ class _Fit:
             return None
         if (self.alpha * w + self.beta * n_ps > self.total + EPS).any():
             return None
-        return self.spread(self.room, self.alpha, w, self.beta, n_ps)
+        return self.spread(self.view(), self.alpha, w, self.beta, n_ps)
 
     def distributed_fits(self, w: int) -> bool:
         return self.distributed(w, self.n_ps(w, -1)) is not None
@@ -254,8 +274,11 @@ def place_counts(
     capacity: FloatArray,
     spread: Spread,
     keep: bool,
+    machines: Sequence[Machine] = (),
 ) -> tuple[Allocation | None, ...]:
-    """Allocations for ``jobs`` with the (workers, PSs) of ``counts`` (module docstring)."""
+    """Allocations for ``jobs`` with the (workers, PSs) of ``counts`` (module docstring);
+    ``machines`` (in capacity order) give the nodes' GPU types for the jobs that name
+    some (:mod:`..eligibility`)."""
     room = np.array(capacity, dtype=np.float64)
     out: list[Allocation | None] = [None] * len(jobs)
     todo: list[int] = []
@@ -273,5 +296,6 @@ def place_counts(
         np.subtract.at(room, np.asarray(rows), np.asarray(use))
     for i in todo:
         w, s = counts[i]
-        out[i] = place_one(jobs[i].request, w, s, room, spread)
+        ok = allowed(jobs[i].request, machines) if machines else None
+        out[i] = place_one(jobs[i].request, w, s, room, spread, ok=ok)
     return tuple(out)

@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-from ...model import ClusterSnapshot, JobRequest
+from ...model import ClusterSnapshot, JobRequest, Machine
+from ..eligibility import allowed, masked
 from ..job_lp import FloatArray
 from ..packing import EPS
 from ..params import PlacementParams
@@ -70,14 +72,22 @@ def widest(job: JobRequest, capacity: FloatArray) -> int:
 _WIDEST: dict[tuple[object, ...], tuple[FloatArray, int]] = {}
 
 
-def _demand(job: RunningJob, capacity: FloatArray) -> tuple[int, int, FloatArray]:
+def _demand(
+    job: RunningJob, capacity: FloatArray, machines: Sequence[Machine] = ()
+) -> tuple[int, int, FloatArray]:
     """Workers, PSs (distributed) and the least total usage of the job's width: co-located
-    needs one PS, so that is the admission test; placement then finds the layout."""
+    needs one PS, so that is the admission test; placement then finds the layout. The
+    width counts only the GPUs of the nodes the job's GPU types allow."""
     r = job.request
-    w = widest(r, capacity)
+    w = widest(r, _seen_by(r, capacity, machines))
     s = ps_for(r, w)
     use: FloatArray = np.asarray(r.worker.as_tuple()) * w + np.asarray(r.ps.as_tuple())
     return w, s, use
+
+
+def _seen_by(job: JobRequest, capacity: FloatArray, machines: Sequence[Machine]) -> FloatArray:
+    """``capacity`` as the job sees it (:mod:`..eligibility`)."""
+    return masked(capacity, allowed(job, machines)) if machines else capacity
 
 
 def next_demotion(
@@ -114,8 +124,9 @@ def reallocate_tiresias(
     order = sorted(range(len(jobs)), key=lambda i: (queue_of(jobs[i].attained_s, thresholds), i))
     left = capacity.sum(axis=0)
     admitted: list[int] = []
+    machines = cluster.machines
     for i in order:
-        _, _, use = _demand(jobs[i], capacity)
+        _, _, use = _demand(jobs[i], capacity, machines)
         if (use <= left + EPS).all():
             admitted.append(i)
             left = left - use
@@ -124,7 +135,8 @@ def reallocate_tiresias(
     kept = []
     for i in admitted:  # running jobs that stay keep their machines
         alloc = jobs[i].allocation
-        if alloc is not None and alloc.total_workers == widest(jobs[i].request, capacity):
+        r = jobs[i].request
+        if alloc is not None and alloc.total_workers == widest(r, _seen_by(r, capacity, machines)):
             kept.append((jobs[i].request, alloc))
             out[i] = alloc
     if kept:
@@ -133,6 +145,7 @@ def reallocate_tiresias(
     for i in admitted:
         if out[i] is not None:
             continue
-        w, s, _ = _demand(jobs[i], capacity)
-        out[i] = place_one(jobs[i].request, w, s, room, fewest_machines, shed=False)
+        w, s, _ = _demand(jobs[i], capacity, machines)
+        ok = allowed(jobs[i].request, machines)
+        out[i] = place_one(jobs[i].request, w, s, room, fewest_machines, shed=False, ok=ok)
     return tuple(out)
