@@ -165,8 +165,8 @@ SBATCH_OPTIONS: tuple[SbatchOption, ...] = (
     SbatchOption("cpus-per-task", N, "only nodes with at least this many CPUs; each task gets "
                  "--cpus-per-worker / --cpus-per-ps", short="c"),
     SbatchOption("mincpus", N, "only nodes with at least this many CPUs"),
-    SbatchOption("gres", N, "gpu:N: only nodes with at least N GPUs (typed gpu:TYPE:N is not "
-                 "supported yet); each worker gets --gpus-per-worker"),
+    SbatchOption("gres", N, "gpu:N: only nodes with at least N GPUs; gpu:TYPE:N also sets "
+                 "mlsub's --gpu-type TYPE; each worker gets --gpus-per-worker"),
     # --- refused: contradicts the placement ---------------------------------------------------
     SbatchOption("nodes", R, "mlsub decides how many nodes (one component per node)",
                  short="N"),
@@ -462,6 +462,10 @@ def sort_lines(lines: Sequence[SbatchLine], source: str) -> SbatchHeader:
             carried.append(parsed)
         elif option.kind == Kind.NARROWS:
             filt = _narrow(filt, parsed, source)
+            if option.name == "gres":  # a typed request also names the GPU type (last wins)
+                typed, _ = gres_gpus(parsed.value or "", _no_error)
+                if typed is not None:
+                    job_values["gpu_type"] = typed
     return SbatchHeader(job_values, tuple(carried), filt)
 
 
@@ -506,21 +510,28 @@ def _narrow(filt: NodeFilter, parsed: SbatchLine, source: str) -> NodeFilter:
 
 
 def _gpus(value: str, bad: Callable[[str, str], InputError]) -> int:
-    """``gpu:N`` / ``gpu`` (one) -> N; a typed or other GRES is an error."""
+    """``gpu:N`` / ``gpu`` / ``gpu:TYPE:N`` / ``gpu:TYPE`` -> N (one without a count)."""
+    return gres_gpus(value, bad)[1]
+
+
+def gres_gpus(value: str, bad: Callable[[str, str], InputError]) -> tuple[str | None, int]:
+    """``--gres``'s GPU type (None: untyped) and count: ``gpu``, ``gpu:N``, ``gpu:TYPE``,
+    ``gpu:TYPE:N`` (sbatch's forms); any other GRES, or several, is an error."""
     parts = value.split(":")
-    if "," in value or parts[0] != "gpu":
-        raise bad(
-            "only a GPU count (gpu:N) is understood",
-            "write --gres=gpu:N, or leave it out (mlsub writes each node's --gres itself)",
-        )
+    hint = "write --gres=gpu:N or gpu:TYPE:N, or leave it out (mlsub writes each node's --gres)"
+    if "," in value or parts[0] != "gpu" or len(parts) > 3 or any(not p for p in parts):
+        raise bad("only one GPU request (gpu:N or gpu:TYPE:N) is understood", hint)
     if len(parts) == 1:
-        return 1
-    if len(parts) == 2 and parts[1].isdigit():
-        return int(parts[1])
-    raise bad(
-        "GPU types (gpu:TYPE:N) are not supported yet",
-        "write --gres=gpu:N without the type, or use --nodelist/--constraint for the nodes",
-    )
+        return None, 1
+    if len(parts) == 2:
+        return (None, int(parts[1])) if parts[1].isdigit() else (parts[1], 1)
+    if not parts[2].isdigit() or parts[1].isdigit():
+        raise bad("is not gpu:TYPE:N (a type, then a whole number)", hint)
+    return parts[1], int(parts[2])
+
+
+def _no_error(problem: str, hint: str) -> InputError:  # pragma: no cover - checked before
+    return InputError(problem, hint=hint)
 
 
 def read_sbatch_header(path: str | Path) -> SbatchHeader:

@@ -171,8 +171,9 @@ def test_sorting_job_options_carried_and_narrowing() -> None:
 @pytest.mark.parametrize(
     ("line", "words"),
     [
-        ("#SBATCH --gres=gpu:v100:2", "GPU types (gpu:TYPE:N) are not supported yet"),
-        ("#SBATCH --gres=nic:1", "only a GPU count"),
+        ("#SBATCH --gres=gpu:2:v100", "is not gpu:TYPE:N"),
+        ("#SBATCH --gres=gpu:v100:2,gpu:p100:1", "only one GPU request"),
+        ("#SBATCH --gres=nic:1", "only one GPU request"),
         ("#SBATCH --constraint='[a*2]'", "only plain features"),
         ("#SBATCH --constraint='a|b&c'", "mixes |"),
         ("#SBATCH --mem=0", "--mem=0"),
@@ -210,6 +211,18 @@ def test_precedence_command_line_over_header_over_sbatch_over_config(tmp_path: o
     )
     assert opts.sbatch == ("--wckey=w", "--account=from-sbatch", "--qos=q2", "--mail-type=FAIL")
     assert opts.time_limit == 20 and opts.name == "sb"
+
+
+def test_a_typed_gres_names_the_gpu_type_below_the_command_line() -> None:
+    header = sort_lines(parse_sbatch_lines("#SBATCH --gres=gpu:v100:2\n", "t"), "t")
+    assert header.job_values == {"gpu_type": "v100"}
+    assert header.narrowing == NodeFilter(min_gpus=2)
+    assert merge_options([], {}, sbatch_header=header).gpu_type == frozenset({"v100"})
+    # `# mlsub:` (and the command line) win over the #SBATCH line, as for every option
+    mine = merge_options([], {"gpu_type": "a100,h100"}, sbatch_header=header)
+    assert mine.gpu_type == frozenset({"a100", "h100"})
+    typed = sort_lines(parse_sbatch_lines("#SBATCH --gres=gpu:t4\n", "t"), "t")
+    assert typed.job_values == {"gpu_type": "t4"} and typed.narrowing == NodeFilter(min_gpus=1)
 
 
 def test_sbatch_option_takes_carried_options_only() -> None:
