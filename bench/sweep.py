@@ -65,7 +65,7 @@ class Cell:
     def key(self) -> str:
         return f"{self.label}|{self.shape}|load {self.load:g}|seed {self.seed}"
 
-    def options(self) -> ReplayOptions:
+    def options(self, preempt: bool = False) -> ReplayOptions:
         mixed = self.shape == "mixed"
         return ReplayOptions(
             trace=TRACES / self.trace,
@@ -76,6 +76,7 @@ class Cell:
             slot_seconds=DELTA,
             limit=self.limit,
             load=self.load,
+            preempt=preempt,
         )
 
 
@@ -108,8 +109,8 @@ def bound_avg_jct_s(opts: ReplayOptions) -> float:
     return (value * delta + offsets) / len(jobs)
 
 
-def run_cell(cell: Cell) -> dict[str, Any]:
-    opts = cell.options()
+def run_cell(cell: Cell, preempt: bool = False) -> dict[str, Any]:
+    opts = cell.options(preempt)
     began = time.perf_counter()
     report = run_replay(opts, WallClock())
     rows = {
@@ -168,17 +169,26 @@ def _spread(values: list[float]) -> str:
     return f"{_r(min(values))} / {_r(statistics.median(values))} / {_r(max(values))}"
 
 
-def render(res: dict[str, Any]) -> str:
+def render(res: dict[str, Any], preempt: bool = False) -> str:
     m = res["machine"]
     done = sorted(
         res["cells"].values(), key=lambda c: (c["shape"], c["label"], c["load"], c["seed"])
     )
     verdicts = [verdict(c) for c in done]
+    title = "## Robustness sweep: workloads nobody tuned on"
+    how = "`make bench-sweep` (`python -m bench.sweep`); raw results in `bench/out/sweep/"
+    if preempt:
+        title += ", with `--preempt`"
+        how = (
+            "`python -m bench.sweep --preempt` (late binding with checkpoint-restart "
+            "preemption, docs/formulation.md §16, for `yu-rr` and `qssf`; the re-sharing "
+            "baselines pause and resize as always, at the same restart cost); raw results in "
+            "`bench/out/sweep-preempt/"
+        )
     lines = [
-        "## Robustness sweep: workloads nobody tuned on",
+        title,
         "",
-        "Written by `make bench-sweep` (`python -m bench.sweep`); raw results in "
-        f"`bench/out/sweep/all.json`. Machine: {m['cpu']}, {m['cores']} cores; date of the "
+        f"Written by {how}all.json`. Machine: {m['cpu']}, {m['cores']} cores; date of the "
         f"last cell: {m['date']}. {len(done)} cells: public traces × cluster shape × offered "
         "load (`mlsub replay --load`, `sim.load`: the jobs' least work ÷ the cluster's "
         "capacity over their submit span) × seed, Δ = 600 s, every policy at its defaults "
@@ -243,11 +253,12 @@ def render(res: dict[str, Any]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="docs/benchmarks.md")
-    ap.add_argument("--raw", default="bench/out/sweep")
+    ap.add_argument("--raw", default=None, help="bench/out/sweep (-preempt) by default")
+    ap.add_argument("--preempt", action="store_true", help="Replay with --preempt.")
     ap.add_argument("--only", default="", help="Run only cells whose key contains this text.")
     ap.add_argument("--render-only", action="store_true", help="Rewrite the section only.")
     args = ap.parse_args()
-    raw = Path(args.raw)
+    raw = Path(args.raw or ("bench/out/sweep-preempt" if args.preempt else "bench/out/sweep"))
     saved = raw / "all.json"
     res: dict[str, Any] = {"machine": machine_facts(), "cells": {}}
     if saved.exists():
@@ -258,7 +269,7 @@ def main() -> None:
     if not args.render_only:
         todo = [c for c in cells() if args.only in c.key]
         for n, c in enumerate(todo, 1):
-            res["cells"][c.key] = run_cell(c)
+            res["cells"][c.key] = run_cell(c, args.preempt)
             raw.mkdir(parents=True, exist_ok=True)
             saved.write_text(json.dumps(res, indent=1))
             v = verdict(res["cells"][c.key])
@@ -267,8 +278,9 @@ def main() -> None:
                 f"({res['cells'][c.key]['wall_s']} s)",
                 flush=True,
             )
-    write_section(Path(args.out), "sweep", render(res))
-    print(render(res))
+    section = "sweep-preempt" if args.preempt else "sweep"
+    write_section(Path(args.out), section, render(res, args.preempt))
+    print(render(res, args.preempt))
 
 
 if __name__ == "__main__":
