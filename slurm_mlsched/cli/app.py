@@ -33,6 +33,7 @@ from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import InputError, JobDidNotComplete
 from . import cluster as cluster_cli
 from . import decisions as decisions_cli
+from . import metrics as metrics_cli
 from . import output
 from . import plugins as plugins_cli
 from . import remote as remote_cli
@@ -345,6 +346,7 @@ DECLARED = (
     commands,
     decisions_cli.commands,
     decisions_cli.db_commands,
+    metrics_cli.commands,
     cluster_cli.commands,
     replay_cli.commands,
     replay_slurm_cli.commands,
