@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -175,7 +174,7 @@ def _queue_now(ctx: StoreContext, now: datetime) -> QueueBound | None:
             now=now,
             cluster_name=ctx.config.cluster_name,
             slot_seconds=ctx.config.slot_seconds,
-            timer=time.perf_counter,
+            timer=app_context().clock.monotonic,
         )
 
 
@@ -191,7 +190,7 @@ def _serve(
     Slurm's own timeouts; reads at most once per ``every`` seconds)."""
     from ..services.metrics_export import Cached, serve
 
-    values = Cached(compute, every, time.monotonic)
+    values = Cached(compute, every, app_context().clock.monotonic)
     try:
         serving = serve(values, port=port, address=address)
     except OSError as err:

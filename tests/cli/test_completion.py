@@ -159,3 +159,22 @@ def test_version_is_a_plain_flag_in_help(env: dict[str, str]) -> None:
     (line,) = [x for x in done.stdout.splitlines() if "--version" in x]
     assert "<bool>" not in line and "Print the version." in line
     assert "--install-completion" in done.stdout and "--show-completion" in done.stdout
+
+
+def test_install_completion_writes_the_script_and_sources_it_from_bashrc(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run(
+        [str(MLSUB), "--install-completion", "bash"],
+        env={**env, "HOME": str(home), "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    script = home / ".bash_completions" / "mlsub.sh"
+    assert str(script) in done.stdout
+    assert "_MLSUB_COMPLETE=complete_bash" in script.read_text()
+    assert f"source '{script}'" in (home / ".bashrc").read_text()

@@ -1,0 +1,115 @@
+"""``mlsub metrics`` against the real lab cluster (issue 29, item 2): four jobs fill the lab
+and a fifth waits held; ``mlsub metrics`` reads the live cluster for the queue now (its
+plan against the lower bound, the re-plan step time) and emits every series the Grafana
+dashboard reads; when the first job ends, slurmctld's EpilogSlurmctld re-plans and
+rewrites the textfile (``METRICS_OUT``) with no mlsub command from the test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from slurm_mlsched.services.metrics_export import METRIC_NAMES
+from tests.conftest import require_or_skip
+from tests.integration.conftest import LabCluster, poll
+from tests.integration.mlsub_cli import Mlsub, mlsub_executable
+from tests.integration.test_queue_live import LAB_BASE, fill_and_queue, submit
+from tests.unit.test_metrics import dashboard_metrics
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def epilog(cluster: LabCluster, tmp_path: Path) -> Iterator[tuple[Mlsub, Path]]:
+    """An mlsub whose store slurmctld's epilog re-plans, then writes metrics for."""
+    if "epilog-slurmctld" not in cluster.slurm.run(["scontrol", "show", "config"]):
+        require_or_skip(
+            "the lab cluster runs without mlsub's EpilogSlurmctld (started before it was "
+            "added): restart it with make cluster-down cluster-up"
+        )
+    mlsub = Mlsub(tmp_path, slot_seconds=10, cluster_name="lab-metrics")
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    prom = textfile / "mlsub.prom"
+    env_file = LAB_BASE / "mlsub-epilog.env"
+    env_file.write_text(
+        f"MLSUB={mlsub_executable()}\nMLSUB_DB_URL=sqlite:///{mlsub.db}\n"
+        f"MLSUB_CLUSTER_NAME={mlsub.cluster_name}\nMLSUB_SLOT_SECONDS={mlsub.slot_seconds}\n"
+        f"STATE_DIR={tmp_path / 'epilog-state'}\nLOG={tmp_path / 'epilog.log'}\n"
+        f"METRICS_OUT={prom}\n"
+    )
+    try:
+        yield mlsub, prom
+    finally:
+        env_file.unlink(missing_ok=True)
+
+
+def series(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
+
+
+def test_metrics_read_the_live_queue_and_the_epilog_keeps_the_file_fresh(
+    cluster: LabCluster, epilog: tuple[Mlsub, Path]
+) -> None:
+    mlsub, prom = epilog
+    release = mlsub.workdir / "release-first-job"
+    running, waiting = fill_and_queue(cluster, mlsub, release)
+    text = mlsub.run("metrics").stdout
+    fams = {f.name for f in text_string_to_metric_families(text)}
+    assert fams == set(METRIC_NAMES)  # the live cluster answered: the queue-now series too
+    got = series(text)
+    lab = (("cluster", "lab-metrics"),)
+    assert got[("mlsub_live_cluster_up", lab)] == 1
+    assert got[("mlsub_queue_length", lab)] == 1
+    started = [got[("mlsub_decisions", (*lab, ("state", s)))] for s in ("submitted", "running")]
+    assert sum(started) == 4  # running once a reconcile (the fifth's re-plan) saw them start
+    # the fifth waits for a node: its plan ends later than the bound's start-now at best
+    assert got[("mlsub_queue_plan_bound_ratio", lab)] > 1.0
+    assert 0 < got[("mlsub_replan_step_duration_seconds", lab)] < 10
+
+    release.touch()  # the first job ends: the epilog re-plans, then writes the textfile
+    decision = str(waiting["decision_id"])
+    poll(
+        "the epilog's re-plan to start the queued job",
+        lambda: mlsub.json("show", decision)["state"] not in ("queued", "starting"),
+        90,
+    )
+    written = poll(
+        "the epilog to write the metrics textfile",
+        lambda: (
+            prom.exists()
+            and (g := series(prom.read_text())).get(("mlsub_queue_length", lab)) == 0
+            and g
+        ),
+        60,
+    )
+    assert written[("mlsub_decisions", (*lab, ("state", "queued")))] == 0
+    assert prom.stat().st_mode & 0o777 == 0o644
+    job = mlsub.json("show", decision)["slurm_job_id"]
+    cluster.jobs.append(int(job))
+
+    # a completed run (the first job, once reconcile read sacct) and a job queued again
+    # (the lab is full once more): every series the dashboard reads is emitted
+    again = submit(mlsub, mlsub.workdir / "job.sh", "waits-again", 5)
+    cluster.jobs.append(int(again["slurm_job_id"]))
+    assert again["state"] == "queued", again
+    first = str(running[0]["decision_id"])
+    poll(
+        "reconcile to record the first job's end",
+        lambda: (
+            mlsub.json("reconcile") is not None
+            and mlsub.json("show", first)["state"] == "completed"
+        ),
+        60,
+    )
+    got = series(mlsub.run("metrics").stdout)
+    emitted = {name for name, _ in got}
+    assert dashboard_metrics() <= emitted, dashboard_metrics() - emitted
+    assert got[("mlsub_runs_measured_total", lab)] >= 1
