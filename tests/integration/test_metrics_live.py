@@ -16,7 +16,7 @@ from slurm_mlsched.services.metrics_export import METRIC_NAMES
 from tests.conftest import require_or_skip
 from tests.integration.conftest import LabCluster, poll
 from tests.integration.mlsub_cli import Mlsub, mlsub_executable
-from tests.integration.test_queue_live import LAB_BASE, fill_and_queue, submit
+from tests.integration.test_queue_live import LAB_BASE, SCRIPT, idle, submit
 from tests.unit.test_metrics import dashboard_metrics
 
 pytestmark = pytest.mark.integration
@@ -60,46 +60,57 @@ def test_metrics_read_the_live_queue_and_the_epilog_keeps_the_file_fresh(
 ) -> None:
     mlsub, prom = epilog
     release = mlsub.workdir / "release-first-job"
-    running, waiting = fill_and_queue(cluster, mlsub, release)
+    idle(cluster)
+    script = mlsub.workdir / "job.sh"
+    script.write_text(SCRIPT)
+    running = []
+    for k in range(4):  # four 300 s jobs fill the lab; the first ends when the test says
+        out = submit(mlsub, script, f"fill{k}", 300, *((release,) if k == 0 else ()))
+        cluster.jobs.append(int(out["slurm_job_id"]))
+        assert out["state"] == "submitted", out
+        running.append(out)
+    waiting = []
+    for k in range(2):  # two more wait held
+        out = submit(mlsub, script, f"waits{k}", 300)
+        cluster.jobs.append(int(out["slurm_job_id"]))
+        assert out["state"] == "queued", out
+        waiting.append(out)
+
     text = mlsub.run("metrics").stdout
     fams = {f.name for f in text_string_to_metric_families(text)}
     assert fams == set(METRIC_NAMES)  # the live cluster answered: the queue-now series too
     got = series(text)
     lab = (("cluster", "lab-metrics"),)
     assert got[("mlsub_live_cluster_up", lab)] == 1
-    assert got[("mlsub_queue_length", lab)] == 1
+    assert got[("mlsub_queue_length", lab)] == 2
     started = [got[("mlsub_decisions", (*lab, ("state", s)))] for s in ("submitted", "running")]
-    assert sum(started) == 4  # running once a reconcile (the fifth's re-plan) saw them start
-    # the fifth waits for a node: its plan ends later than the bound's start-now at best
+    assert sum(started) == 4  # running once a reconcile (a re-plan's) saw them start
+    # the queued jobs wait for nodes: their plans end later than the bound's start-now
     assert got[("mlsub_queue_plan_bound_ratio", lab)] > 1.0
     assert 0 < got[("mlsub_replan_step_duration_seconds", lab)] < 10
 
     release.touch()  # the first job ends: the epilog re-plans, then writes the textfile
-    decision = str(waiting["decision_id"])
+    first_queued = str(waiting[0]["decision_id"])
     poll(
-        "the epilog's re-plan to start the queued job",
-        lambda: mlsub.json("show", decision)["state"] not in ("queued", "starting"),
+        "the epilog's re-plan to start the first queued job",
+        lambda: mlsub.json("show", first_queued)["state"] not in ("queued", "starting"),
         90,
     )
+    cluster.jobs.append(int(mlsub.json("show", first_queued)["slurm_job_id"]))
     written = poll(
         "the epilog to write the metrics textfile",
         lambda: (
             prom.exists()
-            and (g := series(prom.read_text())).get(("mlsub_queue_length", lab)) == 0
+            and (g := series(prom.read_text())).get(("mlsub_queue_length", lab)) == 1
             and g
         ),
         60,
     )
-    assert written[("mlsub_decisions", (*lab, ("state", "queued")))] == 0
+    assert written[("mlsub_live_cluster_up", lab)] == 1
     assert prom.stat().st_mode & 0o777 == 0o644
-    job = mlsub.json("show", decision)["slurm_job_id"]
-    cluster.jobs.append(int(job))
 
-    # a completed run (the first job, once reconcile read sacct) and a job queued again
-    # (the lab is full once more): every series the dashboard reads is emitted
-    again = submit(mlsub, mlsub.workdir / "job.sh", "waits-again", 5)
-    cluster.jobs.append(int(again["slurm_job_id"]))
-    assert again["state"] == "queued", again
+    # a completed run (the first job, once reconcile read sacct) beside a job still
+    # queued: every series the dashboard reads is emitted
     first = str(running[0]["decision_id"])
     poll(
         "reconcile to record the first job's end",
@@ -113,3 +124,4 @@ def test_metrics_read_the_live_queue_and_the_epilog_keeps_the_file_fresh(
     emitted = {name for name, _ in got}
     assert dashboard_metrics() <= emitted, dashboard_metrics() - emitted
     assert got[("mlsub_runs_measured_total", lab)] >= 1
+    assert got[("mlsub_queue_length", lab)] == 1
