@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo test unit lint typecheck bench bench-live bench-agreement bench-policies bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -51,7 +51,7 @@ cluster-down:
 # Each writes its own section of docs/benchmarks.md (bench/sections.py).
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md
-	$(MAKE) bench-live bench-agreement bench-policies bench-queue bench-scale bench-reliability bench-report
+	$(MAKE) bench-live bench-agreement bench-policies bench-sweep bench-queue bench-scale bench-reliability bench-report
 
 # Live planning latency: needs the local Slurm cluster (started here if it is not up).
 bench-live: venv
@@ -61,6 +61,10 @@ bench-live: venv
 # Every policy on Philly (5,000 jobs), Pollux 1-3 and Sia/Helios 1-2, at Δ = 600 and 60 s.
 bench-policies: venv
 	$(PY) -m bench.policy_table --out docs/benchmarks.md
+
+# Robustness: 87 workloads (traces × shape × offered load × seed), every policy at its defaults.
+bench-sweep: venv
+	$(PY) -m bench.sweep --out docs/benchmarks.md
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-queue: venv

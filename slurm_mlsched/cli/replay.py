@@ -141,6 +141,15 @@ def replay(
     limit: Annotated[
         int | None, typer.Option(help="Replay only the N earliest-submitted jobs.")
     ] = None,
+    load: Annotated[
+        float | None,
+        typer.Option(
+            "--load",
+            metavar="RHO",
+            help="Rescale the arrivals to this offered load of the cluster (the jobs' least "
+            "work over their submit span; 1.0 = full; default: the trace's own rate).",
+        ),
+    ] = None,
     lp_max_jobs: Annotated[
         int, typer.Option(help="Compute the LP lower bound up to this many jobs.")
     ] = LP_MAX_JOBS,
@@ -246,6 +255,7 @@ def replay(
         restart_s=restart_cost,
         slot_seconds=slot_seconds,
         limit=limit,
+        load=load,
         lp_max_jobs=lp_max_jobs,
         trace_format=trace_format,
         columns=columns,

@@ -98,3 +98,35 @@ def test_bad_cpu_jobs_and_queue_program_are_input_errors(tmp_path: Path) -> None
         result = invoke(jobs_file(tmp_path), "-p", "yu-rr", *args)
         assert result.exit_code == 3, (args, result.stderr)
         assert f"option {args[0]}" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_load_rescales_the_arrivals_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = invoke(
+        jobs_file(tmp_path), "-p", "fifo-bf", "--nodes", "2x4", "--load", "2",
+        "--out", out, "--json", "--lp-max-jobs", "0",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    notes = json.loads((out / "metrics.json").read_text())["notes"]
+    assert any(n.startswith("arrivals rescaled to offered load 2 (from ") for n in notes), notes
+    plain = invoke(jobs_file(tmp_path), "-p", "fifo-bf", "--nodes", "2x4", "--json")
+    # the same six jobs, closer together: they wait longer than at the trace's own rate
+    loaded, native = json.loads(result.stdout), json.loads(plain.stdout)
+    assert loaded["jobs"] == native["jobs"] == 6
+    assert loaded["policies"]["fifo-bf"]["avg_wait_s"] > native["policies"]["fifo-bf"]["avg_wait_s"]
+
+
+def test_bad_load_is_an_input_error(tmp_path: Path) -> None:
+    result = invoke(jobs_file(tmp_path), "-p", "fifo-bf", "--load", "0", "--json")
+    assert result.exit_code == 3, result.stderr
+    assert "error[invalid-input]: option --load must be an offered load between" in result.stderr
+    same_time = tmp_path / "once.json"
+    same_time.write_text(
+        json.dumps({"jobs": [{"id": f"j{i}", "submit": 0, "workers": 1, "model": "seq2seq",
+                              "duration_s": 600} for i in range(3)]})
+    )  # fmt: skip
+    result = invoke(same_time, "-p", "fifo-bf", "--load", "1", "--json")
+    assert result.exit_code == 3, result.stderr
+    assert "option --load cannot be applied: every job is submitted at the same time" in (
+        result.stderr
+    )

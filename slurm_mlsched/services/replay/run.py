@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from ...errors import InputError
 from ...files.cluster_file import load_cluster
 from ...files.job_list import is_job_list, read_job_list
-from ...model import ClusterSnapshot
+from ...model import ClusterSnapshot, JobRequest
 from ...placement import PlacementParams, policy_names
 from ...placement.registry import policy_function
 from ...sim import (
@@ -49,6 +49,7 @@ from ...sim import (
 )
 from ...sim.cluster import DEFAULT_SLOT_SECONDS
 from ...sim.limits import DEFAULT_NODES
+from ...sim.load import MAX_LOAD, MIN_LOAD, at_load
 from ..clock import Clock
 from .types import (
     CPU_JOBS,
@@ -225,6 +226,28 @@ def _rows_note(rows: InputRows) -> str:
     return text
 
 
+def _at_load(
+    entries: tuple[tuple[JobRequest, float], ...],
+    cluster: ClusterSnapshot,
+    target: float,
+    notes: list[str],
+) -> tuple[tuple[JobRequest, float], ...]:
+    """``--load``: the submit offsets scaled to the target offered load (``sim.load``)."""
+    try:
+        rescaled = at_load(entries, cluster, target)
+    except ValueError as exc:
+        raise InputError(
+            f"option --load cannot be applied: {exc}",
+            hint="--load needs jobs submitted over a span of time; drop it for this input",
+            context={"option": "--load", "value": target},
+        ) from None
+    notes.append(
+        f"arrivals rescaled to offered load {target:g} (from {rescaled.native_load:.3g}): "
+        f"submit offsets × {rescaled.factor:.4g}"
+    )
+    return rescaled.entries
+
+
 def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
     """The parameters every policy of a replay runs with (form, binding, restart cost)."""
     if not (opts.restart_s >= 0 and opts.restart_s < float("inf")):
@@ -266,11 +289,21 @@ def prepare_jobs(opts: ReplayOptions) -> ReplayJobs:
             f"option --limit must be >= 1, got {opts.limit}",
             context={"option": "--limit", "value": opts.limit},
         )
+    if opts.load is not None and not MIN_LOAD <= opts.load <= MAX_LOAD:
+        raise InputError(
+            f"option --load must be an offered load between {MIN_LOAD} and {MAX_LOAD}, "
+            f"got {opts.load}",
+            hint="e.g. --load 1.0: the jobs' least work fills the cluster over their span",
+            context={"option": "--load", "value": opts.load},
+        )
     data = load_input(opts)
     cluster, label, notes = replay_cluster(opts, data.epoch)
-    jobs = sim_jobs(data.entries, cluster.slot_seconds)
+    entries = data.entries
     if opts.limit is not None and data.source == "job-list":
-        jobs = jobs[: opts.limit]
+        entries = tuple(sorted(entries, key=lambda e: (e[1], e[0].job_id))[: opts.limit])
+    if opts.load is not None:
+        entries = _at_load(entries, cluster, opts.load, notes)
+    jobs = sim_jobs(entries, cluster.slot_seconds)
     admitted, unplaceable = admit(jobs, cluster)
     return ReplayJobs(data, cluster, label, tuple(notes), tuple(admitted), tuple(unplaceable))
 

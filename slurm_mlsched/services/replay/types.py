@@ -38,6 +38,7 @@ class ReplayOptions:
     restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
+    load: float | None = None  # target offered load (sim.load); None: the trace's own rate
     lp_max_jobs: int = LP_MAX_JOBS
     cpu_jobs: str = "off"  # synthesis of records without GPUs (traces.synthesis.CpuJobs)
     cores_per_worker: int = 8

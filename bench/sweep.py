@@ -1,0 +1,275 @@
+"""Robustness of the scheduling quality: a sweep of workloads nobody tuned on (issue 28
+item 4; ``make bench-sweep``).
+
+Each cell is one replay (``services.replay.run_replay``, the code of ``mlsub replay``) of a
+public trace on a cluster shape at an offered load (``mlsub replay --load``: the arrivals
+rescaled so the jobs' least work fills that share of the cluster over their submit span,
+``sim.load``) and a seed, with every policy on the same synthesized jobs, the same
+cluster, the same slot length Δ and the same restart cost (the defaults: 30 s). Every
+parameter of every policy is its default: nothing is set per workload.
+
+The cells (:func:`cells`): the Pollux and Sia/Helios workloads at loads 0.5, 1.0 and 1.5 on
+16 × 4 (the testbed they were made for); the Philly trace (its first jobs: real durations,
+heavy-tailed, 93 % 1-GPU) on 6 × 8 and 64 × 8 at those loads; the Sia/Helios and Philly
+workloads on a mixed cluster of 8-, 4- and 1-GPU nodes (``bench/clusters/mixed.yaml``,
+the proportions of Alibaba's node inventory); the Pollux workloads on 6 × 8; other seeds
+of a few. Each cell reports `yu-rr`'s avg JCT ÷ the best of `optimus`, `drf`,
+`tiresias`, `oasis`, `fifo-bf`, ÷ `qssf` and ÷ the lower bound (``sim.bounds``), and
+whether the target of issue 28 holds: avg JCT ≤ max(0.90 × best, 1.05 × bound), p50 and
+p99 ≤ `fifo-bf`'s, ≤ 0.97 × `qssf`.
+
+Results are kept in ``bench/out/sweep/all.json`` (merged across runs; ``--only`` picks
+cells by a substring of their key, ``--render-only`` rewrites the section).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from slurm_mlsched.services.clock import WallClock
+from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs, run_replay
+from slurm_mlsched.sim.bounds import scalable_bound
+
+from .run import machine_facts
+from .sections import write_section
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT.parent / "shared" / "traces"
+CLUSTERS = Path(__file__).resolve().parent / "clusters"
+BEST_OF = ("optimus", "drf", "tiresias", "oasis", "fifo-bf")
+POLICIES = ("yu-rr", "qssf", *BEST_OF)
+LOADS = (0.5, 1.0, 1.5)
+DELTA = 600.0
+PHILLY = "philly-pollux/philly.csv"
+PHILLY_JOBS = 2000
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One workload of the sweep: a trace (its first ``limit`` jobs) on a shape at a load."""
+
+    trace: str  # under ../shared/traces
+    label: str
+    shape: str  # "16x4", "6x8", "64x8" or "mixed"
+    load: float
+    seed: int = 0
+    limit: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.label}|{self.shape}|load {self.load:g}|seed {self.seed}"
+
+    def options(self) -> ReplayOptions:
+        mixed = self.shape == "mixed"
+        return ReplayOptions(
+            trace=TRACES / self.trace,
+            policies=POLICIES,
+            nodes=None if mixed else self.shape,
+            cluster=CLUSTERS / "mixed.yaml" if mixed else None,
+            seed=self.seed,
+            slot_seconds=DELTA,
+            limit=self.limit,
+            load=self.load,
+        )
+
+
+def cells() -> list[Cell]:
+    """Every cell of the sweep (module docstring)."""
+    pollux = [
+        (f"philly-pollux/pollux-workloads/workload-{i}.csv", f"Pollux {i}") for i in range(1, 9)
+    ]
+    sia = [(f"helios-saturn-sia/workload-{i}.csv", f"Sia {i}") for i in range(1, 11)]
+    out = [Cell(t, lab, "16x4", load) for t, lab in (*pollux, *sia) for load in LOADS]
+    philly = f"Philly first {PHILLY_JOBS:,}"
+    for shape in ("6x8", "64x8", "mixed"):
+        out += [Cell(PHILLY, philly, shape, load, limit=PHILLY_JOBS) for load in LOADS]
+    out += [Cell(t, lab, "mixed", 1.0) for t, lab in sia]
+    out += [Cell(t, lab, "6x8", 1.0) for t, lab in pollux]
+    for seed in (1, 2):
+        out += [Cell(t, lab, "16x4", 1.0, seed) for t, lab in (pollux[0], sia[1])]
+        out.append(Cell(PHILLY, philly, "6x8", 1.0, seed, PHILLY_JOBS))
+    return out
+
+
+def bound_avg_jct_s(opts: ReplayOptions) -> float:
+    """The average JCT no policy can beat on the cell: the scalable bound of ``sim.bounds``
+    over the admitted jobs (slots), plus each job's wait for its first slot boundary."""
+    prepared = prepare_jobs(opts)
+    jobs, cluster = prepared.admitted, prepared.cluster
+    value, _ = scalable_bound([j.request for j in jobs], cluster.at_slot(0))
+    delta = cluster.slot_seconds
+    offsets = sum(j.request.arrival_slot * delta - j.submit_s for j in jobs)
+    return (value * delta + offsets) / len(jobs)
+
+
+def run_cell(cell: Cell) -> dict[str, Any]:
+    opts = cell.options()
+    began = time.perf_counter()
+    report = run_replay(opts, WallClock())
+    rows = {
+        name: {
+            "avg_jct_s": m.avg_jct_s,
+            "p50_jct_s": m.p50_jct_s,
+            "p99_jct_s": m.p99_jct_s,
+            "gpu_util": m.gpu_util,
+        }
+        for name, m in report.metrics.items()
+    }
+    return {
+        "label": cell.label,
+        "shape": cell.shape,
+        "load": cell.load,
+        "seed": cell.seed,
+        "jobs": report.jobs,
+        "bound_avg_jct_s": bound_avg_jct_s(opts),
+        "rows": rows,
+        "wall_s": round(time.perf_counter() - began, 1),
+    }
+
+
+def verdict(c: dict[str, Any]) -> dict[str, Any]:
+    """Issue 28's target for one cell."""
+    rows = c["rows"]
+    ours = rows["yu-rr"]
+    best_name = min(BEST_OF, key=lambda n: rows[n]["avg_jct_s"])
+    best = rows[best_name]["avg_jct_s"]
+    bound = c["bound_avg_jct_s"]
+    bf = rows["fifo-bf"]
+    target = max(0.90 * best, 1.05 * bound)
+    checks = {
+        "avg": ours["avg_jct_s"] <= target,
+        "p50": ours["p50_jct_s"] <= bf["p50_jct_s"],
+        "p99": ours["p99_jct_s"] <= bf["p99_jct_s"],
+        "qssf": ours["avg_jct_s"] <= 0.97 * rows["qssf"]["avg_jct_s"],
+    }
+    return {
+        "best": best_name,
+        "vs_best": ours["avg_jct_s"] / best,
+        "vs_bound": ours["avg_jct_s"] / bound,
+        "best_vs_bound": best / bound,
+        "vs_qssf": ours["avg_jct_s"] / rows["qssf"]["avg_jct_s"],
+        "target_s": target,
+        "checks": checks,
+        "ok": all(checks.values()),
+    }
+
+
+def _r(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _spread(values: list[float]) -> str:
+    return f"{_r(min(values))} / {_r(statistics.median(values))} / {_r(max(values))}"
+
+
+def render(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    done = sorted(
+        res["cells"].values(), key=lambda c: (c["shape"], c["label"], c["load"], c["seed"])
+    )
+    verdicts = [verdict(c) for c in done]
+    lines = [
+        "## Robustness sweep: workloads nobody tuned on",
+        "",
+        "Written by `make bench-sweep` (`python -m bench.sweep`); raw results in "
+        f"`bench/out/sweep/all.json`. Machine: {m['cpu']}, {m['cores']} cores; date of the "
+        f"last cell: {m['date']}. {len(done)} cells: public traces × cluster shape × offered "
+        "load (`mlsub replay --load`, `sim.load`: the jobs' least work ÷ the cluster's "
+        "capacity over their submit span) × seed, Δ = 600 s, every policy at its defaults "
+        "(restart cost 30 s for all; nothing set per workload). *target* = avg JCT ≤ "
+        "max(0.90 × best of optimus, drf, tiresias, oasis, fifo-bf; 1.05 × lower bound), "
+        "p50 and p99 ≤ `fifo-bf`'s, ≤ 0.97 × `qssf` (issue 28).",
+        "",
+        "### Summary (min / median / max over the cells)",
+        "",
+        "| cells | yu-rr ÷ best baseline | yu-rr ÷ bound | best baseline ÷ bound | yu-rr ÷ qssf "
+        "| target met | avg ✓ | p50 ✓ | p99 ✓ | qssf ✓ |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[str, list[int]] = {"all": list(range(len(done)))}
+    for i, c in enumerate(done):
+        groups.setdefault(f"shape {c['shape']}", []).append(i)
+        groups.setdefault(f"load {c['load']:g}", []).append(i)
+    for name, idx in groups.items():
+        vs = [verdicts[i] for i in idx]
+        lines.append(
+            f"| {name} ({len(idx)}) | {_spread([v['vs_best'] for v in vs])} | "
+            f"{_spread([v['vs_bound'] for v in vs])} | "
+            f"{_spread([v['best_vs_bound'] for v in vs])} | "
+            f"{_spread([v['vs_qssf'] for v in vs])} | {sum(v['ok'] for v in vs)} | "
+            + " | ".join(
+                str(sum(v["checks"][k] for v in vs)) for k in ("avg", "p50", "p99", "qssf")
+            )
+            + " |"
+        )
+    if done:
+        worst = max(range(len(done)), key=lambda i: verdicts[i]["vs_bound"])
+        worst_best = max(range(len(done)), key=lambda i: verdicts[i]["vs_best"])
+        lines += [
+            "",
+            f"Worst cell ÷ bound: {done[worst]['label']} on {done[worst]['shape']} at load "
+            f"{done[worst]['load']:g} (seed {done[worst]['seed']}): "
+            f"{_r(verdicts[worst]['vs_bound'])} × the bound, the best baseline "
+            f"({verdicts[worst]['best']}) {_r(verdicts[worst]['best_vs_bound'])} ×. "
+            f"Worst cell ÷ best baseline: {done[worst_best]['label']} on "
+            f"{done[worst_best]['shape']} at load {done[worst_best]['load']:g}: "
+            f"{_r(verdicts[worst_best]['vs_best'])} × {verdicts[worst_best]['best']}.",
+        ]
+    lines += [
+        "",
+        "### Every cell",
+        "",
+        "| workload | shape | load | seed | jobs | bound (h) | yu-rr (h) | ÷ bound | best "
+        "| best ÷ bound | ÷ best | ÷ qssf | target |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c, v in zip(done, verdicts, strict=True):
+        failed = ", ".join(k for k, ok in v["checks"].items() if not ok)
+        lines.append(
+            f"| {c['label']} | {c['shape']} | {c['load']:g} | {c['seed']} | {c['jobs']} | "
+            f"{c['bound_avg_jct_s'] / 3600:.2f} | {c['rows']['yu-rr']['avg_jct_s'] / 3600:.2f} | "
+            f"{_r(v['vs_bound'])} | {v['best']} | {_r(v['best_vs_bound'])} | "
+            f"{_r(v['vs_best'])} | {_r(v['vs_qssf'])} | {'✓' if v['ok'] else '✗ ' + failed} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default="docs/benchmarks.md")
+    ap.add_argument("--raw", default="bench/out/sweep")
+    ap.add_argument("--only", default="", help="Run only cells whose key contains this text.")
+    ap.add_argument("--render-only", action="store_true", help="Rewrite the section only.")
+    args = ap.parse_args()
+    raw = Path(args.raw)
+    saved = raw / "all.json"
+    res: dict[str, Any] = {"machine": machine_facts(), "cells": {}}
+    if saved.exists():
+        old = json.loads(saved.read_text())
+        res["cells"] = old.get("cells", {})
+        if args.render_only:
+            res["machine"] = old["machine"]
+    if not args.render_only:
+        todo = [c for c in cells() if args.only in c.key]
+        for n, c in enumerate(todo, 1):
+            res["cells"][c.key] = run_cell(c)
+            raw.mkdir(parents=True, exist_ok=True)
+            saved.write_text(json.dumps(res, indent=1))
+            v = verdict(res["cells"][c.key])
+            print(
+                f"[{n}/{len(todo)}] {c.key}: ÷best {v['vs_best']:.2f} ÷bound {v['vs_bound']:.2f} "
+                f"({res['cells'][c.key]['wall_s']} s)",
+                flush=True,
+            )
+    write_section(Path(args.out), "sweep", render(res))
+    print(render(res))
+
+
+if __name__ == "__main__":
+    main()

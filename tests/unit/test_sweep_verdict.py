@@ -1,0 +1,43 @@
+"""The target of issue 28 as the robustness sweep judges a cell (bench/sweep.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.sweep import BEST_OF, POLICIES, cells, verdict
+
+
+def _cell(
+    avg: dict[str, float], bound: float, p50: float = 1.0, p99: float = 2.0
+) -> dict[str, Any]:
+    rows = {
+        n: {"avg_jct_s": avg.get(n, 100.0), "p50_jct_s": 1.0, "p99_jct_s": 2.0} for n in POLICIES
+    }
+    rows["yu-rr"].update(p50_jct_s=p50, p99_jct_s=p99)
+    return {"rows": rows, "bound_avg_jct_s": bound}
+
+
+def test_the_target_is_the_larger_of_090_best_and_105_bound() -> None:
+    # best baseline drf 10, bound 9.8: 0.90 × 10 = 9 lies below the bound, so the target is
+    # 1.05 × 9.8 = 10.29; yu-rr at 10.2 meets it (qssf at 100 is far worse)
+    v = verdict(_cell({"yu-rr": 10.2, "drf": 10.0}, bound=9.8))
+    assert v["best"] == "drf" and abs(v["target_s"] - 10.29) < 1e-9
+    assert v["ok"] and abs(v["vs_bound"] - 10.2 / 9.8) < 1e-12
+    # with a loose bound the 0.90 rule decides, and 9.5 misses it
+    v = verdict(_cell({"yu-rr": 9.5, "drf": 10.0}, bound=2.0))
+    assert v["target_s"] == 9.0 and not v["checks"]["avg"] and not v["ok"]
+
+
+def test_tails_and_qssf_are_checked_too() -> None:
+    v = verdict(_cell({"yu-rr": 5.0, "drf": 10.0}, bound=4.0, p99=3.0))  # fifo-bf's p99 is 2
+    assert v["checks"]["avg"] and not v["checks"]["p99"] and not v["ok"]
+    v = verdict(_cell({"yu-rr": 5.0, "drf": 10.0, "qssf": 5.1}, bound=4.0))
+    assert not v["checks"]["qssf"]  # 5.0 > 0.97 × 5.1
+
+
+def test_the_sweep_has_at_least_30_workloads_and_every_baseline() -> None:
+    keys = [c.key for c in cells()]
+    assert len(keys) == len(set(keys)) >= 30
+    assert {c.shape for c in cells()} == {"16x4", "6x8", "64x8", "mixed"}
+    assert {c.load for c in cells()} == {0.5, 1.0, 1.5}
+    assert set(BEST_OF) < set(POLICIES) and "qssf" in POLICIES
