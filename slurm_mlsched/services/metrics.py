@@ -19,9 +19,9 @@ What is measured (docs/admin-guide.md, "Metrics", names the Prometheus series):
   the ``running`` transition to the end transition reconcile recorded;
 * GPU-seconds planned vs used over the decisions that ran to an end (completed, failed,
   cancelled, with both times known): GPUs × the planned window, GPUs × the run;
-* the queue now (live cluster only, :func:`queue_bound`): Σ planned completion time of
-  the queued jobs over a lower bound of the same sum (``sim/bounds.scalable_bound``), and
-  how long the re-plan step took (:func:`queue_bound_now`).
+* the queue now (live cluster only, :func:`queue_bound_now`): one re-plan step over the
+  queued decisions, timed, and the queue's plan ÷ lower bound over what it left
+  (``sim/queue_estimate.estimate_queue``, the figure ``mlsub queue`` shows).
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from ..storage import DecisionState, ReportRow
 from .report import decision_row
 
 if TYPE_CHECKING:  # the queue step loads the solver; only the live part needs it
-    from ..model import ClusterSnapshot, Decision
     from ..placement.late_binding import QueueStep
     from ..slurm.nodes import NodeState
     from ..storage import DecisionStore
+    from .cluster_state import ClusterState
     from .replan import QueueEntry
 
 #: Upper bounds of the relative prediction error histogram (``le``; +Inf is added).
@@ -75,32 +75,35 @@ class ModelError:
 
 @dataclass(frozen=True)
 class QueueBound:
-    """The queue now, planned against a lower bound of the same objective.
+    """The queue now, planned against a lower bound (``sim/queue_estimate``, the estimate
+    ``mlsub queue`` shows; docs/formulation.md §14.9).
 
-    ``planned_s``: Σ over the queued jobs of (planned end − arrival) in seconds, with the
-    plan the re-plan step gives now (a job it starts or reserves) or the job's stored
-    tentative plan, moved to start no earlier than now; ``bound_s``: the waits so far plus
-    ``scalable_bound`` of the same jobs released now (no schedule of them can do better);
-    ``step_s``: how long the re-plan step took (None when not timed)."""
+    ``planned_s``: Σ over the waiting jobs with an estimate of their remaining term from
+    now (estimated end − now), in seconds; ``bound_s``: a lower bound of that sum for every
+    schedule that keeps the running jobs and the reservations (the room they hold until
+    their expected ends counted); ``ratio``: their quotient (≥ 1; 1.0 with an empty queue,
+    None when no waiting job has an estimate); ``busy``: the share of GPU-slots (CPU-slots
+    without GPUs) the plan keeps held until its last estimated end; ``step_s``: how long
+    the re-plan step took (None when not timed)."""
 
     jobs: int
+    estimated: int
     planned_s: float
     bound_s: float
     bound_kind: str
+    ratio: float | None
+    busy: float
     step_s: float | None = None
 
-    @property
-    def ratio(self) -> float | None:
-        return self.planned_s / self.bound_s if self.bound_s > 0 else None
-
     def to_json(self) -> dict[str, object]:
-        ratio = self.ratio
         return {
             "jobs": self.jobs,
+            "estimated": self.estimated,
             "planned_completion_seconds": round(self.planned_s, 3),
             "bound_completion_seconds": round(self.bound_s, 3),
             "bound": self.bound_kind,
-            "ratio": None if ratio is None else round(ratio, 6),
+            "ratio": None if self.ratio is None else round(self.ratio, 6),
+            "busy": round(self.busy, 6),
             "replan_step_seconds": None if self.step_s is None else round(self.step_s, 6),
         }
 
@@ -212,41 +215,6 @@ def _gpu_seconds(decoded: Sequence[Mapping[str, Any]]) -> tuple[float, float, in
 # --- the queue now: its plan against a lower bound ------------------------------------------------
 
 
-def queue_bound(
-    entries: Sequence[QueueEntry], step: QueueStep, snapshot: ClusterSnapshot
-) -> QueueBound | None:
-    """The queued jobs' planned completion against a lower bound of it (pure).
-
-    Each job's plan is the step's (started now, or a reserved head's tentative plan), else
-    its stored plan on the snapshot's grid (``QueueEntry.plan``); a plan whose start has
-    passed is moved to start now (the job has not started). A job with neither (its
-    stored plan on another slot length) is left out of both sums. The bound: Σ (now − a_i)
-    waited so far plus ``scalable_bound`` of the same jobs released now, since no job can
-    start before now. None when no queued job has a plan."""
-    from ..sim.bounds import scalable_bound
-
-    chosen: dict[str, Decision] = {d.job_id: d for d in step.planned}
-    chosen.update({d.job_id: d for d in step.started})
-    now = snapshot.now_slot
-    planned_slots = 0.0
-    waited = 0.0
-    released = []
-    for e in entries:
-        plan = chosen.get(e.key, e.plan)
-        if plan is None:
-            continue
-        a = e.request.arrival_slot
-        end = plan.end_slot + max(0, now - plan.start_slot)
-        planned_slots += end - a + 1
-        waited += max(0, now - a)
-        released.append(replace(e.request, arrival_slot=max(a, now)))
-    if not released:
-        return None
-    bound, kind = scalable_bound(released, snapshot)
-    delta = snapshot.slot_seconds
-    return QueueBound(len(released), planned_slots * delta, (waited + bound) * delta, kind)
-
-
 def queue_bound_now(
     store: DecisionStore,
     state: NodeState,
@@ -255,10 +223,11 @@ def queue_bound_now(
     cluster_name: str,
     slot_seconds: float,
     timer: Callable[[], float],
-) -> QueueBound | None:
+) -> QueueBound:
     """One re-plan step over the cluster's queued decisions on the live snapshot (read in
     one store snapshot without the planning lock; nothing is recorded or started, as for
-    ``mlsub queue``), timed with ``timer`` (seconds, monotonic), and its :func:`queue_bound`."""
+    ``mlsub queue``), timed with ``timer`` (seconds, monotonic), and the queue's plan ÷
+    lower bound over what the step left (``sim/queue_estimate.estimate_queue``)."""
     from .replan import queue_step, rebased
     from .submit import stored_and_running
 
@@ -268,5 +237,35 @@ def queue_bound_now(
     started = timer()
     step, _ = queue_step(entries, cluster.snapshot)
     took = timer() - started
-    result = queue_bound(entries, step, cluster.snapshot)
-    return None if result is None else replace(result, step_s=took)
+    return replace(queue_bound(step, entries, cluster), step_s=took)
+
+
+def queue_bound(
+    step: QueueStep, entries: Sequence[QueueEntry], cluster: ClusterState
+) -> QueueBound:
+    """The estimate of the queue ``step`` left (pure): the step's decisions as they are, the
+    other entries list scheduled in queue order, running jobs without an end (no time
+    limit) as unknown ends — the estimate ``mlsub queue`` shows (docs/formulation.md §14.9)."""
+    from ..sim.queue_estimate import QueuedJob, estimate_queue
+    from .replan import in_queue_order
+
+    snapshot = cluster.snapshot
+    decided = {d.job_id: d for d in (*step.started, *step.planned)}
+    rejected = {k: f"cannot be placed: {e.message}" for k, e in step.rejected}
+    waiting = [
+        QueuedJob(e.request, decided.get(e.key), rejected.get(e.key, ""))
+        for e in in_queue_order(entries, snapshot)
+    ]
+    unknown = {j.job_id for j in cluster.jobs if j.end_time is None}
+    params = entries[0].params if entries else None
+    est = estimate_queue(waiting, snapshot, cluster.now, params=params, unknown_ends=unknown)
+    delta = snapshot.slot_seconds
+    return QueueBound(
+        jobs=len(waiting),
+        estimated=est.estimated,
+        planned_s=est.plan_slots * delta,
+        bound_s=est.bound_slots * delta,
+        bound_kind=est.bound_kind,
+        ratio=est.ratio,
+        busy=est.busy,
+    )

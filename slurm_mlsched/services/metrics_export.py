@@ -39,6 +39,7 @@ METRIC_NAMES: tuple[str, ...] = (
     "mlsub_queue_plan_bound_ratio",
     "mlsub_queue_planned_completion_seconds",
     "mlsub_queue_bound_completion_seconds",
+    "mlsub_queue_busy_ratio",
     "mlsub_replan_step_duration_seconds",
     "mlsub_metrics_generated_timestamp_seconds",
 )
@@ -93,18 +94,23 @@ def families(v: MetricValues) -> list[Metric]:
         if q.ratio is not None:
             gauge(
                 "mlsub_queue_plan_bound_ratio",
-                "Planned total completion time of the queue over its lower bound (>= 1).",
+                "The queue's planned completion time from now over its lower bound (>= 1).",
                 q.ratio,
             )
         gauge(
             "mlsub_queue_planned_completion_seconds",
-            "Sum over queued jobs of planned end - arrival.",
+            "Sum over the waiting jobs with an estimate of estimated end - now.",
             q.planned_s,
         )
         gauge(
             "mlsub_queue_bound_completion_seconds",
-            "Lower bound of that sum (waits so far + scalable bound from now).",
+            "A lower bound of that sum for every schedule keeping the running jobs.",
             q.bound_s,
+        )
+        gauge(
+            "mlsub_queue_busy_ratio",
+            "Share of GPU-slots (CPU-slots without GPUs) held until the last estimated end.",
+            q.busy,
         )
         if q.step_s is not None:
             gauge(

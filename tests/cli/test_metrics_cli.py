@@ -31,6 +31,7 @@ LIVE_ONLY = {
     "mlsub_queue_plan_bound_ratio",
     "mlsub_queue_planned_completion_seconds",
     "mlsub_queue_bound_completion_seconds",
+    "mlsub_queue_busy_ratio",
     "mlsub_replan_step_duration_seconds",
 }
 
@@ -168,7 +169,5 @@ def test_serve_on_a_taken_port_says_so(filled: dict[str, str]) -> None:
 def test_queue_now_json_golden() -> None:
     from slurm_mlsched.services.metrics import QueueBound
 
-    bound = QueueBound(
-        3, planned_s=5400.0, bound_s=3600.0, bound_kind="shortest runs", step_s=0.012
-    )
+    bound = QueueBound(3, 2, 5400.0, 3600.0, "alone from now", 1.5, 0.75, step_s=0.012)
     assert_golden("metrics/queue_now", bound.to_json())

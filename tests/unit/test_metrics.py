@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,7 +19,6 @@ from slurm_mlsched.services.metrics import (
     MetricValues,
     QueueBound,
     metric_values,
-    queue_bound,
     queue_bound_now,
 )
 from slurm_mlsched.services.metrics_export import METRIC_NAMES, Cached, exposition
@@ -95,7 +95,7 @@ def test_the_exposition_parses_with_prometheus_clients_own_parser(
     store: SqlDecisionStore, tmp_path: Path
 ) -> None:
     several_states(store, tmp_path)
-    bound = QueueBound(1, planned_s=900.0, bound_s=600.0, bound_kind="shortest runs", step_s=0.02)
+    bound = QueueBound(1, 1, 900.0, 600.0, "alone from now", 1.5, 0.8, step_s=0.02)
     v = values_of(store, bound)
     text = exposition(v).decode("utf-8")
     fams = {f.name: f for f in text_string_to_metric_families(text)}
@@ -161,41 +161,47 @@ def test_the_queue_now_is_planned_no_better_than_its_lower_bound(
     store: SqlDecisionStore, tmp_path: Path
 ) -> None:
     """The queued job waits behind four whole-node jobs: the re-plan step reserves it for
-    when they end; the bound starts it now at its fastest: ratio > 1."""
+    when they end; its plan is no better than the bound, which counts the room they hold
+    until their predicted ends; once they are gone it starts now."""
     ids = fill_and_queue(store, tmp_path)[1]
     ticks = iter([10.0, 10.25])
-    q = queue_bound_now(
-        store,
-        FakeSource().read(NOW),
-        now=NOW + timedelta(seconds=60),
-        cluster_name="lab",
-        slot_seconds=60.0,
-        timer=lambda: next(ticks),
-    )
-    assert q is not None and q.jobs == 1 and q.step_s == 0.25
-    assert q.ratio is not None and q.ratio > 1.0
-    assert q.bound_kind in ("shortest runs", "pooled-resource SRPT")
-    # once the four jobs are gone the queued job starts now at its fastest: ratio 1
+
+    def now_bound(timer: Callable[[], float]) -> QueueBound:
+        return queue_bound_now(
+            store,
+            FakeSource().read(NOW),
+            now=NOW + timedelta(seconds=60),
+            cluster_name="lab",
+            slot_seconds=60.0,
+            timer=timer,
+        )
+
+    q = now_bound(lambda: next(ticks))
+    assert (q.jobs, q.estimated, q.step_s) == (1, 1, 0.25)
+    assert q.ratio is not None and q.ratio >= 1.0 and q.planned_s >= q.bound_s > 0
+    assert q.bound_kind and 0 < q.busy <= 1
     for i in ids[:4]:
         store.transition(i, S.CANCELLED, NOW, "scancel")
-    again = queue_bound_now(
-        store,
-        FakeSource().read(NOW),
-        now=NOW + timedelta(seconds=60),
+    again = now_bound(lambda: 0.0)
+    assert again.ratio is not None and again.ratio >= 1.0
+    assert again.planned_s < q.planned_s  # it no longer waits for the four
+    # an empty queue: ratio 1 (nothing to plan)
+    store.transition(ids[4], S.CANCELLED, NOW, "scancel")
+    empty = now_bound(lambda: 0.0)
+    assert (empty.jobs, empty.ratio, empty.planned_s) == (0, 1.0, 0.0)
+
+
+def test_a_queue_without_estimates_has_no_ratio_series() -> None:
+    v = metric_values(
+        (),
+        now=NOW,
         cluster_name="lab",
-        slot_seconds=60.0,
-        timer=lambda: 0.0,
+        queue=QueueBound(2, 0, 0.0, 0.0, "", None, 0.0, step_s=0.1),
+        live_up=True,
     )
-    assert again is not None and again.ratio == pytest.approx(1.0)
-    assert again.planned_s < q.planned_s
-
-
-def test_an_empty_queue_has_no_ratio(store: SqlDecisionStore) -> None:
-    from slurm_mlsched.model import ClusterSnapshot
-    from slurm_mlsched.placement.late_binding import QueueStep
-
-    assert queue_bound([], QueueStep(()), ClusterSnapshot((), slot_seconds=60.0)) is None
-    assert QueueBound(0, 0.0, 0.0, "shortest runs").ratio is None
+    fams = _families(exposition(v).decode())
+    assert "mlsub_queue_plan_bound_ratio" not in fams
+    assert "mlsub_replan_step_duration_seconds" in fams
 
 
 def test_serving_reads_at_most_once_per_interval() -> None:
@@ -225,7 +231,7 @@ def test_the_dashboard_names_only_series_mlsub_metrics_emits(
     store: SqlDecisionStore, tmp_path: Path
 ) -> None:
     several_states(store, tmp_path)
-    bound = QueueBound(1, 900.0, 600.0, "shortest runs", 0.02)
+    bound = QueueBound(1, 1, 900.0, 600.0, "alone from now", 1.5, 0.8, step_s=0.02)
     text = exposition(values_of(store, bound)).decode()
     emitted = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
     missing = dashboard_metrics() - emitted
