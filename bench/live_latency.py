@@ -191,23 +191,48 @@ def render(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def startup_env(tmp: str) -> dict[str, str]:
+    """Start-up as after `pip install`, which byte-compiles every module: a checkout run
+    with PYTHONDONTWRITEBYTECODE set would compile them at every start."""
+    compileall.compile_dir(str(ROOT / "slurm_mlsched"), quiet=1)
+    return {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+        "MLSUB_DB_URL": f"sqlite:///{tmp}/bench.db",
+        "MLSUB_CONFIG": f"{tmp}/none.toml",
+    }
+
+
+def startup_only(runs: int) -> dict[str, Any]:
+    """The start-up rows of the section (``--startup-only``): ``import typer``, ``mlsub
+    --version``, ``mlsub --help`` and their ratio."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = startup_env(tmp)
+        res: dict[str, Any] = {"machine": machine_facts()}
+        res["typer"] = stats(timed_runs([sys.executable, "-c", "import typer"], runs, env))
+        res["startup"] = stats(timed_runs([MLSUB, "--version"], runs, env))
+        res["help"] = stats(timed_runs([MLSUB, "--help"], runs, env))
+    res["ratio_p50"] = res["startup"]["p50_s"] / res["typer"]["p50_s"]
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--raw", default="bench/out/live.json")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument(
+        "--startup-only",
+        action="store_true",
+        help="measure the start-up rows alone (no Slurm needed); print them, write nothing",
+    )
     args = ap.parse_args()
+    if args.startup_only:
+        print(json.dumps(startup_only(args.runs), indent=1))
+        return
     res: dict[str, Any] = {"machine": machine_facts()}
     with tempfile.TemporaryDirectory() as tmp:
-        # start-up as after `pip install`, which byte-compiles every module: a checkout
-        # run with PYTHONDONTWRITEBYTECODE set would compile them at every start
-        env = {
-            **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-            "MLSUB_DB_URL": f"sqlite:///{tmp}/bench.db",
-            "MLSUB_CONFIG": f"{tmp}/none.toml",
-        }
-        compileall.compile_dir(str(ROOT / "slurm_mlsched"), quiet=1)
+        env = startup_env(tmp)
         slurm = SlurmCommands(LocalRunner())
         slurm.ping()
         res["slurm_version"] = str(slurm.version())

@@ -19,6 +19,10 @@
 #   STATE_DIR=/run/mlsched       where the lock and the dirty mark live (mode 0700)
 #   LOG=/var/log/mlsched-epilog.log
 #   TIMEOUT=300                  seconds a re-plan (and a wait for the lock) may take
+#   METRICS_OUT=/var/lib/prometheus/node-exporter/mlsub.prom
+#                                after each re-plan, `mlsub metrics --out` this file (for
+#                                node_exporter's textfile collector; docs/admin-guide.md,
+#                                "Metrics"); unset: no metrics
 #
 # The re-plan acts as the user this runs as (SlurmUser): as root it starts every user's
 # queued jobs whose held job Slurm says is theirs (a job whose layout changed is submitted
@@ -35,13 +39,13 @@ if [ ! -O "$conf" ] || [ -L "$conf" ] || [ -n "$(find "$conf" -maxdepth 0 -perm 
   exit 0
 fi
 
-MLSUB="" MLSUB_DB_URL="" MLSUB_CLUSTER_NAME="" MLSUB_SLOT_SECONDS=""
+MLSUB="" MLSUB_DB_URL="" MLSUB_CLUSTER_NAME="" MLSUB_SLOT_SECONDS="" METRICS_OUT=""
 STATE_DIR=/run/mlsched LOG=/var/log/mlsched-epilog.log TIMEOUT=300
 while IFS= read -r line || [ -n "$line" ]; do
   case $line in ''|'#'*) continue ;; esac
   key=${line%%=*} value=${line#*=}
   case $key in
-    MLSUB|MLSUB_DB_URL|MLSUB_CLUSTER_NAME|MLSUB_SLOT_SECONDS|STATE_DIR|LOG|TIMEOUT)
+    MLSUB|MLSUB_DB_URL|MLSUB_CLUSTER_NAME|MLSUB_SLOT_SECONDS|STATE_DIR|LOG|TIMEOUT|METRICS_OUT)
       printf -v "$key" '%s' "$value" ;;
   esac
 done < "$conf"
@@ -63,20 +67,28 @@ run_replans() {
   flock -w "$TIMEOUT" 9 || { echo "$(date -u +%FT%TZ) epilog: lock wait timed out"; return 0; }
   while [ -e "$STATE_DIR/replan.dirty" ]; do
     rm -f "$STATE_DIR/replan.dirty"
-    env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="${HOME:-/root}" \
-      ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} \
-      ${MLSUB_DB_URL:+MLSUB_DB_URL="$MLSUB_DB_URL"} \
-      ${MLSUB_CLUSTER_NAME:+MLSUB_CLUSTER_NAME="$MLSUB_CLUSTER_NAME"} \
-      ${MLSUB_SLOT_SECONDS:+MLSUB_SLOT_SECONDS="$MLSUB_SLOT_SECONDS"} \
-      timeout "$TIMEOUT" "$MLSUB" replan --json > "$STATE_DIR/last-replan.json" 2>&1
+    run_mlsub replan --json > "$STATE_DIR/last-replan.json" 2>&1
     status=$?
     echo "$(date -u +%FT%TZ) epilog (first trigger: job ${SLURM_JOB_ID:-?} ended): mlsub replan exit $status"
     [ "$status" = 0 ] || cat "$STATE_DIR/last-replan.json"
+    if [ -n "$METRICS_OUT" ]; then
+      run_mlsub metrics --out "$METRICS_OUT" > "$STATE_DIR/last-metrics.txt" 2>&1 \
+        || { echo "$(date -u +%FT%TZ) epilog: mlsub metrics failed"; cat "$STATE_DIR/last-metrics.txt"; }
+    fi
   done
 }
 
+run_mlsub() {
+  env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="${HOME:-/root}" \
+    ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} \
+    ${MLSUB_DB_URL:+MLSUB_DB_URL="$MLSUB_DB_URL"} \
+    ${MLSUB_CLUSTER_NAME:+MLSUB_CLUSTER_NAME="$MLSUB_CLUSTER_NAME"} \
+    ${MLSUB_SLOT_SECONDS:+MLSUB_SLOT_SECONDS="$MLSUB_SLOT_SECONDS"} \
+    timeout "$TIMEOUT" "$MLSUB" "$@"
+}
+
 cd / || exit 0
-export -f run_replans 2>/dev/null
-export STATE_DIR TIMEOUT MLSUB MLSUB_DB_URL MLSUB_CLUSTER_NAME MLSUB_SLOT_SECONDS
+export -f run_replans run_mlsub 2>/dev/null
+export STATE_DIR TIMEOUT MLSUB MLSUB_DB_URL MLSUB_CLUSTER_NAME MLSUB_SLOT_SECONDS METRICS_OUT
 setsid -f bash -c run_replans </dev/null >> "$LOG" 2>&1
 exit 0

@@ -32,8 +32,9 @@ from .. import __version__
 from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import InputError, JobDidNotComplete
 from . import cluster as cluster_cli
+from . import completion, output
 from . import decisions as decisions_cli
-from . import output
+from . import metrics as metrics_cli
 from . import plugins as plugins_cli
 from . import remote as remote_cli
 from . import replay as replay_cli
@@ -47,7 +48,7 @@ app = typer.Typer(
     name="mlsub",
     help="Place distributed ML training jobs (workers + parameter servers) on Slurm.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (cli/completion.py)
     pretty_exceptions_show_locals=False,
 )
 
@@ -70,7 +71,13 @@ def _root(
     ctx: typer.Context,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version."),
+        typer.Option(
+            "--version",
+            callback=_show_version,
+            is_eager=True,
+            metavar="",  # a plain flag in --help (Typer would print <bool>)
+            help="Print the version.",
+        ),
     ] = False,
 ) -> None:
     """Place distributed ML training jobs (workers + parameter servers) on Slurm."""
@@ -253,7 +260,10 @@ def submit(
 def reconcile_cmd(
     decision_ids: Annotated[
         list[int] | None,
-        typer.Argument(help="Only these decisions (default: every open one you may manage)."),
+        typer.Argument(
+            help="Only these decisions (default: every open one you may manage).",
+            autocompletion=completion.decision_ids,
+        ),
     ] = None,
     stale_after: Annotated[
         float,
@@ -345,6 +355,7 @@ DECLARED = (
     commands,
     decisions_cli.commands,
     decisions_cli.db_commands,
+    metrics_cli.commands,
     cluster_cli.commands,
     replay_cli.commands,
     replay_slurm_cli.commands,
@@ -356,7 +367,21 @@ for _declared in DECLARED:
 
 
 def main() -> None:
+    click_style_completion(os.environ)
     app(args=shorthand(sys.argv[1:]), prog_name="mlsub")
+
+
+COMPLETE_ENV = "_MLSUB_COMPLETE"
+
+
+def click_style_completion(env: dict[str, str] | os._Environ[str]) -> None:
+    """Click names the completion request ``SHELL_INSTRUCTION`` (``bash_complete``),
+    Typer, whose scripts ``--install-completion`` installs, ``INSTRUCTION_SHELL``
+    (``complete_bash``): a request in Click's order is turned into Typer's, so scripts
+    written for either work."""
+    shell, _, instruction = env.get(COMPLETE_ENV, "").partition("_")
+    if shell in ("bash", "zsh", "fish") and instruction in ("complete", "source"):
+        env[COMPLETE_ENV] = f"{instruction}_{shell}"
 
 
 def shorthand(argv: list[str]) -> list[str]:

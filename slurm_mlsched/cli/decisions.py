@@ -18,7 +18,7 @@ import typer
 
 from ..errors import InputError
 from ..services.clock import Clock, FixedClock
-from . import output
+from . import completion, output
 from .context import Commands, app_context
 from .highs_banner import silence_highs_banner
 from .options import AsJson, DbUrl
@@ -30,7 +30,10 @@ if TYPE_CHECKING:  # the services and the store load when a command runs
     from ..storage import DecisionState, HistoryFilter
 
 
-DecisionId = Annotated[int, typer.Argument(help="Decision id (see mlsub history).")]
+DecisionId = Annotated[
+    int,
+    typer.Argument(help="Decision id (see mlsub history).", autocompletion=completion.decision_ids),
+]
 
 
 commands = Commands()
@@ -230,7 +233,11 @@ def export(
 def calibrate(
     model: Annotated[
         list[str] | None,
-        typer.Option("--model", help="Only this model (repeat for several; default: all)."),
+        typer.Option(
+            "--model",
+            help="Only this model (repeat for several; default: all).",
+            autocompletion=completion.models,
+        ),
     ] = None,
     min_samples: Annotated[
         int, typer.Option(help="Fewest completed runs a model's fit is made from.", min=1)

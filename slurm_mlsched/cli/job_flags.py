@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ..files.job_options import SPECS, JobOptionSpec
+from . import completion
 
 PANELS = {
     "job": "Job options (override the script's '# mlsub:' header)",
@@ -21,9 +22,20 @@ PANELS = {
 }
 
 
+#: Shell completion of a job option's values (``cli/completion.py``), by field.
+COMPLETERS: dict[str, Callable[[str], Any]] = {
+    "model": completion.models,
+    "policy": completion.live_policies,
+}
+
+
 def _parameter(spec: JobOptionSpec) -> inspect.Parameter:
     option = typer.Option(
-        spec.flag, *spec.aliases, help=spec.help, rich_help_panel=PANELS[spec.panel]
+        spec.flag,
+        *spec.aliases,
+        help=spec.help,
+        rich_help_panel=PANELS[spec.panel],
+        autocompletion=COMPLETERS.get(spec.field),
     )
     return inspect.Parameter(
         spec.field,

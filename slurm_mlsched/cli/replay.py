@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..model import Form
 from ..placement.params import Binding, PlacementParams
 from ..sim.limits import DEFAULT_NODES, LP_MAX_JOBS
-from . import output, replay_slurm
+from . import completion, output, replay_slurm
 from .context import Commands, app_context
 from .highs_banner import silence_highs_banner
 
@@ -65,6 +65,7 @@ def replay(
             "-p",
             help="Policy to replay (repeat for several). Required, except with --merge.",
             show_default=False,
+            autocompletion=completion.policies,
         ),
     ] = None,
     out: Annotated[

@@ -115,3 +115,13 @@ def test_a_burst_of_job_ends_costs_a_few_replans_not_one_each(tmp_path: Path) ->
     time.sleep(6)
     done = runs(out, 1)
     assert 1 <= len(done) <= 3, len(done)  # the first, then one for every trigger meanwhile
+
+
+def test_with_metrics_out_each_replan_is_followed_by_mlsub_metrics(tmp_path: Path) -> None:
+    prom = tmp_path / "textfile" / "mlsub.prom"
+    conf, out = setup(tmp_path, extra=f"METRICS_OUT={prom}\n")
+    assert trigger(conf).returncode == 0
+    first, second = runs(out, 2)
+    assert "args=replan --json" in first
+    assert f"args=metrics --out {prom}" in second
+    assert "MLSUB_DB_URL=sqlite:////tmp/x.db" in second and "SECRET_OF_SLURMCTLD" not in second
