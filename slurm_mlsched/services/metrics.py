@@ -36,11 +36,9 @@ from ..storage import DecisionState, ReportRow
 from .report import decision_row
 
 if TYPE_CHECKING:  # the queue step loads the solver; only the live part needs it
-    from ..placement.late_binding import QueueStep
+    from ..sim.queue_estimate import QueueEstimate
     from ..slurm.nodes import NodeState
     from ..storage import DecisionStore
-    from .cluster_state import ClusterState
-    from .replan import QueueEntry
 
 #: Upper bounds of the relative prediction error histogram (``le``; +Inf is added).
 ERROR_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
@@ -224,44 +222,29 @@ def queue_bound_now(
     slot_seconds: float,
     timer: Callable[[], float],
 ) -> QueueBound:
-    """One re-plan step over the cluster's queued decisions on the live snapshot (read in
-    one store snapshot without the planning lock; nothing is recorded or started, as for
-    ``mlsub queue``), timed with ``timer`` (seconds, monotonic), and the queue's plan ÷
-    lower bound over what the step left (``sim/queue_estimate.estimate_queue``)."""
-    from .replan import queue_step, rebased
-    from .submit import stored_and_running
+    """The queue now exactly as ``mlsub queue`` shows it (``replan.queue_view``: one
+    re-plan step over the cluster's queued decisions, in their node groups, read in one
+    store snapshot without the planning lock; nothing recorded or started), with the
+    re-plan steps timed by ``timer`` (seconds, monotonic; the estimate is not counted),
+    and the queue's plan ÷ lower bound (docs/formulation.md §14.9)."""
+    from .clock import FixedClock
+    from .replan import queue_view
 
-    with store.viewing(cluster_name) as tx:
-        cluster = stored_and_running(tx, state, now, slot_seconds, cluster_name)
-        entries = [rebased(r, cluster.snapshot) for r in tx.queued()]
-    started = timer()
-    step, _ = queue_step(entries, cluster.snapshot)
-    took = timer() - started
-    return replace(queue_bound(step, entries, cluster), step_s=took)
+    view = queue_view(
+        store, state, clock=FixedClock(now), cluster_name=cluster_name,
+        slot_seconds=slot_seconds, user=None, timer=timer,
+    )  # fmt: skip
+    jobs = len(view.waiting) + len(view.would_start)
+    return replace(of_estimate(view.bound, jobs), step_s=view.step_s)
 
 
-def queue_bound(
-    step: QueueStep, entries: Sequence[QueueEntry], cluster: ClusterState
-) -> QueueBound:
-    """The estimate of the queue ``step`` left (pure): the step's decisions as they are, the
-    other entries list scheduled in queue order, running jobs without an end (no time
-    limit) as unknown ends — the estimate ``mlsub queue`` shows (docs/formulation.md §14.9)."""
-    from ..sim.queue_estimate import QueuedJob, estimate_queue
-    from .replan import in_queue_order
-
-    snapshot = cluster.snapshot
-    decided = {d.job_id: d for d in (*step.started, *step.planned)}
-    rejected = {k: f"cannot be placed: {e.message}" for k, e in step.rejected}
-    waiting = [
-        QueuedJob(e.request, decided.get(e.key), rejected.get(e.key, ""))
-        for e in in_queue_order(entries, snapshot)
-    ]
-    unknown = {j.job_id for j in cluster.jobs if j.end_time is None}
-    params = entries[0].params if entries else None
-    est = estimate_queue(waiting, snapshot, cluster.now, params=params, unknown_ends=unknown)
-    delta = snapshot.slot_seconds
+def of_estimate(est: QueueEstimate | None, jobs: int) -> QueueBound:
+    """The metric values of the queue's estimate (None: it could not be made)."""
+    if est is None:
+        return QueueBound(jobs, 0, 0.0, 0.0, "", None, 0.0)
+    delta = est.slot_seconds
     return QueueBound(
-        jobs=len(waiting),
+        jobs=jobs,
         estimated=est.estimated,
         planned_s=est.plan_slots * delta,
         bound_s=est.bound_slots * delta,

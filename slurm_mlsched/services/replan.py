@@ -775,6 +775,9 @@ class QueueView:
     """The estimate of the whole queue (every user's jobs): plan ÷ lower bound, busy share
     (docs/formulation.md §14.9); None when it could not be made (``bound_reason``)."""
     bound_reason: str = ""
+    step_s: float | None = None
+    """How long the re-plan steps took (seconds; None when not timed, ``queue_view``'s
+    ``timer``): not in the JSON, a figure of the run rather than of the queue."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -831,17 +834,21 @@ def queue_view(
     cluster_name: str,
     slot_seconds: float,
     user: str | None,
+    timer: Callable[[], float] | None = None,
 ) -> QueueView:
     """One re-plan step over every queued job, read in one store snapshot without the
     planning lock (nothing is recorded or started); ``user``: only that user's rows. The
     groups of :func:`policy_groups` are stepped as :func:`replan` steps them, each on the
-    nodes it may use and around the would-be starts of the groups before."""
+    nodes it may use and around the would-be starts of the groups before. ``timer``
+    (seconds, monotonic): when given, the steps are timed (``QueueView.step_s``; the
+    estimate is not counted), as ``mlsub metrics`` reports them."""
     now = clock.now()
     waiting: list[Waiting] = []
     starting: list[Waiting] = []
     taken: list[Reservation] = []  # what the groups before would start
     estimates: list[QueueEstimate] = []  # one per node group
     whys: list[str] = []  # why a group's estimate could not be made
+    step_s = 0.0
     with store.viewing(cluster_name) as tx:
         groups = policy_groups(tx.queued())
         for group in groups or [[]]:
@@ -856,7 +863,10 @@ def queue_view(
             )
             cluster = replace(cluster, snapshot=snapshot)
             entries = [rebased(r, snapshot) for r in group]
+            began = timer() if timer is not None else 0.0
             step, by_key = queue_step(entries, snapshot)
+            if timer is not None:
+                step_s += timer() - began
             estimate, why = estimate_step(step, entries, cluster)
             if estimate is not None:
                 estimates.append(estimate)
@@ -882,4 +892,5 @@ def queue_view(
                 starting.append(with_estimate(row, estimate))
     bound = combined(estimates) if estimates and not whys else None
     why = "; ".join(whys)
-    return QueueView(cluster_name, now, tuple(starting), tuple(waiting), bound, why)
+    took = step_s if timer is not None else None
+    return QueueView(cluster_name, now, tuple(starting), tuple(waiting), bound, why, took)
