@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from slurm_mlsched.storage import open_store
-from tests.unit.test_metrics import several_states
+from tests.unit.test_metrics_values import several_states
 
 MLSUB = Path(sys.executable).parent / "mlsub"
 

@@ -23,7 +23,7 @@ from slurm_mlsched.services.metrics_export import METRIC_NAMES
 from slurm_mlsched.storage import open_store
 from tests.cli.store_cli import run
 from tests.golden_json import assert_golden
-from tests.unit.test_metrics import several_states
+from tests.unit.test_metrics_values import several_states
 from tests.unit.test_submit_service import NOW
 
 LATER = (NOW + timedelta(hours=1)).isoformat().replace("+00:00", "Z")

@@ -17,7 +17,7 @@ from tests.conftest import require_or_skip
 from tests.integration.conftest import LabCluster, poll
 from tests.integration.mlsub_cli import Mlsub, mlsub_executable
 from tests.integration.test_queue_live import LAB_BASE, SCRIPT, idle, submit
-from tests.unit.test_metrics import dashboard_metrics
+from tests.unit.test_metrics_values import dashboard_metrics
 
 pytestmark = pytest.mark.integration
 
