@@ -68,9 +68,11 @@ def test_the_scripts_account_qos_mail_type_and_comment_are_in_effect(
     # the mail request belongs to the job's first component (the hetjob leader)
     leader = next(r for r in rows if r["JobId"] == r.get("HetJobId", r["JobId"]))
     assert leader.get("MailType") == "END", rows
+    # every state: the job may have ended already (slurmctld keeps it MinJobAge = 300 s)
     comments = subprocess.run(
-        ["squeue", "-h", "-j", job, "-o", "%k"], capture_output=True, text=True, timeout=30
-    ).stdout.splitlines()
+        ["squeue", "-h", "-t", "all", "-j", job, "-o", "%k"],
+        capture_output=True, text=True, timeout=30,
+    ).stdout.splitlines()  # fmt: skip
     assert comments and all(c == f"run 7;{out['tag']}" for c in comments), comments
     cluster.wait_finished(int(job))
 
