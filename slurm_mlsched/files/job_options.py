@@ -41,6 +41,7 @@ from ..model.narrowing import NodeFilter
 from ..ranges import OutOfRange, Range, unsafe_in_sbatch_line
 from .profiles import get_profile
 from .sbatch_lines import SbatchHeader, SbatchLine, merge_carried, parse_carried
+from .script_text import read_script_text
 
 #: MODEL.md §2 defaults for a worker and a PS (documented in docs/user-guide.md).
 DEFAULT_GPUS_PER_WORKER = 1
@@ -349,14 +350,7 @@ def parse_script_header(text: str, source: str) -> list[str]:
 def read_script_header(path: str | Path) -> list[str]:
     """Read ``path`` and return its header tokens."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(
-            f"cannot read job script {source}: {exc.strerror or exc}",
-            hint="check the SCRIPT path",
-            context={"file": source},
-        ) from None
+    text = read_script_text(path)
     return parse_script_header(text, source)
 
 

@@ -49,6 +49,7 @@ from ..errors import InputError
 from ..model.narrowing import NodeFilter
 from ..ranges import JOB_MEM_MIB, OutOfRange, memory_mib, unsafe_in_sbatch_line
 from ..slurm.hostlist import expand_hostlist
+from .script_text import read_script_text
 
 MAGIC = "#SBATCH"
 ERROR_CODE = "sbatch-line"
@@ -537,14 +538,7 @@ def _no_error(problem: str, hint: str) -> InputError:  # pragma: no cover - chec
 def read_sbatch_header(path: str | Path) -> SbatchHeader:
     """Read ``path`` and sort its ``#SBATCH`` lines (see :func:`sort_lines`)."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(
-            f"cannot read job script {source}: {exc.strerror or exc}",
-            hint="check the SCRIPT path",
-            context={"file": source},
-        ) from None
+    text = read_script_text(path)
     return sort_lines(parse_sbatch_lines(text, source), source)
 
 
