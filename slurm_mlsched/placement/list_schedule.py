@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 
 from ..model import JobRequest
 from .arrival import Arrival
@@ -40,7 +41,10 @@ def earliest_requested(arr: Arrival, res: Residual) -> tuple[int, Residual, Shap
     ``res`` minus them."""
     shape = arr.shape
     view = res.for_job(arr.job)
+    possible = _may_start(arr, view)
     for sigma in (arr.a, *(t for t in res.increase_slots() if t > arr.a)):
+        if not possible[view.segment_of(sigma)]:
+            continue  # requested_at's own first-slot test fails there: skip the call
         got = requested_at(arr, res, sigma)
         if got is not None:
             return got
@@ -48,6 +52,26 @@ def earliest_requested(arr: Arrival, res: Residual) -> tuple[int, Residual, Shap
     fit = int(min(fit_counts(view.capacity - shape.beta, shape.alpha).max(), shape.n_max))
     rate = max(fit, 1) * shape.nu_in
     return sigma + math.ceil(shape.workload / rate - 1e-9) - 1, res, None
+
+
+def _may_start(arr: Arrival, view: Residual) -> npt.NDArray[np.bool_]:
+    """Per segment of ``view``: whether the requested width passes :func:`requested_at`'s
+    test on the room of a start's first slot (some machine holds all N workers and a PS,
+    or the cluster's total room holds the N distributed workers). A start failing it
+    cannot fit over its whole run, so the whole scan is one pass over the segments."""
+    shape = arr.shape
+    seg = view.seg_res  # (H, 3, S)
+    need_colo = shape.alpha * shape.n_max + shape.beta
+    out: npt.NDArray[np.bool_] = np.asarray(
+        (seg >= need_colo[None, :, None] - 1e-9).all(axis=1).any(axis=0)
+    )
+    w_ex = shape.n_dist_max
+    if w_ex >= shape.n_dist_min and w_ex:
+        spread: npt.NDArray[np.bool_] = np.asarray(
+            (seg.sum(axis=0) >= shape.alpha[:, None] * w_ex - 1e-9).all(axis=0)
+        )
+        out = out | spread
+    return out
 
 
 def requested_at(arr: Arrival, res: Residual, sigma: int) -> tuple[int, Residual, Shape] | None:
@@ -62,8 +86,15 @@ def requested_at(arr: Arrival, res: Residual, sigma: int) -> tuple[int, Residual
     h_count = res.n_machines
     need_colo = shape.alpha * shape.n_max + shape.beta
     w_ex = shape.n_dist_max
-    mins = view.window_min(sigma, sigma + arr.d_min)
-    ok = np.flatnonzero((mins >= need_colo - 1e-9).all(axis=1))
+    # The room over a window is at most the room in its first slot: machines (and totals)
+    # that fail at ``sigma`` fail over the window, so the window minimum is taken only over
+    # the machines that pass there (same answer, far less work on a full, long residual).
+    first = view.at(sigma)
+    rows = np.flatnonzero((first >= need_colo - 1e-9).all(axis=1))
+    ok = rows
+    if len(rows):
+        mins = view.window_min(sigma, sigma + arr.d_min, rows)
+        ok = rows[(mins >= need_colo - 1e-9).all(axis=1)]
     if len(ok):
         h = int(ok[0])
         w = np.zeros(h_count, dtype=np.int64)
@@ -73,6 +104,8 @@ def requested_at(arr: Arrival, res: Residual, sigma: int) -> tuple[int, Residual
     elif w_ex >= shape.n_dist_min and w_ex:
         d_ex = math.ceil(shape.workload / (w_ex * shape.nu_ex) - 1e-9)
         if not d_ex:
+            return None
+        if (first.sum(axis=0) < shape.alpha * w_ex - 1e-9).any():
             return None
         room = view.window_min(sigma, sigma + d_ex).copy()
         if (room.sum(axis=0) < shape.alpha * w_ex - 1e-9).any():
@@ -98,18 +131,26 @@ def fastest_run_slots(job: JobRequest, capacity: FloatArray, slot_seconds: float
     w_d = min(N, the workers all machines hold)) at the network rate:
     ⌈V / max(w_c·ν_in, w_d·ν_ex)⌉, at least 1 (``shortest_slots`` assumes N co-located,
     which a wide job on small machines never gets)."""
+    got = fastest_on(job, capacity, slot_seconds)
+    return job.shortest_slots(slot_seconds) if got is None else got
+
+
+def fastest_on(job: JobRequest, room: FloatArray, slot_seconds: float) -> int | None:
+    """The fewest slots of ``job`` in one constant shape on ``room`` (H, 3) — the rule of
+    :func:`fastest_run_slots` — or None when no worker fits (beside one PS on one machine,
+    or distributed)."""
     alpha = np.array(job.worker.as_tuple())
     beta = np.array(job.ps.as_tuple())
-    beside = capacity - beta
+    beside = room - beta
     fits_ps = (beside >= -1e-9).all(axis=1)
     colo = int(np.where(fits_ps, fit_counts(beside, alpha), 0).max(initial=0))
-    dist = int(min(job.max_distributed_workers(), fit_counts(capacity, alpha).sum()))
+    dist = int(min(job.max_distributed_workers(), fit_counts(room, alpha).sum()))
     rate = max(
         min(colo, job.max_workers) * job.profile.nu_in(slot_seconds),
         dist * job.profile.nu_ex(slot_seconds) if dist >= job.min_distributed_workers() else 0.0,
     )
     if rate <= 0:
-        return job.shortest_slots(slot_seconds)
+        return None
     return max(1, math.ceil(job.workload / rate - 1e-9))
 
 

@@ -32,18 +32,16 @@ def first_fit(room: FloatArray, demand: FloatArray, count: int, order: IntArray)
     Returns the per-machine counts placed (H,); fewer than ``count`` if room runs out.
     """
     placed = np.zeros(room.shape[0], dtype=np.int64)
-    left = count
-    if left <= 0:
+    if count <= 0:
         return placed
-    fits = fit_counts(room[order], demand)
-    for h, f in zip(order, fits, strict=True):
-        if left == 0:
-            break
-        n = int(min(f, left))
-        if n > 0:
-            placed[h] += n
-            room[h] -= demand * n
-            left -= n
+    fits = np.maximum(fit_counts(room[order], demand), 0)
+    # Machine i in ``order`` takes min(f_i, what is left after the ones before it); the ones
+    # before it took min(count, f_0 + … + f_{i-1}) together, so it takes the difference of
+    # two capped prefix sums (the same counts as the loop over machines, without the loop).
+    upto = np.minimum(np.cumsum(fits), count)
+    took = np.diff(upto, prepend=0)
+    placed[order] += took
+    room[order] -= took[:, None] * demand[None, :]
     return placed
 
 

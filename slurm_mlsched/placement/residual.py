@@ -68,13 +68,15 @@ class Residual:
         out: FloatArray = self.seg_res[:, :, self.segment_of(slot)]
         return out
 
-    def window_min(self, start: int, stop: int) -> FloatArray:
-        """Minimum residual of each machine over slots [start, stop): (H, 3)."""
+    def window_min(self, start: int, stop: int, rows: IntArray | None = None) -> FloatArray:
+        """Minimum residual of each machine over slots [start, stop): (H, 3); of the
+        machines ``rows`` only, in that order, when given: (len(rows), 3)."""
         if stop <= start or start < self.t0:
             raise IndexError(f"bad slot window [{start}, {stop}) from t0={self.t0}")
         lo = self.segment_of(start)
         hi = self.segment_of(stop - 1)
-        out: FloatArray = self.seg_res[:, :, lo : hi + 1].min(axis=2)
+        seg = self.seg_res if rows is None else self.seg_res[rows]
+        out: FloatArray = seg[:, :, lo : hi + 1].min(axis=2)
         return out
 
     def minus(self, usage: FloatArray, start: int, stop: int) -> Residual:

@@ -69,9 +69,9 @@ import numpy as np
 from ..model import ClusterSnapshot, Decision, JobRequest
 from ..placement.arrival import Arrival
 from ..placement.late_binding import without
-from ..placement.list_schedule import arrival_of, earliest_requested, usage
+from ..placement.list_schedule import arrival_of, earliest_requested, fastest_on, usage
 from ..placement.nonelastic import Shape, end_slot
-from ..placement.packing import fit_counts
+from ..placement.packing import EPS, fit_counts
 from ..placement.params import PlacementParams
 from ..placement.residual import FloatArray, IntArray, Residual, residual_from
 
@@ -334,9 +334,19 @@ def _list_placed(
     beside = _beside(res.capacity, arr.shape.alpha, arr.shape.beta, arr.shape.n_max)
     if beside.max(initial=0) >= 1:
         fastest = math.ceil(arr.shape.workload / (beside.max() * arr.shape.nu_in) - 1e-9)
+        # the most workers one machine holds beside a PS in each segment's first slot: a
+        # run from there has at most that many, so it cannot end before this
+        most = _most_beside(res, arr)
         for sigma in (n, *(t for t in res.increase_slots() if t > n)):
             if sigma + fastest - 1 >= best_end:
                 break  # no later start ends sooner
+            k = int(most[res.segment_of(sigma)])
+            if (
+                k < 1
+                or sigma + math.ceil(arr.shape.workload / (k * arr.shape.nu_in) - 1e-9) - 1
+                >= best_end
+            ):
+                continue  # _colocated_at could not find a run from here ending sooner
             sh = _colocated_at(arr, res, sigma)
             if sh is not None and end_slot(arr, sh) < best_end:
                 best, best_end = sh, end_slot(arr, sh)
@@ -355,6 +365,22 @@ def _beside(room: FloatArray, alpha: FloatArray, beta: FloatArray, n_max: int) -
     """Workers each machine of ``room`` (H, 3) holds beside one PS, at most ``n_max``."""
     ok = (room >= beta - 1e-9).all(axis=1)
     out: IntArray = np.minimum(np.where(ok, fit_counts(room - beta, alpha), 0), n_max)
+    return out
+
+
+def _most_beside(res: Residual, arr: Arrival) -> IntArray:
+    """Per segment of ``res``: the most workers (≤ N) one machine holds beside one PS in
+    it (:func:`_beside` of every segment at once): (S,)."""
+    shape = arr.shape
+    seg = np.moveaxis(res.seg_res, 2, 1)  # (H, S, 3)
+    ok = (seg >= shape.beta - 1e-9).all(axis=2)
+    mask = shape.alpha > 0
+    if not mask.any():
+        fit = np.full(ok.shape, shape.n_max, dtype=np.int64)
+    else:
+        q = np.floor(np.maximum(seg[:, :, mask] - shape.beta[mask], 0.0) / shape.alpha[mask] + EPS)
+        fit = q.min(axis=2).astype(np.int64)
+    out: IntArray = np.minimum(np.where(ok, fit, 0), shape.n_max).max(axis=0)
     return out
 
 
@@ -381,25 +407,6 @@ def _colocated_at(arr: Arrival, res: Residual, sigma: int) -> Shape | None:
             w[h], s[h] = k, 1
             best, best_d = Shape(sigma, int(h), w, s), d
     return best
-
-
-def fastest_on(job: JobRequest, room: FloatArray, slot_seconds: float) -> int | None:
-    """The fewest slots of ``job`` in one constant shape on ``room`` (H, 3), by
-    :func:`.list_schedule.fastest_run_slots`'s rule; None when no worker fits (beside one
-    PS on one machine, or distributed)."""
-    alpha = np.array(job.worker.as_tuple())
-    beta = np.array(job.ps.as_tuple())
-    beside = room - beta
-    fits_ps = (beside >= -1e-9).all(axis=1)
-    colo = int(np.where(fits_ps, fit_counts(beside, alpha), 0).max(initial=0))
-    dist = int(min(job.max_distributed_workers(), fit_counts(room, alpha).sum()))
-    rate = max(
-        min(colo, job.max_workers) * job.profile.nu_in(slot_seconds),
-        dist * job.profile.nu_ex(slot_seconds) if dist >= job.min_distributed_workers() else 0.0,
-    )
-    if rate <= 0:
-        return None
-    return max(1, math.ceil(job.workload / rate - 1e-9))
 
 
 def alone_from_now(job: JobRequest, fixed: Residual, slot_seconds: float) -> int | None:
