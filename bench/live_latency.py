@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from slurm_mlsched.files.job_options import merge_options, read_script_header
+from slurm_mlsched.files.job_script import JobScript
 from slurm_mlsched.services.clock import WallClock
-from slurm_mlsched.services.submit import JobScript, LiveWiring, SbatchSubmitter, submit_job
+from slurm_mlsched.services.live_queue import LiveWiring
+from slurm_mlsched.services.submit import SbatchSubmitter, submit_job
 from slurm_mlsched.services.viewer import Viewer
 from slurm_mlsched.slurm.nodes import (
     NodeStateSource,

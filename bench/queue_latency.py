@@ -29,9 +29,9 @@ from typing import Any
 
 from slurm_mlsched.model import ClusterSnapshot, Machine, Reservation, Resources
 from slurm_mlsched.placement import PlacementParams
-from slurm_mlsched.placement.joint import replan_yu_rr
-from slurm_mlsched.placement.late_binding import PendingJob
-from slurm_mlsched.placement.online import derive_seed
+from slurm_mlsched.placement.params import derive_seed
+from slurm_mlsched.placement.yu_rr.joint import replan_yu_rr
+from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
 from slurm_mlsched.sim.queue_estimate import QueuedJob, estimate_queue
 
 from .instances import SLOT_S, latency_job

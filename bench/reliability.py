@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from slurm_mlsched.services.submit import tag_of
+from slurm_mlsched.services.live_queue import tag_of
 from slurm_mlsched.storage import open_store
 from tests.integration.mlsub_cli import probe_script
 from tests.reliability_checks import node_capacity, overbookings, silent_server

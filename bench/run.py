@@ -20,7 +20,7 @@ from typing import Any
 from slurm_mlsched.model import ClusterSnapshot, Decision, Form, JobRequest
 from slurm_mlsched.placement import PlacementParams, place
 from slurm_mlsched.placement.params import Binding
-from slurm_mlsched.placement.program import lp_bound, solve_exact
+from slurm_mlsched.placement.program.integer_program import lp_bound, solve_exact
 from slurm_mlsched.sim import SimJob, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 

@@ -294,10 +294,6 @@ def _job_table(raw: object, where: str) -> tuple[tuple[str, object], ...]:
     return tuple(sorted((str(k), v) for k, v in raw.items()))
 
 
-ADMIN_LEVELS = ("none", "operator", "administrator")
-"""Slurm's AdminLevel values, lowest first (sacctmgr prints them capitalized)."""
-
-
 def _admin_level(raw: object, where: str) -> str:
     text = raw.strip().lower() if isinstance(raw, str) else None
     if text not in ("", "operator", "administrator"):

@@ -55,7 +55,7 @@ def cluster(
     slot = slot_seconds or config.slot_seconds
     with slurm_access(config.remote, remote_dir=config.remote_dir) as access:
         from ..services.cluster_state import read_cluster_state
-        from ..services.submit import cluster_view
+        from ..services.live_queue import cluster_view
 
         source = access.node_state_source()
         if slurm_only:

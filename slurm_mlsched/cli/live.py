@@ -24,13 +24,15 @@ from typing import TYPE_CHECKING
 from ..config import DEFAULT_STALE_AFTER_S
 from ..errors import InputError, MlschedError, SlurmError
 from ..files.job_options import JobOptions, merge_options, read_script_header
+from ..files.job_script import JobScript
 from ..files.sbatch_lines import read_sbatch_header
 from ..services.clock import Clock
 from ..services.for_sbatch import SbatchPlacement, plan_for_sbatch
+from ..services.live_queue import LiveWiring
 from ..services.process_id import this_process
 from ..services.provenance import package_versions
 from ..services.reconcile import ReconcileReport, reconcile, wait_for
-from ..services.submit import JobScript, LiveWiring, SbatchSubmitter, SubmitOutcome, submit_job
+from ..services.submit import SbatchSubmitter, SubmitOutcome, submit_job
 from ..services.viewer import Viewer
 from ..slurm.transient import Blips
 from ..storage import DecisionState, SqlDecisionStore

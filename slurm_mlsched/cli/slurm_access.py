@@ -33,7 +33,7 @@ from ..slurm.runner import LocalRunner, SlurmCommands
 
 if TYPE_CHECKING:  # paramiko is imported only when a remote target is used
     from ..remote.session import RemoteSession
-    from ..services.submit import Submitter
+    from ..services.live_queue import Submitter
 
 SOURCE_ENV = "MLSUB_SLURM_SOURCE"
 

@@ -16,7 +16,7 @@ from ..model import ClusterSnapshot, Decision, JobRequest
 from .params import Binding, PlacementParams
 
 if TYPE_CHECKING:
-    from .feasibility import check_could_ever_fit
+    from .program.feasibility import check_could_ever_fit
     from .registry import policy_names
 
 
@@ -31,7 +31,7 @@ def place(
     Raises :class:`~slurm_mlsched.errors.NeverFitsError` when no placement could ever
     exist and :class:`~slurm_mlsched.errors.InputError` for an unknown policy.
     """
-    from .feasibility import check_could_ever_fit
+    from .program.feasibility import check_could_ever_fit
     from .registry import get_policy
 
     fn = get_policy(policy)
@@ -42,7 +42,7 @@ def place(
 def __getattr__(name: str) -> Any:
     """``check_could_ever_fit`` and ``policy_names``, loaded on first use."""
     if name == "check_could_ever_fit":
-        from .feasibility import check_could_ever_fit
+        from .program.feasibility import check_could_ever_fit
 
         return check_could_ever_fit
     if name == "policy_names":

@@ -1,16 +1,20 @@
-"""Named parameters of every placement policy (MODEL.md's **(choice)** items).
+"""Named parameters of every placement policy (docs/formulation.md §10, §14.6).
 
 Every choice MODEL.md leaves open is a field here with its default, documented in
-``docs/formulation.md``; a decision stores the parameters it was taken with.
+``docs/formulation.md``; a decision stores the parameters it was taken with. Beside them,
+what every placement run shares: the one signature of an arrival policy
+(:data:`ArrivalFn`) and the per-job seed of the online loop (:func:`derive_seed`).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..model import Form
+from ..model import ClusterSnapshot, Decision, Form, JobRequest
 
 
 class Binding(StrEnum):
@@ -160,3 +164,18 @@ class PlacementParams:
         out["binding"] = str(self.binding)
         out["tiresias_thresholds_s"] = list(self.tiresias_thresholds_s)
         return out
+
+
+ArrivalFn = Callable[[JobRequest, ClusterSnapshot, PlacementParams], Decision]
+"""An arrival policy: decide once, on the job's arrival, against the reservations in the
+snapshot (``yu-rr``, ``exact``, ``fifo-*``, ``oasis``); ``place()`` and the replay call it."""
+
+
+def derive_seed(base: int, job_id: str) -> int:
+    """A per-job seed from a base seed and the job id, stable across runs and platforms.
+
+    The online loop itself is the replay engine's (``sim/engine.py``: one event order for
+    every policy kind); what it shares with the live path is how a job's rounding seed is
+    derived from a run's seed."""
+    digest = hashlib.blake2b(f"{base}:{job_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") & 0x7FFF_FFFF_FFFF_FFFF

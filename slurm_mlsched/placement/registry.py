@@ -1,135 +1,94 @@
-"""Policies are looked up by name (no if-chains on names). Two kinds, each with one signature:
+"""Policies looked up by name (no if-chains on names), read from the one table.
 
-* **arrival** policies, ``(JobRequest, ClusterSnapshot, PlacementParams) -> Decision``:
-  decide once, on the job's arrival, against the reservations in the snapshot (``yu-rr``,
-  ``exact``, ``fifo-*``, ``oasis``); ``place()`` and the replay engine call them;
-* **re-allocating** policies, ``(tuple[RunningJob, ...], ClusterSnapshot, int,
-  PlacementParams) -> tuple[Allocation | None, ...]``: at every arrival and completion,
-  the worker/PS counts and machines of every active job (``optimus``, ``drf``;
-  :mod:`.reallocation`). Only the replay runs them (``sim.realloc``): a Slurm job keeps
-  its allocation, so ``place()`` refuses them.
-
-* **queue** policies, ``(tuple[PendingJob, ...], ClusterSnapshot, PlacementParams,
-  Sequence[JobRequest]) -> QueueStep``: late binding (MODEL.md §4b,
-  :mod:`.late_binding`): at every event, the waiting jobs re-planned against the running
-  ones; only what starts now is committed.
-  ``yu-rr`` has both an arrival form (``binding: early``, and ``place()``) and a queue
-  form (``binding: late``, the replay default); ``qssf`` has only the queue form.
-
-A policy may also register a **prepare** hook, ``(requests, cluster, params) -> params``,
-which the replay calls once with all the jobs before the run: the place for constants a
-policy takes from the whole trace (OASiS's price bounds U and L).
+The table is :data:`.policy_table.POLICIES` (name, kind, where it runs, the function;
+the signatures of the three kinds are documented there). It is loaded on the first
+lookup, so that importing the registry, or the placement package, stays light: a command
+that never places (``mlsub history``, ``--help``) does not load the LP and the solver.
+Nothing registers itself: a policy module defines functions; the table names them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from ..errors import InputError
-from ..model import ClusterSnapshot, Decision, JobRequest
-from .late_binding import PendingJob, QueueStep
-from .params import Binding, PlacementParams
-from .reallocation import Allocation, RunningJob
+from ..model import ClusterSnapshot, JobRequest
+from .params import ArrivalFn, Binding, PlacementParams
 
-PolicyFn = Callable[[JobRequest, ClusterSnapshot, PlacementParams], Decision]
-ReallocateFn = Callable[
-    [tuple[RunningJob, ...], ClusterSnapshot, int, PlacementParams],
-    tuple[Allocation | None, ...],
-]
-QueueFn = Callable[
-    [tuple[PendingJob, ...], ClusterSnapshot, PlacementParams, Sequence[JobRequest]], QueueStep
-]
-"""``queue(pending, snapshot, params, recent)``: ``recent`` holds the jobs that arrived in
-the last ``params.lookahead_max_s`` seconds (waiting, running or done), in arrival order:
-what a policy may forecast from (:mod:`.lookahead`)."""
-WakeupFn = Callable[
-    [tuple[RunningJob, ...], tuple[Allocation | None, ...], int, float, PlacementParams],
-    int | None,
-]
-"""``wakeup(jobs, allocations, slot, slot_seconds, params)``: the next slot at which a
-re-allocating policy wants to be called again although no job arrives or ends (Tiresias's
-demotions), or None."""
-PrepareFn = Callable[[Sequence[JobRequest], ClusterSnapshot, PlacementParams], PlacementParams]
-
-_POLICIES: dict[str, PolicyFn] = {}
-_LOADED = False
+if TYPE_CHECKING:
+    from .policy_table import PolicyRow, PrepareFn, QueueFn, ReallocateFn, WakeupFn
 
 
-def _load() -> None:
-    """Import every policy module once, so that each registers itself (on the first
-    lookup: importing the registry, or the placement package, stays light)."""
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        from . import policies  # noqa: F401
+@dataclass
+class _Index:
+    """The table by kind and name (built once)."""
+
+    arrival: dict[str, ArrivalFn] = field(default_factory=dict)
+    reallocating: dict[str, ReallocateFn] = field(default_factory=dict)
+    queue: dict[str, QueueFn] = field(default_factory=dict)
+    prepare: dict[str, PrepareFn] = field(default_factory=dict)
+    wakeup: dict[str, WakeupFn] = field(default_factory=dict)
+    rows: tuple[PolicyRow, ...] = ()
 
 
-_REALLOCATING: dict[str, ReallocateFn] = {}
-_PREPARE: dict[str, PrepareFn] = {}
-_QUEUE: dict[str, QueueFn] = {}
-_WAKEUP: dict[str, WakeupFn] = {}
+_INDEX: _Index | None = None
 
 
-def _claim(name: str) -> None:
-    if name in _POLICIES or name in _REALLOCATING:
-        raise RuntimeError(f"policy {name!r} registered twice")
+def index_rows(rows: Sequence[PolicyRow]) -> _Index:
+    """The rows by kind and name; a name twice in one kind, or a re-allocating name that
+    also has another form, is a :class:`RuntimeError` (a defect of the table)."""
+    from .policy_table import Kind
+
+    out = _Index(rows=tuple(rows))
+    for row in rows:
+        forms: dict[str, object] = {
+            Kind.ARRIVAL: out.arrival,
+            Kind.REALLOCATING: out.reallocating,
+            Kind.QUEUE: out.queue,
+        }
+        if row.name in cast("dict[str, object]", forms[row.kind]):
+            raise RuntimeError(f"policy {row.name!r} has two {row.kind} rows")
+        if row.kind is Kind.ARRIVAL:
+            out.arrival[row.name] = cast("ArrivalFn", row.fn)
+        elif row.kind is Kind.REALLOCATING:
+            out.reallocating[row.name] = cast("ReallocateFn", row.fn)
+        else:
+            out.queue[row.name] = cast("QueueFn", row.fn)
+        if row.prepare is not None:
+            out.prepare[row.name] = row.prepare
+        if row.wakeup is not None:
+            out.wakeup[row.name] = row.wakeup
+    clash = set(out.reallocating) & (set(out.arrival) | set(out.queue))
+    if clash:
+        raise RuntimeError(f"re-allocating policies with another form too: {sorted(clash)}")
+    return out
 
 
-_P = TypeVar("_P", bound=PolicyFn)
+def _index() -> _Index:
+    global _INDEX
+    if _INDEX is None:
+        from .policy_table import POLICIES
+
+        _INDEX = index_rows(POLICIES)
+    return _INDEX
 
 
-def register(name: str, *, prepare: PrepareFn | None = None) -> Callable[[_P], _P]:
-    """Register an arrival policy (and its optional trace-level ``prepare`` hook)."""
-
-    def deco(fn: _P) -> _P:
-        _claim(name)
-        _POLICIES[name] = fn
-        if prepare is not None:
-            _PREPARE[name] = prepare
-        return fn
-
-    return deco
-
-
-def register_reallocating(
-    name: str, *, wakeup: WakeupFn | None = None
-) -> Callable[[ReallocateFn], ReallocateFn]:
-    """Register a re-allocating policy (replay only), with its optional wake-up hook."""
-
-    def deco(fn: ReallocateFn) -> ReallocateFn:
-        _claim(name)
-        _REALLOCATING[name] = fn
-        if wakeup is not None:
-            _WAKEUP[name] = wakeup
-        return fn
-
-    return deco
-
-
-def register_queue(name: str) -> Callable[[QueueFn], QueueFn]:
-    """Register the queue (late-binding) form of a policy; ``name`` may also have an
-    arrival form (used with ``binding: early`` and by ``place()``)."""
-
-    def deco(fn: QueueFn) -> QueueFn:
-        if name in _QUEUE or name in _REALLOCATING:
-            raise RuntimeError(f"policy {name!r} registered twice")
-        _QUEUE[name] = fn
-        return fn
-
-    return deco
+def policy_rows() -> tuple[PolicyRow, ...]:
+    """The table, in its order (one row per form)."""
+    return _index().rows
 
 
 def policy_names() -> tuple[str, ...]:
-    _load()
-    return tuple(sorted({*_POLICIES, *_REALLOCATING, *_QUEUE}))
+    ix = _index()
+    return tuple(sorted({*ix.arrival, *ix.reallocating, *ix.queue}))
 
 
 def live_policy_names() -> tuple[str, ...]:
     """The policies ``plan`` and ``submit`` can use (arrival policies, which ``place()``
     calls); the others run in replay only."""
-    _load()
-    return tuple(sorted(_POLICIES))
+    return tuple(sorted(_index().arrival))
 
 
 def _unknown(name: str) -> InputError:
@@ -141,68 +100,64 @@ def _unknown(name: str) -> InputError:
 
 
 def policy_function(name: str) -> Callable[..., object]:
-    """The registered function of either kind (for validation and ``mlsub policies``)."""
-    _load()
+    """The function of ``name`` (its arrival form first), for validation and
+    ``mlsub policies``."""
+    ix = _index()
     fn: Callable[..., object] | None = (
-        _POLICIES.get(name) or _REALLOCATING.get(name) or _QUEUE.get(name)
+        ix.arrival.get(name) or ix.reallocating.get(name) or ix.queue.get(name)
     )
     if fn is None:
         raise _unknown(name)
     return fn
 
 
-def get_policy(name: str) -> PolicyFn:
-    """The arrival policy ``name``; a re-allocating one is an :class:`InputError` here."""
-    _load()
-    try:
-        return _POLICIES[name]
-    except KeyError:
-        if name in _REALLOCATING:
-            raise InputError(
-                f"policy {name!r} re-allocates running jobs at every arrival and completion: "
-                "it runs in replay only",
-                hint=f"replay a trace with it (mlsub replay TRACE --policy {name}), or plan "
-                f"with one of: {', '.join(sorted(_POLICIES))}",
-                context={"policy": name},
-            ) from None
-        if name in _QUEUE:
-            raise InputError(
-                f"policy {name!r} decides over the whole pending queue at every event: it "
-                "runs in replay only",
-                hint=f"replay a trace with it (mlsub replay TRACE --policy {name}), or plan "
-                f"with one of: {', '.join(sorted(_POLICIES))}",
-                context={"policy": name},
-            ) from None
-        raise _unknown(name) from None
+def get_policy(name: str) -> ArrivalFn:
+    """The arrival policy ``name``; a re-allocating or queue-only one is an
+    :class:`InputError` here."""
+    ix = _index()
+    if name in ix.arrival:
+        return ix.arrival[name]
+    if name in ix.reallocating or name in ix.queue:
+        what = (
+            "re-allocates running jobs at every arrival and completion"
+            if name in ix.reallocating
+            else "decides over the whole pending queue at every event"
+        )
+        raise InputError(
+            f"policy {name!r} {what}: it runs in replay only",
+            hint=f"replay a trace with it (mlsub replay TRACE --policy {name}), or plan "
+            f"with one of: {', '.join(sorted(ix.arrival))}",
+            context={"policy": name},
+        )
+    raise _unknown(name)
 
 
 def get_queue(name: str, params: PlacementParams) -> QueueFn | None:
     """The queue form the replay runs ``name`` with: the only form of a queue-only policy,
     the late-binding form of one that has both when ``params.binding`` is late; else
     None."""
-    _load()
-    fn = _QUEUE.get(name)
+    ix = _index()
+    fn = ix.queue.get(name)
     if fn is None:
-        if name not in _POLICIES and name not in _REALLOCATING:
+        if name not in ix.arrival and name not in ix.reallocating:
             raise _unknown(name)
         return None
-    if name in _POLICIES and params.binding is not Binding.LATE:
+    if name in ix.arrival and params.binding is not Binding.LATE:
         return None
     return fn
 
 
 def get_wakeup(name: str) -> WakeupFn | None:
     """The wake-up hook of a re-allocating policy (None: called at arrivals and ends only)."""
-    _load()
-    return _WAKEUP.get(name)
+    return _index().wakeup.get(name)
 
 
 def get_reallocating(name: str) -> ReallocateFn | None:
     """The re-allocating policy ``name``, None when ``name`` is an arrival policy."""
-    _load()
-    if name in _REALLOCATING:
-        return _REALLOCATING[name]
-    if name in _POLICIES or name in _QUEUE:
+    ix = _index()
+    if name in ix.reallocating:
+        return ix.reallocating[name]
+    if name in ix.arrival or name in ix.queue:
         return None
     raise _unknown(name)
 
@@ -212,6 +167,5 @@ def prepare_params(
 ) -> PlacementParams:
     """``params`` completed with the policy's trace-level constants (unchanged when the
     policy has no prepare hook)."""
-    _load()
-    hook = _PREPARE.get(name)
+    hook = _index().prepare.get(name)
     return params if hook is None else hook(requests, cluster, params)

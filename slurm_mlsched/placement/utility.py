@@ -22,7 +22,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from .online import derive_seed
+from .params import derive_seed
 
 
 def log_expit(x: npt.ArrayLike) -> npt.NDArray[np.float64]:

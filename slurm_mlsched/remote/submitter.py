@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from ..files.job_script import JobScript
 from ..sbatch.tag import DecisionTag
-from ..services.submit import SBATCH_TIMEOUT_S, JobScript
 from ..slurm.parse import parse_sbatch_parsable
-from ..slurm.runner import SlurmCommands
+from ..slurm.runner import SBATCH_TIMEOUT_S, SlurmCommands
 from .session import StagedFiles
 
 #: The name of the rendered sbatch script in a staging directory.

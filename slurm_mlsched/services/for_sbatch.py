@@ -34,15 +34,9 @@ from ..files.job_options import JobOptions
 from ..placement.registry import get_queue
 from ..sbatch.tag import DecisionTag
 from ..storage import DecisionRecord
+from .live_queue import LiveWiring, tag_of
 from .plan import PlanResult
-from .submit import (
-    LiveWiring,
-    bind_late,
-    plan_live,
-    read_live_state,
-    record_submitting,
-    tag_of,
-)
+from .submit import bind_late, plan_live, read_live_state, record_submitting
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,8 @@ from ..storage import DecisionState, DecisionStore, DecisionSummary, HistoryFilt
 from ..storage.states import TERMINAL, can_move
 from .clock import Clock
 from .kept_env import drop_kept_environment
+from .live_queue import tag_of
 from .process_id import REMOTE_SETTLE_S, ProcessId, alive
-from .submit import tag_of
 from .viewer import Viewer
 
 S = DecisionState

@@ -5,7 +5,7 @@ A job that cannot start when it is submitted waits *held* in Slurm (``sbatch --h
 decision is ``queued``: it holds nothing. At every event — a submission, a release, a
 job's end (slurmctld's ``EpilogSlurmctld``, ``plugins/epilog_slurmctld.sh``) and a periodic
 safety net — :func:`replan` re-plans the queue with the very function the replay uses
-(:func:`~slurm_mlsched.placement.late_binding.replan_queue` through the policy's queue
+(:func:`~slurm_mlsched.placement.yu_rr.late_binding.replan_queue` through the policy's queue
 form, ``registry.get_queue``): the waiting jobs in queue order (smallest service first,
 aged) against the running jobs and the store's reservations, which never move. What can
 start now starts:
@@ -55,10 +55,7 @@ from ..errors import (
 from ..files.sbatch_lines import parse_sbatch_lines, sort_lines
 from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
 from ..model.narrowing import NodeFilter
-from ..placement.late_binding import PendingJob, QueueStep
-from ..placement.params import Binding, PlacementParams
-from ..placement.queue_order import largest_capacity, queue_key
-from ..placement.registry import get_queue
+from ..placement.yu_rr.late_binding import QueueStep
 from ..sbatch.launch import Launch
 from ..sbatch.render import RenderedScript, render_sbatch
 from ..sbatch.tag import find_tags
@@ -76,8 +73,16 @@ from ..storage import DecisionRecord, DecisionState, DecisionStore, PlanningSess
 from .clock import Clock
 from .cluster_state import ClusterState
 from .kept_env import drop_kept_environment, owned_file
+from .live_queue import (
+    LiveWiring,
+    QueueEntry,
+    in_queue_order,
+    queue_step,
+    rebased,
+    stored_and_running,
+    tag_of,
+)
 from .process_id import ProcessId, alive, boot_id
-from .submit import LiveWiring, stored_and_running, tag_of
 
 S = DecisionState
 
@@ -176,87 +181,6 @@ def compact_placement(decision: Decision) -> str:
 
 
 # --- the pure part: one queue step over the stored queued decisions ------------------------------
-
-
-@dataclass(frozen=True)
-class QueueEntry:
-    """A waiting job as the queue step sees it: its request on the snapshot's grid under a
-    key unique in the step (``q<decision id>``; ``new`` for a job being submitted), its
-    stored seed, policy and parameters, and its stored decision (None for a new job)."""
-
-    request: JobRequest
-    seed: int
-    params: PlacementParams
-    record: DecisionRecord | None = None
-    policy: str = ""
-    plan: Decision | None = None
-    """Its stored plan on the snapshot's grid (the tentative plan of the last re-plan that
-    reserved it, or its plan at submission): handed to the step, which keeps it when it
-    still fits and ends earlier (the monotone head, docs/formulation.md §14.1)."""
-
-    @property
-    def params_policy(self) -> str:
-        return self.policy or (self.record.decision.policy if self.record else "yu-rr")
-
-    @property
-    def key(self) -> str:
-        return self.request.job_id
-
-
-def rebased(record: DecisionRecord, snapshot: ClusterSnapshot) -> QueueEntry:
-    """``record``'s request with its arrival on ``snapshot``'s slot grid (the live grid
-    starts at the current slot, so a job that waits has a negative arrival slot: the
-    queue order ages it by how long it has waited)."""
-    arrived = record.snapshot.slot_start(record.request.arrival_slot)
-    slot = int((arrived - snapshot.epoch).total_seconds() // snapshot.slot_seconds)
-    key = f"q{record.decision_id}"
-    request = replace(record.request, arrival_slot=slot, job_id=key)
-    plan = None
-    if record.snapshot.slot_seconds == snapshot.slot_seconds:  # the same grid, shifted
-        shift = (record.snapshot.epoch - snapshot.epoch).total_seconds() / snapshot.slot_seconds
-        plan = replace(record.decision.shifted(round(shift)), job_id=key)
-    return QueueEntry(request, record.seed, record.params, record, plan=plan)
-
-
-def queue_step(
-    entries: Sequence[QueueEntry], snapshot: ClusterSnapshot
-) -> tuple[QueueStep, dict[str, QueueEntry]]:
-    """One re-plan of ``entries`` at ``snapshot.now_slot`` through the queue form of the
-    oldest entry's policy, with its parameters (late binding). Every queued decision has
-    the policy its submission used; entries of another policy than the oldest's wait for a
-    re-plan in which theirs is the oldest (they hold nothing meanwhile)."""
-    by_key = {e.key: e for e in entries}
-    if not entries:
-        return QueueStep(()), by_key
-    first = entries[0]
-    params = replace(first.params, binding=Binding.LATE)
-    if params.preempt:
-        raise InputError(
-            "checkpoint-restart preemption (parameter preempt) runs in replay only: the "
-            "live queue never pauses a running job",
-            hint="re-plan with preempt off; measure it with mlsub replay TRACE --preempt",
-            context={"parameter": "preempt", "policy": first.params_policy},
-        )
-    policy = first.params_policy
-    queue = get_queue(policy, params)
-    if queue is None:  # submit queues only jobs whose policy has a queue form
-        raise MlschedError(f"policy {policy!r} has no queue form (late binding)")
-    pending = tuple(
-        PendingJob(e.request, e.seed, e.plan) for e in entries if e.params_policy == policy
-    )
-    return queue(pending, snapshot, params, ()), by_key
-
-
-def in_queue_order(entries: Sequence[QueueEntry], snapshot: ClusterSnapshot) -> list[QueueEntry]:
-    """``entries`` in the order the step takes them (``queue_order.queue_key``: smallest
-    service first, aged; the oldest entry's aging γ)."""
-    if not entries:
-        return []
-    largest = largest_capacity(snapshot.machines)
-    aging = entries[0].params.aging
-    return sorted(
-        entries, key=lambda e: queue_key(e.request, snapshot.slot_seconds, largest, aging)
-    )
 
 
 def reasons(

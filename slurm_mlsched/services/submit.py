@@ -39,68 +39,46 @@ decision and the script as they would be.
 from __future__ import annotations
 
 import os
-import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
 
 from ..errors import InputError, InvalidTransitionError, RemoteError, SlurmError, StoreError
 from ..files.job_options import JobOptions
+from ..files.job_script import JobScript
 from ..files.sbatch_lines import carried_lines, merged_comment
 from ..model import ClusterSnapshot
-from ..model.narrowing import NodeFilter
 from ..placement.registry import get_queue
 from ..sbatch.launch import Launch
 from ..sbatch.render import RenderedScript, ScriptSpec, begin_time, port_base, render_sbatch
-from ..sbatch.tag import DecisionTag, decision_tag
-from ..slurm.nodes import NodeState, NodeStateSource
+from ..sbatch.tag import DecisionTag
+from ..slurm.nodes import NodeState
 from ..slurm.parse import parse_sbatch_parsable
-from ..slurm.runner import SlurmCommands
+from ..slurm.runner import SBATCH_TIMEOUT_S, SlurmCommands
 from ..storage import (
     DecisionRecord,
     DecisionState,
-    DecisionStore,
-    DecisionSummary,
     NewDecision,
     PlanningSession,
 )
-from .clock import Clock
 from .cluster_state import (
     ClusterState,
-    build_cluster_state,
     narrow_reason,
-    own_jobs,
     partitions_of,
 )
+from .live_queue import (
+    LiveWiring,
+    QueueEntry,
+    queue_step,
+    rebased,
+    stored_and_running,
+    tag_of,
+)
 from .plan import PlanResult, params_for, plan_job
-from .viewer import Viewer
-
-#: Timeout of ``sbatch`` (it answers in about a second on a healthy controller).
-SBATCH_TIMEOUT_S = 60.0
-
 
 #: The two kinds of failure a submitter raises: Slurm's (exit 6) and the SSH link's (exit 8).
 #: Both carry ``may_have_run``: when it is true the job may exist (outcome unknown).
 SUBMIT_ERRORS = (SlurmError, RemoteError)
-
-
-class Submitter(Protocol):
-    """Puts a decision's job on the cluster.
-
-    ``tag`` identifies the decision (its id and token; ``None`` for a dry run, which
-    submits nothing). Failures are :data:`SUBMIT_ERRORS`."""
-
-    def program_path(self, job: JobScript, tag: DecisionTag | None) -> str:
-        """Where the training script will be when the tasks run (rendered into the
-        script's command); no side effect."""
-        ...
-
-    def submit(self, script: str, job: JobScript, tag: DecisionTag) -> str:
-        """Hand the rendered ``script`` to Slurm (with whatever files ``job`` needs there);
-        return the Slurm job id."""
-        ...
 
 
 class SbatchSubmitter:
@@ -131,71 +109,6 @@ class SbatchSubmitter:
             ["env", "TZ=UTC", "sbatch", "--parsable", "--hold"], input=script, timeout=self.timeout
         )
         return str(parse_sbatch_parsable(out).job_id)
-
-
-class HeldSubmitter(Protocol):
-    """A submitter that can also submit a job held (late binding; local Slurm only)."""
-
-    def submit_held(self, script: str, job: JobScript, tag: DecisionTag) -> str: ...
-
-
-@dataclass(frozen=True)
-class JobScript:
-    """The user's program: the script, its arguments, how to run it."""
-
-    path: Path  # absolute, on this machine
-    args: tuple[str, ...] = ()
-
-    @property
-    def executable(self) -> bool:
-        """Whether the script may be run directly (executable here)."""
-        return os.access(self.path, os.X_OK)
-
-    def command(self, interpreter: str | None, program: str | None = None) -> tuple[str, ...]:
-        """What every task runs: ``INTERPRETER PROGRAM ARGS…``, ``PROGRAM`` being where the
-        script is on the cluster (default: :attr:`path`). Without ``--interpreter``: a
-        ``*.py`` script runs with ``python3``, an executable one directly, others with
-        ``bash``."""
-        where = program or str(self.path)
-        if interpreter:
-            return (*shlex.split(interpreter), where, *self.args)
-        if self.path.suffix == ".py":
-            return ("python3", where, *self.args)
-        if self.executable:
-            return (where, *self.args)
-        return ("bash", where, *self.args)
-
-
-@dataclass(frozen=True)
-class LiveWiring:
-    """The adapters the live path uses (tests pass their own)."""
-
-    source: NodeStateSource
-    store: DecisionStore
-    clock: Clock
-    submitter: Submitter
-    cluster_name: str
-    slot_seconds: float
-    viewer: Viewer
-    host: str
-    packages: tuple[tuple[str, str], ...] = ()
-    refresh: Callable[[], object] | None = None
-    """Run before planning: brings open decisions up to date (``reconcile`` from squeue),
-    so that jobs that already ended stop reserving."""
-    reconcile_command: str = "mlsub reconcile"
-    """The command a hint tells the user to run when a submission's outcome is unknown."""
-    process: str | None = None
-    """This process's identity (``services/process_id.py``), stored with a ``submitting``
-    decision so that reconcile can tell whether the submission is still in progress."""
-    slurm_user: str | None = None
-    """The Slurm user the job will run as (the effective Unix user here, the SSH user of a
-    remote submission); stored with the decision for the owner check on tags."""
-    held_submitter: HeldSubmitter | None = None
-    """Late binding (``services/replan.py``): a job whose policy has a queue form and that
-    cannot start now is submitted held through this and waits ``queued``. None (a remote
-    submission): such a job is booked at its planned start (``--begin``), as before."""
-    env_dir: Path | None = None
-    """Where a queued job's environment is kept (private to the user) until it starts."""
 
 
 @dataclass(frozen=True)
@@ -335,8 +248,6 @@ def bind_late(
     arrival order; the queue order decides) and one queue step is taken (the replay's
     ``replan_queue``). If the new job starts now, its plan is the step's decision; else it
     waits, and its plan is the per-job plan (the estimated start, tentative)."""
-    from .replan import QueueEntry, queue_step, rebased
-
     entries = [rebased(r, snapshot) for r in tx.queued()]
     policy = plan.decision.policy
     new = QueueEntry(
@@ -481,17 +392,6 @@ def record_submitting(
     )
 
 
-def tag_of(cluster_name: str, s: DecisionSummary) -> DecisionTag:
-    """The tag of a stored decision (its job comment; sbatch/tag.py)."""
-    return decision_tag(
-        cluster=cluster_name,
-        decision_id=s.decision_id,
-        created_at=s.created_at,
-        user=s.user,
-        host=s.host,
-    )
-
-
 def _live_cluster(
     wiring: LiveWiring,
     tx: PlanningSession,
@@ -508,53 +408,6 @@ def _live_cluster(
         partition=opts.partition,
         narrowing=opts.narrowing,
     )
-
-
-def stored_and_running(
-    tx: PlanningSession,
-    state: NodeState,
-    now: datetime,
-    slot_seconds: float,
-    cluster_name: str,
-    *,
-    partition: str | None = None,
-    narrowing: NodeFilter | None = None,
-) -> ClusterState:
-    """The live snapshot inside the lock: Slurm's running jobs, minus those the store's
-    open decisions already reserve, plus those reservations; only the nodes of
-    ``partition`` that ``narrowing`` (the job's #SBATCH lines) allows are usable."""
-    grid = build_cluster_state(state, now=now, slot_seconds=slot_seconds)
-    epoch = grid.snapshot.epoch
-    stored = tx.reservations(now, epoch=epoch, slot_seconds=slot_seconds)
-    ids = {int(r.job_id.removeprefix("mlsub-")) for r in stored if r.job_id.startswith("mlsub-")}
-    summaries = tx.summaries(ids)
-    tags = {str(tag_of(cluster_name, s)): s.decision_id for s in summaries}
-    covered = own_jobs(state.jobs, tags, {s.decision_id: s.job_owner for s in summaries})
-    return build_cluster_state(
-        state,
-        now=now,
-        slot_seconds=slot_seconds,
-        extra=stored,
-        partition=partition,
-        covered_jobs=set(covered),
-        narrowing=narrowing,
-    )
-
-
-def cluster_view(
-    source: NodeStateSource,
-    store: DecisionStore,
-    *,
-    clock: Clock,
-    cluster_name: str,
-    slot_seconds: float,
-) -> ClusterState:
-    """``mlsub cluster``: what the placement would see now (Slurm + the store's open
-    decisions), read in one snapshot of the store (without the planning lock: a read
-    neither waits for a planner nor makes one wait)."""
-    state = source.read(clock.now())
-    with store.viewing(cluster_name) as tx:
-        return stored_and_running(tx, state, clock.now(), slot_seconds, cluster_name)
 
 
 def _check_narrowing(state: NodeState, opts: JobOptions) -> None:

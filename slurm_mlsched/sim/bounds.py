@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from ..errors import BelowBoundError
 from ..model import ClusterSnapshot, JobRequest
-from ..placement.packing import fit_counts
+from ..placement.program.packing import fit_counts
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ..model import ClusterSnapshot
 from ..placement.baselines.timeline import Timeline
-from ..placement.verify import check_decision
+from ..placement.program.verify import check_decision
 from .result import SimResult
 
 EPS = 1e-6

@@ -44,11 +44,8 @@ from dataclasses import dataclass, replace
 from ..errors import MlschedError, NeverFitsError
 from ..model import ClusterSnapshot, Decision, Form, JobRequest, SlotPlan
 from ..model.reservation_book import ReservationBook
-from ..placement.feasibility import check_could_ever_fit
-from ..placement.late_binding import PendingJob, QueueStep
-from ..placement.online import derive_seed
-from ..placement.params import PlacementParams
-from ..placement.preemption import Preemption, RunningRun, plan_rate, replan_preempting
+from ..placement.params import PlacementParams, derive_seed
+from ..placement.program.feasibility import check_could_ever_fit
 from ..placement.registry import (
     get_policy,
     get_queue,
@@ -56,6 +53,8 @@ from ..placement.registry import (
     get_wakeup,
     prepare_params,
 )
+from ..placement.yu_rr.late_binding import PendingJob, QueueStep
+from ..placement.yu_rr.preemption import Preemption, RunningRun, plan_rate, replan_preempting
 from .jobs import SimJob
 from .realloc import simulate_reallocating
 from .result import JobOutcome, SimResult

@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from ..errors import MlschedError
 from ..model import ClusterSnapshot, JobRequest, Mode
-from ..placement.program import default_horizon, horizon_floor, lp_bound
+from ..placement.program.integer_program import default_horizon, horizon_floor, lp_bound
 from .bounds import check_not_below, scalable_bound
 from .jobs import SimJob
 from .limits import LP_MAX_JOBS, LP_MAX_VARIABLES

@@ -67,13 +67,13 @@ from datetime import datetime
 import numpy as np
 
 from ..model import ClusterSnapshot, Decision, JobRequest
-from ..placement.arrival import Arrival
-from ..placement.late_binding import without
-from ..placement.list_schedule import arrival_of, earliest_requested, fastest_on, usage
-from ..placement.nonelastic import Shape, end_slot
-from ..placement.packing import EPS, fit_counts
 from ..placement.params import PlacementParams
-from ..placement.residual import FloatArray, IntArray, Residual, residual_from
+from ..placement.program.packing import EPS, fit_counts
+from ..placement.program.residual import FloatArray, IntArray, Residual, residual_from
+from ..placement.yu_rr.arrival import Arrival
+from ..placement.yu_rr.late_binding import without
+from ..placement.yu_rr.list_schedule import arrival_of, earliest_requested, fastest_on, usage
+from ..placement.yu_rr.nonelastic import Shape, end_slot
 
 #: the resources of a row of usage, in order
 RESOURCES = ("gpu", "cpu", "mem")

@@ -40,11 +40,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import ClusterSnapshot, Decision, Form, Machine, SlotPlan
+from ..placement.baselines.reallocation import (
+    Allocation,
+    RunningJob,
+    allocation_problems,
+    service_rate,
+)
 from ..placement.baselines.task_layout import usage_rows
-from ..placement.online import derive_seed
-from ..placement.params import PlacementParams
-from ..placement.reallocation import Allocation, RunningJob, allocation_problems, service_rate
-from ..placement.registry import ReallocateFn, WakeupFn
+from ..placement.params import PlacementParams, derive_seed
+from ..placement.policy_table import ReallocateFn, WakeupFn
 from .jobs import SimJob
 from .result import JobOutcome, SimResult
 

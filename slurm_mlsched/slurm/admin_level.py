@@ -7,9 +7,11 @@ the command runs through :class:`~slurm_mlsched.slurm.runner.SlurmCommands`).
 
 from __future__ import annotations
 
-from ..config import ADMIN_LEVELS
 from ..errors import SlurmError
 from .runner import SlurmCommands
+
+ADMIN_LEVELS = ("none", "operator", "administrator")
+"""Slurm's AdminLevel values, lowest first (sacctmgr prints them capitalized)."""
 
 #: How long to wait for slurmdbd (sacctmgr does not talk to slurmctld).
 SACCTMGR_TIMEOUT_S = 3.0

@@ -27,6 +27,8 @@ from .parse import SlurmVersion, controller_is_up, parse_ping, parse_version
 
 #: Seconds a Slurm command may take unless the caller says otherwise.
 DEFAULT_TIMEOUT_S = 30.0
+#: Seconds of ``sbatch`` (it answers in about a second on a healthy controller).
+SBATCH_TIMEOUT_S = 60.0
 #: Seconds ``scontrol ping`` may take: it answers in milliseconds when the controller is up
 #: or when its port is closed; it hangs when the controller accepts connections and never
 #: answers (stopped, overloaded) or slurm.conf is unreadable. Every command that talks to the

@@ -19,12 +19,13 @@ import pytest
 from typer.testing import CliRunner
 
 from slurm_mlsched.cli.app import app
+from slurm_mlsched.files.job_script import JobScript
 from slurm_mlsched.plugins.check import CheckReport, Finding, PluginReport, parse_check_output
 from slurm_mlsched.remote.trust import Trusted
 from slurm_mlsched.services.calibrate import calibrate
 from slurm_mlsched.services.clock import FixedClock
 from slurm_mlsched.services.reconcile import reconcile
-from slurm_mlsched.services.submit import JobScript, submit_job
+from slurm_mlsched.services.submit import submit_job
 from slurm_mlsched.services.viewer import Viewer
 from slurm_mlsched.slurm.jobs import JobStatus, StatusReport
 from slurm_mlsched.storage import DecisionState, SqlDecisionStore, open_store

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_mlsched.services.submit import tag_of
+from slurm_mlsched.services.live_queue import tag_of
 from slurm_mlsched.storage import open_store
 from tests.conftest import require_or_skip
 from tests.integration.conftest import LabCluster

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from slurm_mlsched.config import DEFAULT_REMOTE_DIR
+from slurm_mlsched.files.job_script import JobScript
 from slurm_mlsched.remote.session import DEFAULT_STAGING_ROOT, StagedFiles
 from slurm_mlsched.remote.submitter import SBATCH_SCRIPT, RemoteSubmitter, safe_name
 from slurm_mlsched.sbatch.tag import DecisionTag
-from slurm_mlsched.services.submit import JobScript
 from slurm_mlsched.slurm.runner import CommandResult, SlurmCommands
 
 ROOT = "/home/alice/.mlsub/decisions"

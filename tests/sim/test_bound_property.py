@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot
 from slurm_mlsched.placement import PlacementParams, policy_names
-from slurm_mlsched.placement.program import Outcome, solve_exact
+from slurm_mlsched.placement.program.integer_program import Outcome, solve_exact
 from slurm_mlsched.sim import (
     SimJob,
     admit,

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot, Decision, Form, Mode, Resources, SlotPlan
 from slurm_mlsched.placement import PlacementParams
-from slurm_mlsched.placement.list_schedule import fastest_run_slots
-from slurm_mlsched.placement.verify import check_decision
+from slurm_mlsched.placement.program.verify import check_decision
+from slurm_mlsched.placement.yu_rr.list_schedule import fastest_run_slots
 from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
 from slurm_mlsched.sim.bounds import (
     pooled_srpt,

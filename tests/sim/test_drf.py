@@ -8,7 +8,7 @@ import pytest
 from slurm_mlsched.model import Mode, Resources
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.baselines.drf import allocate_counts
-from slurm_mlsched.placement.reallocation import RunningJob
+from slurm_mlsched.placement.baselines.reallocation import RunningJob
 from slurm_mlsched.sim import SimJob, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_cluster, make_job

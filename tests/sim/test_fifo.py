@@ -15,7 +15,7 @@ from slurm_mlsched.model import ClusterSnapshot, Form, Mode, Reservation, Resour
 from slurm_mlsched.placement import PlacementParams, place
 from slurm_mlsched.placement.baselines.fifo import block_first_fit
 from slurm_mlsched.placement.baselines.timeline import Timeline
-from slurm_mlsched.placement.verify import check_decision
+from slurm_mlsched.placement.program.verify import check_decision
 from slurm_mlsched.sim import SimJob, admit, simulate
 from slurm_mlsched.sim.check import capacity_violations
 from tests.conftest import RESNET, make_cluster, make_job

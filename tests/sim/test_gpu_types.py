@@ -26,8 +26,8 @@ from slurm_mlsched.model import (
     eligible_nodes,
 )
 from slurm_mlsched.placement import Binding, PlacementParams, check_could_ever_fit, place
-from slurm_mlsched.placement.residual import identical_groups, residual_from
-from slurm_mlsched.placement.verify import check_decision
+from slurm_mlsched.placement.program.residual import identical_groups, residual_from
+from slurm_mlsched.placement.program.verify import check_decision
 from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_job

@@ -1,4 +1,4 @@
-"""The joint program over the head of the queue (placement/joint.py; queue_program=joint):
+"""The joint program over the head of the queue (placement/yu_rr/joint.py; queue_program=joint):
 its LP is always feasible, and replays under it keep the invariants."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from slurm_mlsched.model import ClusterSnapshot, Machine, Reservation, Resources
 from slurm_mlsched.model.decision import least_total_completion_reason
 from slurm_mlsched.placement import PlacementParams
-from slurm_mlsched.placement.joint import _blocks, joint_start
-from slurm_mlsched.placement.late_binding import PendingJob
+from slurm_mlsched.placement.yu_rr.joint import _blocks, joint_start
+from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
 from slurm_mlsched.sim import admit, sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_cluster, make_job

@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot, JobRequest, Machine, Resources
 from slurm_mlsched.placement import Binding, PlacementParams
-from slurm_mlsched.placement.late_binding import PendingJob, fits, replan_queue
-from slurm_mlsched.placement.queue_order import (
+from slurm_mlsched.placement.yu_rr.late_binding import PendingJob, fits, replan_queue
+from slurm_mlsched.placement.yu_rr.per_arrival import place_yu_rr
+from slurm_mlsched.placement.yu_rr.queue_order import (
     largest_capacity,
     overtaking_window_s,
     queue_key,
     service_seconds,
 )
-from slurm_mlsched.placement.yu_rr import place_yu_rr
 from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_cluster, make_job

@@ -1,4 +1,4 @@
-"""What late binding's size control rests on (placement/list_schedule.py, yu_rr's fast
+"""What late binding's size control rests on (placement/yu_rr/list_schedule.py, yu_rr's fast
 path): the start-now end bound is a bound, the screen never spares a job whose decision
 would start now, and the fastest-shape fast path is what no decision beats."""
 
@@ -13,15 +13,15 @@ from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot, JobRequest, Reservation, Resources
 from slurm_mlsched.placement import PlacementParams
-from slurm_mlsched.placement.list_schedule import (
+from slurm_mlsched.placement.program.residual import residual_from
+from slurm_mlsched.placement.yu_rr.list_schedule import (
     arrival_of,
     fastest_run_slots,
     later_start_ends_sooner,
     rate_bound,
     start_now_end_bound,
 )
-from slurm_mlsched.placement.residual import residual_from
-from slurm_mlsched.placement.yu_rr import place_yu_rr
+from slurm_mlsched.placement.yu_rr.per_arrival import place_yu_rr
 from tests.conftest import RESNET, make_cluster, make_job
 
 DELTA = 600.0

@@ -1,4 +1,4 @@
-"""The look-ahead of narrow starts under late binding (placement/lookahead.py).
+"""The look-ahead of narrow starts under late binding (placement/yu_rr/lookahead.py).
 
 * the forecast repeats the recent window (ids, slots, horizon, nothing seen);
 * a wide job that would start narrow and hold the room the coming short jobs need waits
@@ -13,9 +13,9 @@ from dataclasses import replace
 
 from slurm_mlsched.model import Reservation, Resources
 from slurm_mlsched.placement import PlacementParams
-from slurm_mlsched.placement.lookahead import MAX_FORECAST, forecast, holds_back
-from slurm_mlsched.placement.residual import residual_from
-from slurm_mlsched.placement.yu_rr import place_yu_rr
+from slurm_mlsched.placement.program.residual import residual_from
+from slurm_mlsched.placement.yu_rr.lookahead import MAX_FORECAST, forecast, holds_back
+from slurm_mlsched.placement.yu_rr.per_arrival import place_yu_rr
 from slurm_mlsched.sim import sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_cluster, make_job

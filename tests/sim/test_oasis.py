@@ -38,8 +38,8 @@ from slurm_mlsched.placement.baselines.oasis_search import (
     segments,
 )
 from slurm_mlsched.placement.baselines.reserved import Reserved
+from slurm_mlsched.placement.program.verify import check_decision
 from slurm_mlsched.placement.utility import draw_utility
-from slurm_mlsched.placement.verify import check_decision
 from slurm_mlsched.sim import SimJob, compute_metrics, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_cluster, make_job

@@ -19,8 +19,8 @@ from slurm_mlsched.placement.baselines.optimus import (
     reallocate_optimus,
     speed,
 )
+from slurm_mlsched.placement.baselines.reallocation import RunningJob
 from slurm_mlsched.placement.baselines.task_layout import fewest_machines
-from slurm_mlsched.placement.reallocation import RunningJob
 from slurm_mlsched.sim import SimJob, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_cluster, make_job

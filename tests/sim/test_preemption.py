@@ -1,4 +1,4 @@
-"""Checkpoint-restart preemption under late binding (placement/preemption.py, sim/engine.py).
+"""Checkpoint-restart preemption under late binding (placement/yu_rr/preemption.py, sim/engine.py).
 
 * the rule, hand-checked: a long job is paused for many short ones when their gain
   exceeds the restart cost, and not when the cost is larger, when the waiting job is no
@@ -22,14 +22,9 @@ from hypothesis import strategies as st
 from slurm_mlsched.errors import InputError
 from slurm_mlsched.model import ClusterSnapshot, Machine, Resources
 from slurm_mlsched.placement import PlacementParams
-from slurm_mlsched.placement.late_binding import PendingJob
-from slurm_mlsched.placement.preemption import (
-    RunningRun,
-    choose,
-    plan_rate,
-    restart_charge,
-)
-from slurm_mlsched.placement.yu_rr import place_yu_rr
+from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
+from slurm_mlsched.placement.yu_rr.per_arrival import place_yu_rr
+from slurm_mlsched.placement.yu_rr.preemption import RunningRun, choose, plan_rate, restart_charge
 from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_cluster, make_job

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot, Decision, JobRequest, Reservation, Resources
 from slurm_mlsched.placement import PlacementParams
-from slurm_mlsched.placement.late_binding import PendingJob
+from slurm_mlsched.placement.program.residual import residual_from
 from slurm_mlsched.placement.registry import get_queue
-from slurm_mlsched.placement.residual import residual_from
+from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
 from slurm_mlsched.sim.bounds import srpt_total
 from slurm_mlsched.sim.queue_estimate import (
     QueuedJob,

@@ -11,7 +11,7 @@ import pytest
 
 from slurm_mlsched.model import ClusterSnapshot, Form, Mode
 from slurm_mlsched.placement import PlacementParams, place
-from slurm_mlsched.placement.reallocation import Allocation, RunningJob
+from slurm_mlsched.placement.baselines.reallocation import Allocation, RunningJob
 from slurm_mlsched.placement.registry import get_reallocating, policy_names
 from slurm_mlsched.sim import SimJob, compute_metrics, draw_utilities, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems

@@ -124,7 +124,7 @@ class Violation:
 
 
 def module_name(path: Path, root: Path = SRC.parent) -> str:
-    """``slurm_mlsched/placement/yu_rr.py`` -> ``slurm_mlsched.placement.yu_rr``."""
+    """``slurm_mlsched/placement/yu_rr/joint.py`` -> ``slurm_mlsched.placement.yu_rr.joint``."""
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -239,9 +239,9 @@ def test_core_file_list_is_what_we_think() -> None:
         "slurm_mlsched.model",
         "slurm_mlsched.model.cluster",
         "slurm_mlsched.placement",
-        "slurm_mlsched.placement.yu_rr",
-        "slurm_mlsched.placement.program",
-        "slurm_mlsched.placement.highs_lp",
+        "slurm_mlsched.placement.yu_rr.per_arrival",
+        "slurm_mlsched.placement.program.integer_program",
+        "slurm_mlsched.placement.program.highs_lp",
         "slurm_mlsched.placement.baselines.fifo",
         "slurm_mlsched.sim.engine",
         "slurm_mlsched.sim.metrics",

@@ -18,8 +18,9 @@ from slurm_mlsched.files.job_options import merge_options
 from slurm_mlsched.files.profiles import get_profile
 from slurm_mlsched.model.calibration import Sample, fit_factor, scaled
 from slurm_mlsched.services.calibrate import calibrate
+from slurm_mlsched.services.live_queue import LiveWiring
 from slurm_mlsched.services.plan import predicted_runtime_s
-from slurm_mlsched.services.submit import LiveWiring, submit_job
+from slurm_mlsched.services.submit import submit_job
 from slurm_mlsched.services.viewer import Viewer
 from slurm_mlsched.storage import DecisionState, SqlDecisionStore, open_store
 from tests.unit.test_submit_service import JOB, NOW, FakeSource, FakeSubmitter, wiring

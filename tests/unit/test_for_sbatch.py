@@ -8,8 +8,9 @@ from pathlib import Path
 
 from slurm_mlsched.sbatch.tag import find_tags
 from slurm_mlsched.services.for_sbatch import plan_for_sbatch
+from slurm_mlsched.services.live_queue import tag_of
 from slurm_mlsched.services.reconcile import plan_updates
-from slurm_mlsched.services.submit import submit_job, tag_of
+from slurm_mlsched.services.submit import submit_job
 from slurm_mlsched.slurm.jobs import JobStatus
 from slurm_mlsched.storage import DecisionState, SqlDecisionStore
 from tests.unit.test_submit_service import (

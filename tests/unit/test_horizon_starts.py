@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from slurm_mlsched.model import Reservation, Resources
-from slurm_mlsched.placement.program import _finish, _Room
+from slurm_mlsched.placement.program.integer_program import _finish, _Room
 from tests.conftest import make_cluster, make_job
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurm_mlsched.placement.packing import first_fit, fit_counts
+from slurm_mlsched.placement.program.packing import first_fit, fit_counts
 
 
 def loop_first_fit(

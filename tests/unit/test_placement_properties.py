@@ -22,8 +22,8 @@ from slurm_mlsched.model import (
     Resources,
 )
 from slurm_mlsched.placement import PlacementParams, check_could_ever_fit, place
-from slurm_mlsched.placement.online import derive_seed
-from slurm_mlsched.placement.verify import check_decision
+from slurm_mlsched.placement.params import derive_seed
+from slurm_mlsched.placement.program.verify import check_decision
 
 PROFILES = [
     JobProfile(0.449, 102.2, 91.875, 306.5, name="resnet-50"),

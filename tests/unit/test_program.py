@@ -27,7 +27,7 @@ from slurm_mlsched.model import (
 )
 from slurm_mlsched.placement import place
 from slurm_mlsched.placement.params import PlacementParams
-from slurm_mlsched.placement.program import (
+from slurm_mlsched.placement.program.integer_program import (
     Outcome,
     build_program,
     default_horizon,

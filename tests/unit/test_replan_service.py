@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 
 from slurm_mlsched.errors import SlurmError
+from slurm_mlsched.files.job_script import JobScript
 from slurm_mlsched.sbatch.launch import Launch
 from slurm_mlsched.sbatch.tag import DecisionTag
 from slurm_mlsched.services.clock import FixedClock
+from slurm_mlsched.services.live_queue import LiveWiring
 from slurm_mlsched.services.replan import (
     cancel_replaced,
     finish_starts,
@@ -28,7 +30,7 @@ from slurm_mlsched.services.replan import (
     replan,
     sbatch_argv,
 )
-from slurm_mlsched.services.submit import JobScript, LiveWiring, submit_job
+from slurm_mlsched.services.submit import submit_job
 from slurm_mlsched.slurm.jobs import JobStatus
 from slurm_mlsched.storage import DecisionState, SqlDecisionStore, open_store
 from tests.unit.test_submit_service import JOB, NOW, FakeSource, FakeSubmitter, opts, wiring
@@ -62,7 +64,7 @@ class FakeStarter:
     def held_jobs(self) -> list[JobStatus]:
         jobs = list(self.held)
         if self.store is not None:
-            from slurm_mlsched.services.submit import tag_of
+            from slurm_mlsched.services.live_queue import tag_of
             from tests.unit.test_submit_service import status
 
             for r in self.store.history():
@@ -313,8 +315,8 @@ def test_sbatch_of_a_new_layout_runs_as_the_owner_with_the_kept_environment(
 def test_reconcile_of_a_held_submission_and_a_queued_job(
     store: SqlDecisionStore, tmp_path: Path
 ) -> None:
+    from slurm_mlsched.services.live_queue import tag_of
     from slurm_mlsched.services.reconcile import plan_updates
-    from slurm_mlsched.services.submit import tag_of
     from tests.unit.test_submit_service import status
 
     _sub, ids = fill_and_queue(store, tmp_path)
@@ -354,7 +356,7 @@ def test_a_held_job_left_by_a_stopped_replan_is_cancelled_once_replaced(
     job: reconcile recorded the new job (the held id went to the earlier ids); the next
     re-plan cancels the held one, and nothing else (a held job of a decision that still
     waits, a copied tag, another store's tag)."""
-    from slurm_mlsched.services.submit import tag_of
+    from slurm_mlsched.services.live_queue import tag_of
     from tests.unit.test_submit_service import status
 
     _sub, ids = fill_and_queue(store, tmp_path)
@@ -378,8 +380,7 @@ def test_the_head_keeps_its_tentative_plan_across_live_re_plans(
     """The monotone head live: a re-plan stores the reserved head's tentative plan, and the
     next one gets it back on its own grid (the same wall-clock times), to keep it when it
     still fits and ends earlier (docs/formulation.md §14.1, §14.8)."""
-    from slurm_mlsched.services.replan import rebased
-    from slurm_mlsched.services.submit import stored_and_running
+    from slurm_mlsched.services.live_queue import rebased, stored_and_running
 
     sub, ids = fill_and_queue(store, tmp_path)
     later = NOW + timedelta(seconds=70)  # the next slot: a snapshot of its own
@@ -498,8 +499,8 @@ def test_a_plugin_job_that_waits_is_held_and_started_on_the_nodes_chosen_then(
     held job by its tag (``queued``), and the re-plan that starts it sets the held job's
     nodes and task count and releases it — the user's own script, not a new one."""
     from slurm_mlsched.services.for_sbatch import plan_for_sbatch
+    from slurm_mlsched.services.live_queue import tag_of
     from slurm_mlsched.services.reconcile import plan_updates
-    from slurm_mlsched.services.submit import tag_of
     from tests.unit.test_submit_service import status
 
     sub, ids = fill_and_queue(store, tmp_path)
@@ -542,7 +543,7 @@ def test_a_queued_row_slurm_does_not_vouch_for_is_not_started(
     """The store's columns alone are not trusted (a user may edit their own row): a held
     job Slurm says is someone else's, or that carries another tag, or that an admin holds,
     is not started; the owner's own re-plan (or root's, once Slurm agrees) starts it."""
-    from slurm_mlsched.services.submit import tag_of
+    from slurm_mlsched.services.live_queue import tag_of
     from tests.unit.test_submit_service import status
 
     sub, ids = fill_and_queue(store, tmp_path)
@@ -632,8 +633,8 @@ def test_a_held_job_found_for_a_failed_held_submission_repairs_it(
 ) -> None:
     """sbatch --hold timed out, reconcile marked the decision submit-failed, then the held
     job turned up: reconcile moves it to queued (an allowed transition)."""
+    from slurm_mlsched.services.live_queue import tag_of
     from slurm_mlsched.services.reconcile import _apply, plan_updates
-    from slurm_mlsched.services.submit import tag_of
     from tests.unit.test_submit_service import status
 
     _sub, ids = fill_and_queue(store, tmp_path)
@@ -662,8 +663,8 @@ def test_a_queued_job_cancelled_by_hand_leaves_no_kept_environment(
 ) -> None:
     """scancel of the held job: reconcile records the decision cancelled and removes the
     environment kept for its re-submission (it may hold secrets)."""
+    from slurm_mlsched.services.live_queue import tag_of
     from slurm_mlsched.services.reconcile import reconcile
-    from slurm_mlsched.services.submit import tag_of
     from slurm_mlsched.services.viewer import Viewer
     from slurm_mlsched.slurm.jobs import StatusReport
     from tests.unit.test_submit_service import status

@@ -19,10 +19,12 @@ from slurm_mlsched.errors import (
     StoreError,
 )
 from slurm_mlsched.files.job_options import JobOptions, merge_options
+from slurm_mlsched.files.job_script import JobScript
 from slurm_mlsched.sbatch.tag import DecisionTag, find_tags
 from slurm_mlsched.services.clock import FixedClock
+from slurm_mlsched.services.live_queue import LiveWiring, tag_of
 from slurm_mlsched.services.reconcile import plan_updates
-from slurm_mlsched.services.submit import JobScript, LiveWiring, submit_job, tag_of
+from slurm_mlsched.services.submit import submit_job
 from slurm_mlsched.services.viewer import Viewer
 from slurm_mlsched.slurm.jobs import JobStatus
 from slurm_mlsched.slurm.nodes import NodeState

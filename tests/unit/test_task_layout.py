@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.model import Mode, Resources
+from slurm_mlsched.placement.baselines.reallocation import Allocation
 from slurm_mlsched.placement.baselines.task_layout import (
     _one_machine,
     _pairs,
@@ -16,8 +17,7 @@ from slurm_mlsched.placement.baselines.task_layout import (
     place_one,
     ps_for,
 )
-from slurm_mlsched.placement.packing import EPS
-from slurm_mlsched.placement.reallocation import Allocation
+from slurm_mlsched.placement.program.packing import EPS
 from tests.conftest import make_job
 
 
@@ -86,7 +86,7 @@ def test_bisection_places_what_the_scan_placed(
 
 def fewest_reference(room, alpha, workers, beta, ps):  # type: ignore[no-untyped-def]
     """fewest_machines as first written: k = 1, 2, … one at a time."""
-    from slurm_mlsched.placement.packing import fit_counts
+    from slurm_mlsched.placement.program.packing import fit_counts
 
     h = room.shape[0]
     order = np.lexsort((np.arange(h), -fit_counts(room, alpha)))

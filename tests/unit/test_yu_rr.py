@@ -19,7 +19,7 @@ from slurm_mlsched.model import (
 )
 from slurm_mlsched.model.decision import earliest_end_reason
 from slurm_mlsched.placement import PlacementParams, place
-from slurm_mlsched.placement.verify import check_decision
+from slurm_mlsched.placement.program.verify import check_decision
 from tests.conftest import RESNET, make_cluster, make_job
 
 FORMS = [Form.NON_ELASTIC, Form.ELASTIC]

@@ -28,10 +28,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import ClusterSnapshot
-from ..packing import EPS
 from ..params import PlacementParams
-from ..reallocation import Allocation, RunningJob
-from ..registry import register_reallocating
+from ..program.packing import EPS
+from .reallocation import Allocation, RunningJob
 from .task_layout import first_fit, place_counts, ps_for
 from .timeline import Timeline
 
@@ -77,7 +76,6 @@ def allocate_counts(jobs: tuple[RunningJob, ...], capacity: FloatArray) -> list[
     return [(w, ps_for(j.request, w)) for j, w in zip(jobs, workers, strict=True)]
 
 
-@register_reallocating("drf")
 def reallocate_drf(
     jobs: tuple[RunningJob, ...], cluster: ClusterSnapshot, slot: int, params: PlacementParams
 ) -> tuple[Allocation | None, ...]:

@@ -44,10 +44,9 @@ import numpy.typing as npt
 
 from ...errors import NeverFitsError
 from ...model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Mode, SlotPlan
-from ..eligibility import BoolArray, allowed, masked
-from ..packing import EPS, fit_counts
 from ..params import PlacementParams
-from ..registry import register
+from ..program.eligibility import BoolArray, allowed, masked
+from ..program.packing import EPS, fit_counts
 from .timeline import FloatArray, IntArray, Timeline
 
 SOLVER = "first-fit"
@@ -267,13 +266,11 @@ def place_first_fit(
     return _decision(job, layout, timeline.names, policy, params, elapsed)
 
 
-@register("fifo-ff")
 def place_fifo_ff(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
     """Plain Slurm, first come first served: first-fit in node order, no overtaking."""
     return place_first_fit(job, snapshot, params, "fifo-ff", fcfs=True)
 
 
-@register("fifo-bf")
 def place_fifo_bf(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
     """Plain Slurm with EASY backfill: first-fit in node order in the earliest hole."""
     return place_first_fit(job, snapshot, params, "fifo-bf", fcfs=False)

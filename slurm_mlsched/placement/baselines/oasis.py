@@ -54,15 +54,13 @@ import numpy.typing as npt
 from ...errors import MlschedError, NeverFitsError
 from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
 from ...model.decision import merge_runs
-from ..eligibility import allowed
-from ..params import PlacementParams
-from ..registry import PolicyFn, register
+from ..params import ArrivalFn, PlacementParams
+from ..program.eligibility import allowed
 from ..utility import draw_utility
 from .oasis_prices import (
     log_prices,
     log_task_cost,
     normalized,
-    prepare_oasis,
     price_bounds,
     utility_seed,
 )
@@ -396,7 +394,7 @@ def _place(
     )
 
 
-def _variant(name: str, factor: float) -> PolicyFn:
+def _variant(name: str, factor: float) -> ArrivalFn:
     def place_oasis(
         job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams
     ) -> Decision:
@@ -408,7 +406,8 @@ def _variant(name: str, factor: float) -> PolicyFn:
     return place_oasis
 
 
-_REGISTERED: dict[str, Callable[..., Decision]] = {
-    name: register(name, prepare=prepare_oasis)(_variant(name, factor))
-    for name, factor in VARIANTS.items()
+#: The three variants by name, each the policy of its factor (the table of
+#: :mod:`..policy_table` lists them).
+VARIANT_POLICIES: dict[str, ArrivalFn] = {
+    name: _variant(name, factor) for name, factor in VARIANTS.items()
 }

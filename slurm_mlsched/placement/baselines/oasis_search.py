@@ -29,8 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import JobRequest
-from ..eligibility import GPU
-from ..packing import EPS
+from ..program.eligibility import GPU
+from ..program.packing import EPS
 from .oasis_prices import log_prices, log_task_cost
 from .reserved import Reserved
 

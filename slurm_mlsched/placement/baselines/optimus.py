@@ -37,10 +37,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import ClusterSnapshot, JobProfile, JobRequest
-from ..packing import EPS, fit_counts
 from ..params import PlacementParams
-from ..reallocation import Allocation, RunningJob
-from ..registry import register_reallocating
+from ..program.packing import EPS, fit_counts
+from .reallocation import Allocation, RunningJob
 from .task_layout import fewest_machines, place_counts, ps_for
 from .timeline import Timeline
 
@@ -270,7 +269,6 @@ def allocate_counts(
     return counts
 
 
-@register_reallocating("optimus")
 def reallocate_optimus(
     jobs: tuple[RunningJob, ...], cluster: ClusterSnapshot, slot: int, params: PlacementParams
 ) -> tuple[Allocation | None, ...]:

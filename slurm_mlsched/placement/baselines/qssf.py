@@ -2,7 +2,7 @@
 late-binding ``yu-rr`` (MODEL.md §6; docs/formulation.md §14).
 
 The same queue as ``yu-rr`` under late binding: at every event the waiting jobs are
-taken in :mod:`~slurm_mlsched.placement.queue_order` order (expected service, smallest
+taken in :mod:`~slurm_mlsched.placement.yu_rr.queue_order` order (expected service, smallest
 first, with the same aging; given the same duration knowledge as ``yu-rr``), the first
 ``reserve_depth`` of those that cannot start now hold a tentative plan later jobs may not
 delay, and a job starts as soon as it fits. Non-preemptive. What differs from ``yu-rr``
@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...model import ClusterSnapshot, Decision, JobRequest
-from ..late_binding import PendingJob, QueueStep, replan_queue
 from ..params import PlacementParams
-from ..registry import register_queue
-from ..residual import Residual
+from ..program.residual import Residual
+from ..yu_rr.late_binding import PendingJob, QueueStep, replan_queue
 from .fifo import place_first_fit
 
 POLICY = "qssf"
@@ -35,7 +34,6 @@ def _decide(
     return place_first_fit(job, snapshot, params, POLICY, fcfs=False)
 
 
-@register_queue(POLICY)
 def replan_qssf(
     pending: tuple[PendingJob, ...],
     snapshot: ClusterSnapshot,

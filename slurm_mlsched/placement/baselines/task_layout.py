@@ -28,10 +28,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import JobRequest, Machine, Mode
-from ..eligibility import BoolArray, allowed, masked
-from ..packing import EPS, fit_counts
-from ..reallocation import Allocation, Counts, RunningJob
+from ..program.eligibility import BoolArray, allowed, masked
+from ..program.packing import EPS, fit_counts
 from .fifo import block_first_fit
+from .reallocation import Allocation, Counts, RunningJob
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -1,6 +1,6 @@
 """The snapshot's reservations as arrays, for the baselines' earliest-fit searches (pure).
 
-:class:`~slurm_mlsched.placement.residual.Residual` keeps residual capacity as dense
+:class:`~slurm_mlsched.placement.program.residual.Residual` keeps residual capacity as dense
 segments (machines × resources × every slot where something changes), which ``yu-rr``
 needs for its LPs. A baseline only asks "how much room does each machine have, at least,
 over the slots [s, e)?" for a handful of windows, so it keeps the reservations as four

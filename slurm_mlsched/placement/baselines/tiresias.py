@@ -37,12 +37,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...model import ClusterSnapshot, JobRequest, Machine
-from ..eligibility import allowed, masked
-from ..job_lp import FloatArray
-from ..packing import EPS
 from ..params import PlacementParams
-from ..reallocation import Allocation, RunningJob, service_rate
-from ..registry import register_reallocating
+from ..program.eligibility import allowed, masked
+from ..program.job_lp import FloatArray
+from ..program.packing import EPS
+from .reallocation import Allocation, RunningJob, service_rate
 from .task_layout import fewest_machines, place_one, ps_for, usage_rows
 from .timeline import Timeline
 
@@ -114,7 +113,6 @@ def next_demotion(
     return best
 
 
-@register_reallocating(POLICY, wakeup=next_demotion)
 def reallocate_tiresias(
     jobs: tuple[RunningJob, ...], cluster: ClusterSnapshot, slot: int, params: PlacementParams
 ) -> tuple[Allocation | None, ...]:

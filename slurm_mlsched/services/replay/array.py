@@ -27,7 +27,7 @@ from ...errors import InputError
 from ...sbatch.replay_array import DEFAULT_MEM, ArrayScript, check_array_script, render_replay_array
 from ...slurm.jobs import phase_of
 from ...slurm.parse import parse_sbatch_parsable
-from ...slurm.runner import SlurmCommands
+from ...slurm.runner import SBATCH_TIMEOUT_S, SlurmCommands
 from ...slurm.transient import Blips
 from ..clock import Clock
 from .cells import (
@@ -44,8 +44,6 @@ from .merge import merge_command
 from .run import _policies, prepare_jobs
 from .types import ReplayJobs, ReplayOptions
 
-#: Seconds sbatch may take (it answers in about a second on a healthy controller).
-SBATCH_TIMEOUT_S = 60.0
 #: Seconds between two polls of the tasks' states.
 POLL_EVERY_S = 2.0
 

@@ -1,4 +1,4 @@
-"""``yu-rr`` in the non-elastic form (MODEL.md §5): constant counts from a start slot σ.
+"""``yu-rr``, non-elastic form (docs/formulation.md §6; MODEL.md §5): constant counts from σ.
 
 A job whose counts are constant from σ for d slots sees, per machine, the *minimum*
 residual over [σ, σ + d); its LP is the one-block LP of :mod:`job_lp` with width d.
@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import SolverError
-from ..model import Mode
-from .arrival import Arrival
-from .highs_lp import LpStatus
-from .job_lp import FloatArray, IntArray, JobShape, LpSolution, Objective, solve_job_lp
-from .packing import (
+from ...errors import SolverError
+from ...model import Mode
+from ..program.highs_lp import LpStatus
+from ..program.job_lp import FloatArray, IntArray, JobShape, LpSolution, Objective, solve_job_lp
+from ..program.packing import (
     EPS,
     fill_distributed,
     first_fit,
@@ -32,6 +31,7 @@ from .packing import (
     shed_and_replace,
     unbiased_round,
 )
+from .arrival import Arrival
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""``yu-rr`` under late binding: one program over the head of the queue (MODEL.md §4b).
+"""``yu-rr`` under late binding, the joint program (docs/formulation.md §14.3; MODEL.md §4b).
 
 At an event in slot t (the queue form of ``yu-rr``, ``binding: late``):
 
@@ -40,22 +40,18 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import SolverError
-from ..model import ClusterSnapshot, Decision, JobRequest, Reservation, SlotPlan
-from ..model.decision import least_total_completion_reason
+from ...errors import SolverError
+from ...model import ClusterSnapshot, Decision, JobRequest, Reservation, SlotPlan
+from ...model.decision import least_total_completion_reason
+from ..params import PlacementParams, derive_seed
+from ..program.eligibility import allowed_by_types
+from ..program.highs_lp import highs_version
+from ..program.job_lp import FloatArray, IntArray
+from ..program.joint_lp import JointInstance, JointSolution, solve_joint_lp
+from ..program.packing import best_fit, unbiased_round
+from ..program.residual import Residual, identical_groups, residual_from
 from .arrival import Arrival, prepare, slot_plan
-from .eligibility import allowed_by_types
-from .highs_lp import highs_version
-from .job_lp import FloatArray, IntArray
-from .joint_lp import JointInstance, JointSolution, solve_joint_lp
-from .late_binding import (
-    PendingJob,
-    QueueStep,
-    fits,
-    might_start,
-    ordered,
-    replan_queue,
-)
+from .late_binding import PendingJob, QueueStep, fits, might_start, ordered, replan_queue
 from .list_schedule import earliest_requested, usage
 from .lookahead import holds_back
 from .nonelastic import (
@@ -69,12 +65,7 @@ from .nonelastic import (
     task_slots,
     trim,
 )
-from .online import derive_seed
-from .packing import best_fit, unbiased_round
-from .params import PlacementParams
-from .registry import register_queue
-from .residual import Residual, identical_groups, residual_from
-from .yu_rr import POLICY, place_yu_rr
+from .per_arrival import POLICY, place_yu_rr
 
 SOLVER = "highs-lp-joint"
 
@@ -365,7 +356,6 @@ def joint_start(
     return tuple(out)
 
 
-@register_queue(POLICY)
 def replan_yu_rr(
     pending: tuple[PendingJob, ...],
     snapshot: ClusterSnapshot,

@@ -1,4 +1,4 @@
-"""The GPU-type rule (:mod:`slurm_mlsched.model.eligibility`) on room matrices (pure numpy).
+"""The GPU-type rule on room matrices (docs/formulation.md §17; pure numpy).
 
 A job that names GPU types sees no GPU room on the nodes of other types: every policy
 masks the GPU column of the room it lays the job's tasks on (:func:`masked`), so a task
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..model import JobRequest, Machine, restricts, type_allowed
+from ...model import JobRequest, Machine, restricts, type_allowed
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

@@ -42,12 +42,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..model import ClusterSnapshot, Decision, JobRequest
+from ...model import ClusterSnapshot, Decision, JobRequest
+from ..params import PlacementParams
+from ..program.residual import Residual
 from .arrival import Arrival
 from .list_schedule import arrival_of, fastest_run_slots, list_schedule
-from .params import PlacementParams
 from .queue_order import largest_capacity, queue_key
-from .residual import Residual
 
 MAX_FORECAST = 64
 """At most this many forecast arrivals per rollout (size control; the earliest kept)."""

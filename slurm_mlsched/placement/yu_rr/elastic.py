@@ -1,4 +1,4 @@
-"""``yu-rr`` in the elastic form (MODEL.md §4): counts may change in every slot.
+"""``yu-rr``, elastic form (docs/formulation.md §5; MODEL.md §4): counts change per slot.
 
 1. Deadline search: the smallest D such that the job's LP relaxation on [a, D] is
    feasible (exponential then binary search; feasibility is monotone in D).
@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import SolverError
-from ..model import Mode, SlotPlan
-from .arrival import Arrival, blocks_for, slot_plan
-from .highs_lp import LpStatus
-from .job_lp import FloatArray, IntArray, LpInstance, LpSolution, Objective, solve_job_lp
-from .packing import (
+from ...errors import SolverError
+from ...model import Mode, SlotPlan
+from ..program.highs_lp import LpStatus
+from ..program.job_lp import FloatArray, IntArray, LpInstance, LpSolution, Objective, solve_job_lp
+from ..program.packing import (
     EPS,
     fill_distributed,
     first_fit,
@@ -35,6 +34,7 @@ from .packing import (
     shed_and_replace,
     unbiased_round,
 )
+from .arrival import Arrival, blocks_for, slot_plan
 
 IDLE, DIST = -1, -2
 

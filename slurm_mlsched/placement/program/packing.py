@@ -1,4 +1,4 @@
-"""Whole-task packing helpers on residual room matrices (H, 3). Pure numpy."""
+"""Whole-task packing on residual room matrices (H, 3) (docs/formulation.md §7). Pure numpy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A thin in-process LP adapter over HiGHS (highspy): sparse arrays in, status + x out.
+"""In-process LP adapter over HiGHS (docs/formulation.md §4): sparse arrays in, status + x out.
 
 Building a model as PuLP objects costs as much as solving it; the per-arrival LPs are
 built as COO arrays with numpy and handed to HiGHS directly.

@@ -1,4 +1,5 @@
-"""List scheduling at the requested width: the estimate late binding compares futures with.
+"""List scheduling at the requested width (docs/formulation.md §14.9): the estimate that
+late binding compares futures with.
 
 :func:`earliest_requested` puts one job at its earliest start (not before its arrival)
 with its requested width — all N workers and one PS co-located on the first machine that
@@ -18,13 +19,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from ..model import JobRequest
+from ...model import JobRequest
+from ..params import PlacementParams
+from ..program.job_lp import FloatArray, IntArray, JobShape
+from ..program.packing import EPS, first_fit, fit_counts
+from ..program.residual import Residual
 from .arrival import Arrival
-from .job_lp import FloatArray, IntArray, JobShape
 from .nonelastic import Shape, end_slot, normalize
-from .packing import EPS, first_fit, fit_counts
-from .params import PlacementParams
-from .residual import Residual
 
 
 def usage(arr: Arrival, sh: Shape) -> FloatArray:

@@ -1,4 +1,4 @@
-r"""The order of the pending queue under late binding (MODEL.md §4b; docs/formulation.md §14).
+r"""The order of the pending queue under late binding (docs/formulation.md §14.2; MODEL.md §4b).
 
 Smallest service first, with linear aging. Job i's **service** S_i is the machine-time it
 needs, in machine-seconds, whatever its width:
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..model import JobRequest, Machine
+from ...model import JobRequest, Machine
 
 
 def largest_capacity(machines: Sequence[Machine]) -> tuple[float, float, float]:

@@ -1,4 +1,4 @@
-r"""The per-arrival LP relaxation of one job's program (MODEL.md §3–4), in blocks.
+r"""The per-arrival LP relaxation of one job's program (docs/formulation.md §4), in blocks.
 
 On arrival of job i the earlier jobs are fixed, so the program of §3 reduces to job i on
 residual capacity C̃. The window of slots [a, D] is split into blocks b = 1..B of
@@ -51,7 +51,7 @@ from enum import StrEnum
 import numpy as np
 import numpy.typing as npt
 
-from ..model import JobRequest
+from ...model import JobRequest
 from .highs_lp import INF, LpResult, LpStatus, SparseLp, solve_lp
 
 FloatArray = npt.NDArray[np.float64]

@@ -1,4 +1,4 @@
-"""Late binding: re-plan the pending queue at an event, commit what starts now (MODEL.md §4b).
+"""Late binding: re-plan the queue at an event (docs/formulation.md §14.1; MODEL.md §4b).
 
 A **queue policy** is called at every event (an arrival or a completion) with the jobs
 that wait and a snapshot at the event's slot that holds only the *running* jobs'
@@ -51,13 +51,13 @@ from typing import Protocol
 
 import numpy as np
 
-from ..errors import MlschedError
-from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
+from ...errors import MlschedError
+from ...model import ClusterSnapshot, Decision, JobRequest, Reservation
+from ..params import PlacementParams
+from ..program.residual import FloatArray, Residual, residual_from
 from .list_schedule import arrival_of, later_start_ends_sooner
 from .lookahead import holds_back
-from .params import PlacementParams
 from .queue_order import largest_capacity, queue_key
-from .residual import FloatArray, Residual, residual_from
 
 
 class DecideFn(Protocol):

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import JobRequest, Machine, Mode
-from ..model.eligibility import ineligible_use
+from ...model import JobRequest, Machine, Mode
+from ...model.eligibility import ineligible_use
 
 Counts = tuple[tuple[int, int], ...]
 """(machine index, count) pairs, in machine order, counts > 0."""

@@ -1,4 +1,4 @@
-"""Residual capacity C̃[h][r][t] = C[h][r] − reserved[h][r][t] (MODEL.md §4 step 1).
+"""Residual capacity C̃[h][r][t] = C[h][r] − reserved[h][r][t] (docs/formulation.md §3).
 
 Reservations are intervals, so residual capacity is piecewise constant in t: it is kept
 as segments (the slots where some reservation starts or ends), which keeps memory and
@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from ..model import ClusterSnapshot, JobRequest
+from ...model import ClusterSnapshot, JobRequest
 from .eligibility import GPU, allowed_by_types, any_typed, masked
 
 FloatArray = npt.NDArray[np.float64]

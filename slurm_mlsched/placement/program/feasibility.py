@@ -1,12 +1,12 @@
-"""Checks that a job could ever run on a cluster (before any solver is called)."""
+"""Could a job ever run on a cluster, before any solver (docs/formulation.md §12)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import NeverFitsError
-from ..model import RESOURCE_NAMES, ClusterSnapshot, JobRequest, Machine, Resources, restricts
-from ..model.eligibility import gpu_types_text, type_allowed
+from ...errors import NeverFitsError
+from ...model import RESOURCE_NAMES, ClusterSnapshot, JobRequest, Machine, Resources, restricts
+from ...model.eligibility import gpu_types_text, type_allowed
 
 
 def _largest(snapshot: ClusterSnapshot) -> Resources:

@@ -1,4 +1,4 @@
-"""Invariants every decision must satisfy, checked from the outside (pure).
+"""Invariants every decision must satisfy, checked from the outside (pure; formulation §7).
 
 Used by the property tests, the benchmarks and ``mlsub explain``: capacity is never
 exceeded in any slot (counting the snapshot's reservations), the work is covered, the PS
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..model import ClusterSnapshot, Decision, Form, JobRequest, Mode, Resources
-from ..model.eligibility import gpu_types_text, ineligible_use
+from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, Resources
+from ...model.eligibility import gpu_types_text, ineligible_use
 
 EPS = 1e-6
 

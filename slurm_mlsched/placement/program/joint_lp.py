@@ -1,4 +1,4 @@
-r"""The LP relaxation of MODEL.md §3's program over several waiting jobs at once (§4b).
+r"""The LP over several waiting jobs at once (docs/formulation.md §14.3; MODEL.md §3, §4b).
 
 At an event in slot t the running jobs are fixed (residual capacity C̃), and the head of
 the pending queue, jobs i ∈ J (|J| ≤ ``joint_jobs``), is planned **jointly** on blocks

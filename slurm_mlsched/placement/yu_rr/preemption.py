@@ -1,4 +1,4 @@
-r"""Checkpoint-restart preemption under late binding (``params.preempt``), pure.
+r"""Checkpoint-restart preemption under late binding (docs/formulation.md §16), pure.
 
 Late binding never moves a running job (:mod:`.late_binding`): on a heavy-tailed trace a
 few very long jobs then hold the GPUs that many short ones wait for. With ``preempt`` on,
@@ -51,13 +51,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..model import ClusterSnapshot, Decision, JobRequest, Mode, SlotPlan
+from ...model import ClusterSnapshot, Decision, JobRequest, Mode, SlotPlan
+from ..params import PlacementParams
+from ..program.packing import fit_counts
+from ..program.residual import FloatArray, Residual, residual_from
 from .late_binding import PendingJob, QueueStep, ordered
 from .list_schedule import arrival_of, requested_at
-from .packing import fit_counts
-from .params import PlacementParams
 from .queue_order import largest_capacity, queue_key
-from .residual import FloatArray, Residual, residual_from
 
 QueueCall = Callable[
     [tuple[PendingJob, ...], ClusterSnapshot, PlacementParams, Sequence[JobRequest]], QueueStep

@@ -1,5 +1,5 @@
-"""What every per-arrival step of ``yu-rr`` shares: the job's shape, residual capacity,
-the co-location candidates (top-k) and the groups of interchangeable machines."""
+"""What every per-arrival step of ``yu-rr`` shares (docs/formulation.md §4–§7): the shape,
+residual capacity, the co-location candidates (top-k), the groups of alike machines."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..model import ClusterSnapshot, JobRequest, Mode, SlotPlan
-from .job_lp import FloatArray, IntArray, JobShape, LpInstance
-from .packing import EPS, fit_counts
-from .params import PlacementParams
-from .residual import Residual, identical_groups, residual_from
+from ...model import ClusterSnapshot, JobRequest, Mode, SlotPlan
+from ..params import PlacementParams
+from ..program.job_lp import FloatArray, IntArray, JobShape, LpInstance
+from ..program.packing import EPS, fit_counts
+from ..program.residual import Residual, identical_groups, residual_from
 
 
 @dataclass(frozen=True)

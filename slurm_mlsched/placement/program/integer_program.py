@@ -1,4 +1,4 @@
-r"""The full integer program of MODEL.md §3: the offline ``exact`` reference and ``lp-bound``.
+r"""The full integer program (docs/formulation.md §9; MODEL.md §3): ``exact`` and the LP bound.
 
 All jobs are scheduled together over the slots :math:`T = \{t_0, \dots, H-1\}`, where
 :math:`t_0` is ``snapshot.now_slot`` and :math:`H` the (exclusive) horizon. Solved as an
@@ -114,14 +114,13 @@ import highspy
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InfeasibleError, InputError, NeverFitsError, SolverError
-from ..model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Mode, SlotPlan
-from ..model.decision import merge_runs
+from ...errors import InfeasibleError, InputError, NeverFitsError, SolverError
+from ...model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Mode, SlotPlan
+from ...model.decision import merge_runs
+from ..params import PlacementParams
 from .eligibility import BoolArray, allowed, masked
 from .feasibility import check_could_ever_fit
 from .packing import first_fit, fit_counts
-from .params import PlacementParams
-from .registry import register
 from .residual import residual_from
 
 FloatArray = npt.NDArray[np.float64]
@@ -441,7 +440,7 @@ class _Builder:
 def _residual(snapshot: ClusterSnapshot, start: int, stop: int) -> FloatArray:
     """Residual capacity C̃[t, h, r] for the slots [start, stop), clipped at 0.
 
-    The segments of :func:`~slurm_mlsched.placement.residual.residual_from` (the same
+    The segments of :func:`~slurm_mlsched.placement.program.residual.residual_from` (the same
     subtraction yu-rr uses), made dense: one row per slot.
     """
     _check_reservation_machines(snapshot)
@@ -927,7 +926,7 @@ def _slots_for(workload: float, rate: float) -> int:
 def _first_fit(
     room: FloatArray, beta: FloatArray, n_ps: int, alpha: FloatArray, workers: int
 ) -> FloatArray | None:
-    """First-fit in machine order, the PSs then the workers (placement/packing.py): their
+    """First-fit in machine order, the PSs then the workers (placement/program/packing.py): their
     usage per machine, or None if some task does not fit."""
     left = room.copy()
     order = np.arange(room.shape[0], dtype=np.int64)
@@ -942,7 +941,6 @@ def _first_fit(
 # --------------------------------------------------------------------------- policy
 
 
-@register("exact")
 def exact_policy(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
     """Per-arrival optimum: this job alone, against the snapshot's reservations (elastic)."""
     return solve_exact([job], snapshot, params).decisions[0]

@@ -1,4 +1,4 @@
-"""``yu-rr``: the online randomized-rounding algorithm (MODEL.md §4, §5).
+"""``yu-rr``, the paper's per-arrival algorithm (docs/formulation.md §4–§8; MODEL.md §4, §5).
 
 On each arrival, earlier jobs keep their reservations (they are in the snapshot):
 
@@ -24,25 +24,23 @@ import time
 
 import numpy as np
 
-from ..model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
-from ..model.decision import (
+from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
+from ...model.decision import (
     RoundingTrial,
     earliest_end_reason,
     fewest_violations_reason,
     merge_runs,
 )
+from ..params import PlacementParams
+from ..program.highs_lp import highs_version
+from ..program.packing import best_fit, first_fit, fit_counts
+from ..program.residual import Residual
 from . import elastic, nonelastic
 from .arrival import Arrival, prepare, slot_plan, with_candidates
-from .highs_lp import highs_version
-from .packing import best_fit, first_fit, fit_counts
-from .params import PlacementParams
-from .registry import register
-from .residual import Residual
 
 POLICY = "yu-rr"
 
 
-@register(POLICY)
 def place_yu_rr(
     job: JobRequest,
     snapshot: ClusterSnapshot,

@@ -1,0 +1,115 @@
+"""Every placement policy, in one ordered table (docs/formulation.md §13.1, §14.1).
+
+One row per form of a policy: its name (``--policy``), its kind, where it runs and the
+function. The registry (:mod:`.registry`) reads this table and nothing else: a policy
+exists because it has a row here, not because a module was imported. Three kinds, each
+with one signature:
+
+* **arrival**, :data:`~.params.ArrivalFn` ``(JobRequest, ClusterSnapshot,
+  PlacementParams) -> Decision``: decide once, on the job's arrival, against the
+  reservations in the snapshot; ``place()`` (live) and the replay call it. A row may carry
+  a **prepare** hook, ``(requests, cluster, params) -> params``, which the replay calls once
+  with all the jobs before the run (OASiS's price bounds U and L).
+* **re-allocating**, :data:`ReallocateFn`: at every arrival and completion, the worker/PS
+  counts and machines of every active job (``optimus``, ``drf``, ``tiresias``;
+  :mod:`.baselines.reallocation`). Replay only: a Slurm job keeps its allocation. A row may
+  carry a **wakeup** hook (:data:`WakeupFn`: Tiresias's demotions).
+* **queue**, :data:`QueueFn`: late binding (MODEL.md §4b, :mod:`.yu_rr.late_binding`): at
+  every event the waiting jobs are re-planned against the running ones; only what starts
+  now is committed. The replay runs it, and the live queue (``mlsub replan``) through
+  ``services``.
+
+``yu-rr`` has two rows: its arrival form (``binding: early``, and ``place()``) and its
+queue form (``binding: late``, the replay default); ``qssf`` has only the queue form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ..model import ClusterSnapshot, JobRequest
+from .baselines.drf import reallocate_drf
+from .baselines.fifo import place_fifo_bf, place_fifo_ff
+from .baselines.oasis import VARIANT_POLICIES
+from .baselines.oasis_prices import prepare_oasis
+from .baselines.optimus import reallocate_optimus
+from .baselines.qssf import replan_qssf
+from .baselines.reallocation import Allocation, RunningJob
+from .baselines.tiresias import next_demotion, reallocate_tiresias
+from .params import ArrivalFn, PlacementParams
+from .program.integer_program import exact_policy
+from .yu_rr.joint import replan_yu_rr
+from .yu_rr.late_binding import PendingJob, QueueStep
+from .yu_rr.per_arrival import place_yu_rr
+
+ReallocateFn = Callable[
+    [tuple[RunningJob, ...], ClusterSnapshot, int, PlacementParams],
+    tuple[Allocation | None, ...],
+]
+"""``reallocate(jobs, snapshot, slot, params)``: the allocation of every active job."""
+QueueFn = Callable[
+    [tuple[PendingJob, ...], ClusterSnapshot, PlacementParams, Sequence[JobRequest]], QueueStep
+]
+"""``queue(pending, snapshot, params, recent)``: ``recent`` holds the jobs that arrived in
+the last ``params.lookahead_max_s`` seconds (waiting, running or done), in arrival order:
+what a policy may forecast from (:mod:`.yu_rr.lookahead`)."""
+WakeupFn = Callable[
+    [tuple[RunningJob, ...], tuple[Allocation | None, ...], int, float, PlacementParams],
+    int | None,
+]
+"""``wakeup(jobs, allocations, slot, slot_seconds, params)``: the next slot at which a
+re-allocating policy wants to be called again although no job arrives or ends (Tiresias's
+demotions), or None."""
+PrepareFn = Callable[[Sequence[JobRequest], ClusterSnapshot, PlacementParams], PlacementParams]
+"""``prepare(requests, cluster, params)``: ``params`` completed with trace-level constants."""
+
+
+class Kind(StrEnum):
+    """The three kinds of policy (the signatures above)."""
+
+    ARRIVAL = "arrival"
+    REALLOCATING = "re-allocating"
+    QUEUE = "queue"
+
+
+class Runs(StrEnum):
+    """Where a form runs: ``live`` (``plan``, ``submit``, the live queue, and replay) or
+    ``replay`` only."""
+
+    LIVE = "live"
+    REPLAY = "replay"
+
+
+@dataclass(frozen=True)
+class PolicyRow:
+    """One form of one policy."""
+
+    name: str
+    kind: Kind
+    runs: Runs
+    fn: ArrivalFn | ReallocateFn | QueueFn
+    prepare: PrepareFn | None = None
+    wakeup: WakeupFn | None = None
+
+
+#: The table, in the order ``mlsub policies`` documents them: the paper's algorithm and its
+#: offline reference, then the baselines of MODEL.md §6.
+POLICIES: tuple[PolicyRow, ...] = (
+    PolicyRow("yu-rr", Kind.ARRIVAL, Runs.LIVE, place_yu_rr),
+    PolicyRow("yu-rr", Kind.QUEUE, Runs.LIVE, replan_yu_rr),
+    PolicyRow("exact", Kind.ARRIVAL, Runs.LIVE, exact_policy),
+    PolicyRow("fifo-ff", Kind.ARRIVAL, Runs.LIVE, place_fifo_ff),
+    PolicyRow("fifo-bf", Kind.ARRIVAL, Runs.LIVE, place_fifo_bf),
+    *(
+        PolicyRow(name, Kind.ARRIVAL, Runs.LIVE, fn, prepare=prepare_oasis)
+        for name, fn in VARIANT_POLICIES.items()
+    ),
+    PolicyRow("qssf", Kind.QUEUE, Runs.REPLAY, replan_qssf),
+    PolicyRow("optimus", Kind.REALLOCATING, Runs.REPLAY, reallocate_optimus),
+    PolicyRow("drf", Kind.REALLOCATING, Runs.REPLAY, reallocate_drf),
+    PolicyRow(
+        "tiresias", Kind.REALLOCATING, Runs.REPLAY, reallocate_tiresias, wakeup=next_demotion
+    ),
+)

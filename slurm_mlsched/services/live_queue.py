@@ -1,0 +1,232 @@
+"""What the live submission and the live queue share (``submit`` and ``replan`` both
+import it; neither imports the other).
+
+* the wiring: :class:`LiveWiring` (the adapters of the live path) and what it holds of the
+  user's program (:class:`JobScript`, the :class:`Submitter` protocols);
+* the live view: :func:`stored_and_running` (Slurm's running jobs plus the store's open
+  reservations, in one snapshot), :func:`cluster_view` (``mlsub cluster``) and the
+  decision tag of a stored decision (:func:`tag_of`);
+* the queue step (pure): a stored queued decision on the live grid
+  (:func:`rebased`, :class:`QueueEntry`) and one re-plan of the queue through the policy's
+  queue form (:func:`queue_step`, :func:`in_queue_order`; docs/formulation.md §14.8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import InputError, MlschedError
+from ..files.job_script import JobScript
+from ..model import ClusterSnapshot, Decision, JobRequest
+from ..model.narrowing import NodeFilter
+from ..placement.params import Binding, PlacementParams
+from ..placement.registry import get_queue
+from ..placement.yu_rr.late_binding import PendingJob, QueueStep
+from ..placement.yu_rr.queue_order import largest_capacity, queue_key
+from ..sbatch.tag import DecisionTag, decision_tag
+from ..slurm.nodes import NodeState, NodeStateSource
+from ..storage import DecisionRecord, DecisionStore, DecisionSummary, PlanningSession
+from .clock import Clock
+from .cluster_state import ClusterState, build_cluster_state, own_jobs
+from .viewer import Viewer
+
+
+class Submitter(Protocol):
+    """Puts a decision's job on the cluster.
+
+    ``tag`` identifies the decision (its id and token; ``None`` for a dry run, which
+    submits nothing). Failures are :data:`SUBMIT_ERRORS`."""
+
+    def program_path(self, job: JobScript, tag: DecisionTag | None) -> str:
+        """Where the training script will be when the tasks run (rendered into the
+        script's command); no side effect."""
+        ...
+
+    def submit(self, script: str, job: JobScript, tag: DecisionTag) -> str:
+        """Hand the rendered ``script`` to Slurm (with whatever files ``job`` needs there);
+        return the Slurm job id."""
+        ...
+
+
+class HeldSubmitter(Protocol):
+    """A submitter that can also submit a job held (late binding; local Slurm only)."""
+
+    def submit_held(self, script: str, job: JobScript, tag: DecisionTag) -> str: ...
+
+
+@dataclass(frozen=True)
+class LiveWiring:
+    """The adapters the live path uses (tests pass their own)."""
+
+    source: NodeStateSource
+    store: DecisionStore
+    clock: Clock
+    submitter: Submitter
+    cluster_name: str
+    slot_seconds: float
+    viewer: Viewer
+    host: str
+    packages: tuple[tuple[str, str], ...] = ()
+    refresh: Callable[[], object] | None = None
+    """Run before planning: brings open decisions up to date (``reconcile`` from squeue),
+    so that jobs that already ended stop reserving."""
+    reconcile_command: str = "mlsub reconcile"
+    """The command a hint tells the user to run when a submission's outcome is unknown."""
+    process: str | None = None
+    """This process's identity (``services/process_id.py``), stored with a ``submitting``
+    decision so that reconcile can tell whether the submission is still in progress."""
+    slurm_user: str | None = None
+    """The Slurm user the job will run as (the effective Unix user here, the SSH user of a
+    remote submission); stored with the decision for the owner check on tags."""
+    held_submitter: HeldSubmitter | None = None
+    """Late binding (``services/replan.py``): a job whose policy has a queue form and that
+    cannot start now is submitted held through this and waits ``queued``. None (a remote
+    submission): such a job is booked at its planned start (``--begin``), as before."""
+    env_dir: Path | None = None
+    """Where a queued job's environment is kept (private to the user) until it starts."""
+
+
+def tag_of(cluster_name: str, s: DecisionSummary) -> DecisionTag:
+    """The tag of a stored decision (its job comment; sbatch/tag.py)."""
+    return decision_tag(
+        cluster=cluster_name,
+        decision_id=s.decision_id,
+        created_at=s.created_at,
+        user=s.user,
+        host=s.host,
+    )
+
+
+def stored_and_running(
+    tx: PlanningSession,
+    state: NodeState,
+    now: datetime,
+    slot_seconds: float,
+    cluster_name: str,
+    *,
+    partition: str | None = None,
+    narrowing: NodeFilter | None = None,
+) -> ClusterState:
+    """The live snapshot inside the lock: Slurm's running jobs, minus those the store's
+    open decisions already reserve, plus those reservations; only the nodes of
+    ``partition`` that ``narrowing`` (the job's #SBATCH lines) allows are usable."""
+    grid = build_cluster_state(state, now=now, slot_seconds=slot_seconds)
+    epoch = grid.snapshot.epoch
+    stored = tx.reservations(now, epoch=epoch, slot_seconds=slot_seconds)
+    ids = {int(r.job_id.removeprefix("mlsub-")) for r in stored if r.job_id.startswith("mlsub-")}
+    summaries = tx.summaries(ids)
+    tags = {str(tag_of(cluster_name, s)): s.decision_id for s in summaries}
+    covered = own_jobs(state.jobs, tags, {s.decision_id: s.job_owner for s in summaries})
+    return build_cluster_state(
+        state,
+        now=now,
+        slot_seconds=slot_seconds,
+        extra=stored,
+        partition=partition,
+        covered_jobs=set(covered),
+        narrowing=narrowing,
+    )
+
+
+def cluster_view(
+    source: NodeStateSource,
+    store: DecisionStore,
+    *,
+    clock: Clock,
+    cluster_name: str,
+    slot_seconds: float,
+) -> ClusterState:
+    """``mlsub cluster``: what the placement would see now (Slurm + the store's open
+    decisions), read in one snapshot of the store (without the planning lock: a read
+    neither waits for a planner nor makes one wait)."""
+    state = source.read(clock.now())
+    with store.viewing(cluster_name) as tx:
+        return stored_and_running(tx, state, clock.now(), slot_seconds, cluster_name)
+
+
+# --- the pure part: one queue step over the stored queued decisions ------------------------------
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """A waiting job as the queue step sees it: its request on the snapshot's grid under a
+    key unique in the step (``q<decision id>``; ``new`` for a job being submitted), its
+    stored seed, policy and parameters, and its stored decision (None for a new job)."""
+
+    request: JobRequest
+    seed: int
+    params: PlacementParams
+    record: DecisionRecord | None = None
+    policy: str = ""
+    plan: Decision | None = None
+    """Its stored plan on the snapshot's grid (the tentative plan of the last re-plan that
+    reserved it, or its plan at submission): handed to the step, which keeps it when it
+    still fits and ends earlier (the monotone head, docs/formulation.md §14.1)."""
+
+    @property
+    def params_policy(self) -> str:
+        return self.policy or (self.record.decision.policy if self.record else "yu-rr")
+
+    @property
+    def key(self) -> str:
+        return self.request.job_id
+
+
+def rebased(record: DecisionRecord, snapshot: ClusterSnapshot) -> QueueEntry:
+    """``record``'s request with its arrival on ``snapshot``'s slot grid (the live grid
+    starts at the current slot, so a job that waits has a negative arrival slot: the
+    queue order ages it by how long it has waited)."""
+    arrived = record.snapshot.slot_start(record.request.arrival_slot)
+    slot = int((arrived - snapshot.epoch).total_seconds() // snapshot.slot_seconds)
+    key = f"q{record.decision_id}"
+    request = replace(record.request, arrival_slot=slot, job_id=key)
+    plan = None
+    if record.snapshot.slot_seconds == snapshot.slot_seconds:  # the same grid, shifted
+        shift = (record.snapshot.epoch - snapshot.epoch).total_seconds() / snapshot.slot_seconds
+        plan = replace(record.decision.shifted(round(shift)), job_id=key)
+    return QueueEntry(request, record.seed, record.params, record, plan=plan)
+
+
+def queue_step(
+    entries: Sequence[QueueEntry], snapshot: ClusterSnapshot
+) -> tuple[QueueStep, dict[str, QueueEntry]]:
+    """One re-plan of ``entries`` at ``snapshot.now_slot`` through the queue form of the
+    oldest entry's policy, with its parameters (late binding). Every queued decision has
+    the policy its submission used; entries of another policy than the oldest's wait for a
+    re-plan in which theirs is the oldest (they hold nothing meanwhile)."""
+    by_key = {e.key: e for e in entries}
+    if not entries:
+        return QueueStep(()), by_key
+    first = entries[0]
+    params = replace(first.params, binding=Binding.LATE)
+    if params.preempt:
+        raise InputError(
+            "checkpoint-restart preemption (parameter preempt) runs in replay only: the "
+            "live queue never pauses a running job",
+            hint="re-plan with preempt off; measure it with mlsub replay TRACE --preempt",
+            context={"parameter": "preempt", "policy": first.params_policy},
+        )
+    policy = first.params_policy
+    queue = get_queue(policy, params)
+    if queue is None:  # submit queues only jobs whose policy has a queue form
+        raise MlschedError(f"policy {policy!r} has no queue form (late binding)")
+    pending = tuple(
+        PendingJob(e.request, e.seed, e.plan) for e in entries if e.params_policy == policy
+    )
+    return queue(pending, snapshot, params, ()), by_key
+
+
+def in_queue_order(entries: Sequence[QueueEntry], snapshot: ClusterSnapshot) -> list[QueueEntry]:
+    """``entries`` in the order the step takes them (``queue_order.queue_key``: smallest
+    service first, aged; the oldest entry's aging γ)."""
+    if not entries:
+        return []
+    largest = largest_capacity(snapshot.machines)
+    aging = entries[0].params.aging
+    return sorted(
+        entries, key=lambda e: queue_key(e.request, snapshot.slot_seconds, largest, aging)
+    )
