@@ -157,7 +157,9 @@ def plan(
             param_hint="'--remote'",
         )
     silence_highs_banner()
-    from .live import LiveRequest, run_for_sbatch, run_submit
+    from ..api import LiveRequest
+    from ..api import plan_for_sbatch as run_for_sbatch
+    from ..api import submit as run_submit
 
     if for_sbatch:
         if script is None or cluster is not None:
@@ -192,7 +194,7 @@ def plan(
         )
         output.show_reserved(reserved, as_json=as_json)
         return
-    from ..services.plan import plan_from_files
+    from ..api import plan as plan_from_files
 
     config = app_context().config(cluster_name=cluster_name)
     result = plan_from_files(
@@ -235,8 +237,9 @@ def submit(
     """
     overrides = dict(job_options or {})
     silence_highs_banner()
+    from ..api import LiveRequest
+    from ..api import submit as run_submit
     from ..storage.states import DecisionState
-    from .live import LiveRequest, run_submit
 
     with output.waiting(enabled=wait and not as_json) as progress:
         outcome, final = run_submit(
@@ -244,6 +247,7 @@ def submit(
             clock=app_context().clock,
             dry_run=False,
             wait=progress if wait else None,
+            notify=output.note,
         )
     if final is not None:
         outcome = replace(outcome, final=final)
@@ -286,7 +290,7 @@ def reconcile_cmd(
     when a submission stopped before it reached Slurm (its process is gone). A
     submit-failed decision whose job turns up after all is repaired.
     """
-    from .live import run_reconcile
+    from ..api import reconcile as run_reconcile
 
     report = run_reconcile(
         clock=app_context().clock,
@@ -315,7 +319,8 @@ def replan(
     time and from several hosts at once (one store lock).
     """
     silence_highs_banner()
-    from .live import ReplanRequest, run_replan
+    from ..api import ReplanRequest
+    from ..api import replan as run_replan
 
     report = run_replan(ReplanRequest(cluster_name, db_url), clock=app_context().clock)
     output.show_replanned(report, as_json=as_json, quiet=quiet)
@@ -332,7 +337,8 @@ def queue(
 ) -> None:
     """List your jobs waiting in mlsub's queue: position, estimated start, what they wait for."""
     silence_highs_banner()
-    from .live import ReplanRequest, run_queue
+    from ..api import ReplanRequest
+    from ..api import queue as run_queue
 
     view = run_queue(
         ReplanRequest(cluster_name, db_url), clock=app_context().clock, everyone=everyone
@@ -345,7 +351,7 @@ def policies(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List the placement policies."""
-    from ..services.policies import list_policies
+    from ..api import policies as list_policies
 
     output.show_policies(list_policies(), as_json=as_json)
 

@@ -48,14 +48,13 @@ def cluster(
 
     Capacity and free resources per node, the jobs Slurm runs, and the decision store's
     reservations."""
-    from .slurm_access import slurm_access
+    from ..api import open_slurm as slurm_access
 
     ctx = app_context().store_context(db_url=db_url, cluster_name=cluster_name, remote=remote)
     config = ctx.config
     slot = slot_seconds or config.slot_seconds
     with slurm_access(config.remote, remote_dir=config.remote_dir) as access:
-        from ..services.cluster_state import read_cluster_state
-        from ..services.live_queue import cluster_view
+        from ..api import cluster_view, read_cluster_state
 
         source = access.node_state_source()
         if slurm_only:

@@ -72,9 +72,10 @@ def decision_ids(incomplete: str) -> list[tuple[str, str]]:
 def _decision_ids(incomplete: str) -> list[tuple[str, str]]:
     from dataclasses import replace
 
-    from ..services.decisions import own_user
+    from ..api import open_store as opened
+    from ..api import own_user
+    from ..api import store_context as context
     from ..storage import HistoryFilter
-    from .store import context, opened
 
     ctx = context({})
     ctx = replace(ctx, config=replace(ctx.config, db_busy_timeout_s=STORE_TIMEOUT_S))

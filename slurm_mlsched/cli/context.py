@@ -29,10 +29,9 @@ from ..errors import InputError
 from .errors import handle_errors
 
 if TYPE_CHECKING:
+    from ..api import Clock, StoreContext
     from ..config import Config
-    from ..services.clock import Clock
     from ..storage import SqlDecisionStore
-    from .store import StoreContext
 
 FIXED_NOW_ENV = "MLSUB_FIXED_NOW"
 DEBUG_ENV = "MLSUB_DEBUG"
@@ -78,7 +77,7 @@ class AppContext:
 
     def store_context(self, **flags: object) -> StoreContext:
         """Configuration (site file, user file, environment, these flags) and identity."""
-        from .store import context
+        from ..api import store_context as context
 
         return context(flags)
 
@@ -87,14 +86,14 @@ class AppContext:
     ) -> AbstractContextManager[SqlDecisionStore]:
         """The configured store for a ``with`` block, closed however the block ends
         (``reading``: a read-only command, which creates no store: ``cli/store.opened``)."""
-        from .store import opened
+        from ..api import open_store as opened
 
         return opened(ctx, reading=reading)
 
 
 def clock_from(env: Mapping[str, str]) -> Clock:
     """The wall clock, or the fixed clock ``MLSUB_FIXED_NOW`` names."""
-    from ..services.clock import FixedClock, WallClock
+    from ..api import FixedClock, WallClock
 
     fixed = env.get(FIXED_NOW_ENV)
     if not fixed:

@@ -16,17 +16,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..api import Clock, FixedClock, StoreContext
 from ..errors import InputError
-from ..services.clock import Clock, FixedClock
 from . import completion, output
 from .context import Commands, app_context
 from .highs_banner import silence_highs_banner
 from .options import AsJson, DbUrl
-from .store import StoreContext
 
 if TYPE_CHECKING:  # the services and the store load when a command runs
-    from ..services.decision_views import Explanation
-    from ..services.decisions import ReservedPlan
+    from ..api import Explanation, ReservedPlan
     from ..storage import DecisionState, HistoryFilter
 
 
@@ -41,7 +39,7 @@ db_commands = Commands("db", help="The decision store's schema.")
 
 
 def _package_versions() -> tuple[tuple[str, str], ...]:
-    from ..services.provenance import package_versions
+    from ..api import package_versions
 
     return package_versions()
 
@@ -63,11 +61,11 @@ def plan_reserved(
     db_url: str | None,
 ) -> ReservedPlan:
     """``mlsub plan --reserve``: plan under the cluster's lock and record the decision."""
-    from ..services import decisions as svc
+    from .. import api
 
     ctx = _ctx(db_url, cluster_name=cluster_name)
     with app_context().opened(ctx) as store:
-        reserved = svc.plan_and_reserve(
+        reserved = api.plan_and_reserve(
             script=script,
             cluster=cluster,
             overrides=overrides,
@@ -88,20 +86,21 @@ def plan_reserved(
 @commands.command()
 def release(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Give a planned reservation back (its state becomes 'released')."""
-    from ..services import decisions as svc
+    from .. import api
 
     ctx = _ctx(db_url)
     with app_context().opened(ctx) as store:
-        row = svc.release(store, ctx.viewer, decision_id, app_context().clock.now())
-        waiting = svc.has_queued(store, ctx.config.cluster_name)
+        row = api.release(store, ctx.viewer, decision_id, app_context().clock.now())
+        waiting = api.has_queued(store, ctx.config.cluster_name)
     output.show_released(row, as_json=as_json)
     if waiting:  # the capacity given back may start a queued job (issue 19)
         _replan_after_release(db_url)
 
 
 def _replan_after_release(db_url: str | None) -> None:
+    from ..api import ReplanRequest
+    from ..api import replan as run_replan
     from ..errors import MlschedError
-    from .live import ReplanRequest, run_replan
 
     try:
         run_replan(ReplanRequest(None, db_url), clock=app_context().clock)
@@ -121,23 +120,23 @@ def history(
     as_json: AsJson = False,
 ) -> None:
     """List stored decisions, oldest first (your own; admins see everyone's)."""
-    from ..services import decisions as svc
+    from .. import api
 
     where = _filter(user, since, state, limit)
     ctx = _ctx(db_url)
     with app_context().opened(ctx, reading=True) as store:
-        rows = svc.history(store, ctx.viewer, where)
+        rows = api.history(store, ctx.viewer, where)
     output.show_history(rows, as_json=as_json)
 
 
 @commands.command()
 def show(decision_id: DecisionId, db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Show one stored decision: placement, times, solver, state history."""
-    from ..services import decisions as svc
+    from .. import api
 
     ctx = _ctx(db_url)
     with app_context().opened(ctx, reading=True) as store:
-        data = svc.show(store, ctx.viewer, decision_id)
+        data = api.show(store, ctx.viewer, decision_id)
     output.show_decision(data, as_json=as_json)
 
 
@@ -151,12 +150,12 @@ def explain(
     ] = False,
 ) -> None:
     """Why a decision is what it is, and a re-solve from its stored inputs."""
-    from ..services import decisions as svc
+    from .. import api
 
     silence_highs_banner()
     ctx = _ctx(db_url)
     with app_context().opened(ctx, reading=True) as store:
-        data = svc.explain(store, ctx.viewer, decision_id)
+        data = api.explain(store, ctx.viewer, decision_id)
         queued = store.get(decision_id).state.value == "queued"
     if queued:
         data = _why_it_waits(data, decision_id, db_url, ctx.viewer.is_admin)
@@ -171,9 +170,9 @@ def _why_it_waits(
     is its tentative plan at submission."""
     from dataclasses import replace
 
+    from ..api import QueuePlace, ReplanRequest
+    from ..api import queue as run_queue
     from ..errors import MlschedError
-    from ..services.decision_views import QueuePlace
-    from .live import ReplanRequest, run_queue
 
     try:
         view = run_queue(ReplanRequest(None, db_url), clock=app_context().clock, everyone=admin)
@@ -213,7 +212,7 @@ def export(
     db_url: DbUrl = None,
 ) -> None:
     """Export decisions: JSON (everything, solver inputs included) or CSV (one row each)."""
-    from ..services import decisions as svc
+    from .. import api
 
     if fmt not in ("csv", "json"):
         raise InputError(
@@ -224,7 +223,7 @@ def export(
     where = _filter(user, since, state, None)
     ctx = _ctx(db_url)
     with app_context().opened(ctx, reading=True) as store:
-        use_case = svc.export if fmt == "json" else svc.history
+        use_case = api.export if fmt == "json" else api.history
         rows = use_case(store, ctx.viewer, where)
     output.show_export(rows, fmt=fmt)
 
@@ -252,7 +251,7 @@ def calibrate(
     as_json: AsJson = False,
 ) -> None:
     """Fit each model's speed from completed runs; later plans use the fit (admins)."""
-    from ..services.calibrate import calibrate as run
+    from ..api import calibrate as run
 
     ctx = _ctx(db_url, cluster_name=cluster_name)
     if not ctx.viewer.is_admin:
@@ -290,14 +289,14 @@ def report(
 
     Timeline, predicted vs actual runtimes, queue length, GPU-hours; filters that work
     offline."""
-    from ..services import decisions as svc
-    from ..services.report import write_report
+    from .. import api
+    from ..api import write_report
     from ..storage import HistoryFilter
 
     now = app_context().clock.now()
     ctx = _ctx(db_url, cluster_name=cluster_name)
     where = HistoryFilter(
-        user=svc.own_user(ctx.viewer, user),
+        user=api.own_user(ctx.viewer, user),
         since=None if since is None else parse_since(since, now),
         until=None if until is None else parse_since(until, now, option="--until"),
         cluster=ctx.config.cluster_name,
@@ -323,20 +322,20 @@ def report(
 @db_commands.command("upgrade")
 def db_upgrade(db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Upgrade the decision store's schema to this mlsub's (creating it if empty)."""
-    from ..services import db
+    from .. import api
 
     ctx = _ctx(db_url)
-    data = db.db_upgrade(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
+    data = api.db_upgrade(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
     output.show_db_upgrade(data, as_json=as_json)
 
 
 @db_commands.command("current")
 def db_current(db_url: DbUrl = None, as_json: AsJson = False) -> None:
     """Show the decision store's schema revision and the one this mlsub needs."""
-    from ..services import db
+    from .. import api
 
     ctx = _ctx(db_url)
-    data = db.db_current(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
+    data = api.db_current(ctx.url, busy_timeout_s=ctx.config.db_busy_timeout_s)
     output.show_db_current(data, as_json=as_json)
 
 

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..api import StoreContext
 from ..errors import InputError, MlschedError
 from . import output
 from .context import Commands, app_context
 from .options import AsJson, DbUrl
-from .store import StoreContext
 
 if TYPE_CHECKING:
-    from ..services.metrics import MetricValues, QueueBound
+    from ..api import MetricValues, QueueBound
 
 commands = Commands()
 
@@ -115,7 +115,7 @@ def metrics(
     def compute() -> MetricValues:
         return _values(ctx, live=live)
 
-    from ..services.metrics_export import exposition
+    from ..api import exposition
 
     if serve_port is not None:
         _serve(compute, port=serve_port, address=bind, seconds=serve_seconds, every=min_interval)
@@ -139,12 +139,12 @@ def metrics(
 def _values(ctx: StoreContext, *, live: bool) -> MetricValues:
     """The store's rows (your own, or everyone's for an admin), and the queue now when
     ``live`` and Slurm answers."""
-    from ..services import decisions as svc
-    from ..services.metrics import metric_values
+    from .. import api
+    from ..api import metric_values
     from ..storage import HistoryFilter
 
     now = app_context().clock.now()
-    where = HistoryFilter(user=svc.own_user(ctx.viewer, None), cluster=ctx.config.cluster_name)
+    where = HistoryFilter(user=api.own_user(ctx.viewer, None), cluster=ctx.config.cluster_name)
     with app_context().opened(ctx, reading=True) as store:
         rows = store.report_rows(where)
     queue, up, notes = None, False, []
@@ -160,9 +160,9 @@ def _values(ctx: StoreContext, *, live: bool) -> MetricValues:
 
 
 def _queue_now(ctx: StoreContext, now: datetime) -> QueueBound | None:
-    from ..services.metrics import queue_bound_now
+    from ..api import open_slurm as slurm_access
+    from ..api import queue_bound_now
     from .highs_banner import silence_highs_banner
-    from .slurm_access import slurm_access
 
     silence_highs_banner()
     with slurm_access("") as access:
@@ -188,7 +188,8 @@ def _serve(
 ) -> None:
     """Serve until SIGTERM, SIGINT or ``seconds`` (each scrape bounded by the store's and
     Slurm's own timeouts; reads at most once per ``every`` seconds)."""
-    from ..services.metrics_export import Cached, serve
+    from ..api import CachedMetrics as Cached
+    from ..api import serve_metrics as serve
 
     values = Cached(compute, every, app_context().clock.monotonic)
     try:

@@ -21,7 +21,7 @@ from .context import Commands, app_context
 from .highs_banner import silence_highs_banner
 
 if TYPE_CHECKING:  # the replay services load when the command runs
-    from ..services.replay.array import SlurmReplayOptions
+    from ..api import SlurmReplayOptions
 
 RESTART_S = PlacementParams().restart_s
 
@@ -246,7 +246,8 @@ def replay(
     if not policy:
         raise typer.BadParameter("give a policy to replay", param_hint="'--policy' / '-p'")
     silence_highs_banner()
-    from ..services.replay import ReplayOptions, run_replay
+    from ..api import ReplayOptions
+    from ..api import replay as run_replay
 
     opts = ReplayOptions(
         trace=trace,
@@ -302,7 +303,7 @@ def _slurm_options(
             hint="give the seeds to replay as --seeds 0,1,2",
             context={"option": "--seeds"},
         )
-    from ..services.replay.array import SlurmReplayOptions, parse_seeds
+    from ..api import SlurmReplayOptions, parse_seeds
 
     return SlurmReplayOptions(
         seeds=parse_seeds(seeds) if seeds is not None else (seed,),

@@ -18,15 +18,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..api import Clock
 from ..errors import SlurmError
-from ..services.clock import Clock
 from . import output
 from .context import Commands, app_context
 from .highs_banner import silence_highs_banner
 
 if TYPE_CHECKING:  # the replay services load when a command runs
-    from ..services.replay import ReplayOptions
-    from ..services.replay.array import SlurmReplayOptions
+    from ..api import ReplayOptions, SlurmReplayOptions
 
 #: Environment variables a cell records (where it ran).
 CELL_ENV = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURMD_NODENAME")
@@ -41,8 +40,7 @@ def run_on_slurm(
     clock: Clock,
 ) -> None:
     """Plan, submit, and (with ``wait``) wait for the cells and merge them."""
-    from ..services.replay.array import prepare_array, submit_array, wait_array
-    from ..services.replay.merge import merge_dir
+    from ..api import merge_dir, prepare_array, submit_array, wait_array
     from ..slurm.arrays import ArrayStatusReader
     from ..slurm.runner import LocalRunner, SlurmCommands
 
@@ -76,7 +74,7 @@ def run_on_slurm(
 
 def run_merge(out_dir: Path, *, as_json: bool) -> None:
     """``mlsub replay --merge DIR``: merge the cells of an earlier ``--no-wait`` run."""
-    from ..services.replay.merge import merge_submitted
+    from ..api import merge_submitted
 
     output.show_replay(merge_submitted(out_dir, _states), as_json=as_json)
 
@@ -103,7 +101,7 @@ def replay_cell(
     """Run one cell of `mlsub replay --on-slurm` (what each array task runs)."""
     # A cell's log is read by people chasing a failure: let tracebacks through.
     silence_highs_banner()
-    from ..services.replay.cells import run_cell
+    from ..api import run_cell
 
     where = {k: os.environ[k] for k in CELL_ENV if k in os.environ}
     import socket

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from alembic import command
 
-from slurm_mlsched.cli.store import resolve_user
+from slurm_mlsched.api.store_access import resolve_user
 from slurm_mlsched.errors import InputError
 from slurm_mlsched.services.report import decision_row
 from slurm_mlsched.storage import HistoryFilter, open_store
@@ -95,7 +95,7 @@ def test_explain_reproduces_bit_for_bit(env: dict[str, str], tmp_path: Path) -> 
 def test_identical_trials_share_a_row_that_is_kept_if_one_was() -> None:
     from datetime import UTC, datetime
 
-    from slurm_mlsched.cli.output import _alternative_rows
+    from slurm_mlsched.cli.output.decisions import _alternative_rows
     from slurm_mlsched.model.decision import RoundingTrial
     from slurm_mlsched.services.decision_views import Alternative, TrialOutcome
 

@@ -87,7 +87,7 @@ def test_slurm_operators_are_admins_only_when_the_site_says_so(
 ) -> None:
     """``slurm_admin_level``: the real slurmdbd's AdminLevel of the second user decides
     whether they see the first user's decisions, never their own settings."""
-    from slurm_mlsched.cli.store import slurm_admin
+    from slurm_mlsched.api.store_access import slurm_admin
 
     first = Mlsub(tmp_path)
     first.json("plan", "--cluster", str(CLUSTER), "--reserve", *JOB)

@@ -3,13 +3,15 @@
 The graph is read from the source with :mod:`ast` (nothing is imported): every
 ``import`` and ``from … import`` of ours, at module level, inside functions and under
 ``if TYPE_CHECKING:`` alike, from each module to the module it names (``from pkg import
-mod`` points at ``pkg.mod`` when that is a module). Two rules:
+mod`` points at ``pkg.mod`` when that is a module). Three rules:
 
 1. **No circle**: no module reaches itself (a strongly connected component of more than
    one module fails, listing its members).
 2. **No upward import**: the packages stand on floors (:data:`FLOORS`, lowest first); a
    module imports only from its own package or from a lower floor. Inside ``placement``
    the same holds for its parts (:data:`PLACEMENT_FLOORS`).
+3. **The CLI reaches the use cases only through** :mod:`slurm_mlsched.api`: no module of
+   ``cli`` imports ``slurm_mlsched.services`` (the public API is what the CLI stands on).
 
 A new package or a new ``placement`` part must be given its floor here: the test fails
 for a package it does not know.
@@ -199,6 +201,17 @@ def test_no_circle(graph: dict[str, set[str]]) -> None:
 def test_no_upward_import(graph: dict[str, set[str]]) -> None:
     bad = upward_imports(graph)
     assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def test_the_cli_reaches_services_only_through_the_api(graph: dict[str, set[str]]) -> None:
+    bad = [
+        f"{source} → {target}"
+        for source, targets in sorted(graph.items())
+        if source.startswith(f"{PACKAGE}.cli")
+        for target in sorted(targets)
+        if target.startswith(f"{PACKAGE}.services")
+    ]
+    assert not bad, "the CLI imports services directly (use slurm_mlsched.api):\n" + "\n".join(bad)
 
 
 def test_placement_has_at_most_eight_entries() -> None:

@@ -1,13 +1,15 @@
-"""The live commands: ``mlsub submit`` (also ``mlsub SCRIPT``), the live form of ``mlsub
-plan SCRIPT`` (no ``--cluster``), and ``mlsub reconcile``.
+"""The live use cases, wired to the configured adapters: submit (``mlsub submit``, also
+``mlsub SCRIPT``), the live plan for the user's own sbatch (``mlsub plan --for-sbatch``),
+reconcile, replan and the queue (``mlsub reconcile``, ``replan``, ``queue``).
 
 Wiring: the Slurm commands run here or on the configured remote login node over SSH
-(:func:`.slurm_access.slurm_access`: one connection for the whole command, opened before
+(:func:`.slurm_access.slurm_access`: one connection for the whole call, opened before
 anything is planned, closed at the end), which also gives the node state source and the
 submitter (``sbatch`` on stdin here; over SSH the files are staged on the login node
-first); the configured decision store (:mod:`.store`, always local); the slot length Δ
-and the cluster name from the configuration; the job option defaults from its ``[job]``
-table.
+first); the configured decision store (:mod:`.store_access`, always local); the slot
+length Δ and the cluster name from the configuration; the job option defaults from its
+``[job]`` table. Nothing here prints: a caller that wants to hear of a tolerated Slurm
+failure while it waits passes ``notify``.
 """
 
 from __future__ import annotations
@@ -36,9 +38,8 @@ from ..services.submit import SbatchSubmitter, SubmitOutcome, submit_job
 from ..services.viewer import Viewer
 from ..slurm.transient import Blips
 from ..storage import DecisionState, SqlDecisionStore
-from . import output
 from .slurm_access import SlurmAccess, slurm_access
-from .store import StoreContext, context, opened
+from .store_access import StoreContext, context, opened
 
 if TYPE_CHECKING:  # the re-plan loads when a command runs it
     from ..services.replan import QueueView, ReplanReport
@@ -116,9 +117,11 @@ def run_submit(
     clock: Clock,
     dry_run: bool,
     wait: Callable[[str], None] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> tuple[SubmitOutcome, DecisionState | None]:
     """Read the job, wire the adapters, and submit (or plan only). With ``wait``, block
-    until the job ended (``wait`` is called with each state seen) and return its state."""
+    until the job ended (``wait`` is called with each state seen) and return its state;
+    ``notify`` hears of each Slurm failure the wait tolerated (one line)."""
     with _live(request, clock, refresh_first=not dry_run) as live:
         job = JobScript(live.script, tuple(request.script_args))
         outcome = submit_job(live.wiring, live.opts, job, dry_run=dry_run)
@@ -140,16 +143,24 @@ def run_submit(
             wait(state.value)
             return state
 
-        final = wait_for(decision_id, poll=poll, sleep=time.sleep, blips=Blips(notify=_note_blip))
+        final = wait_for(
+            decision_id, poll=poll, sleep=time.sleep, blips=Blips(notify=_blip_note(notify))
+        )
         # a queued job started on another layout was submitted again: its last job id
         last = store.get(decision_id).summary.slurm_job_id
         return replace(outcome, slurm_job_id=last or outcome.slurm_job_id), final
 
 
-def _note_blip(err: SlurmError, in_a_row: int) -> None:
-    """A note on standard error when a poll tolerated a transient Slurm failure."""
-    said = err.message.splitlines()[0]
-    output.note(f"reading the job's state failed ({said}); trying again ({in_a_row} in a row)")
+def _blip_note(notify: Callable[[str], None] | None) -> Callable[[SlurmError, int], None]:
+    """What a poll does when it tolerated a transient Slurm failure: one line to
+    ``notify`` (the CLI prints it on standard error)."""
+
+    def note(err: SlurmError, in_a_row: int) -> None:
+        if notify is not None:
+            said = err.message.splitlines()[0]
+            notify(f"reading the job's state failed ({said}); trying again ({in_a_row} in a row)")
+
+    return note
 
 
 def queued_env_dir(env: Mapping[str, str]) -> Path:
