@@ -1,6 +1,6 @@
 """Pure model types: cluster snapshot, job request, decision (MODEL.md §1–2)."""
 
-from .allreduce import AllreduceParams, LinkKind
+from .allreduce import AllreduceParams, Launcher, LinkKind
 from .cluster import ClusterSnapshot, Machine, Reservation
 from .decision import Decision, Form, Mode, NodeCount, Role, RoundingTrial, SlotPlan, TrialRule
 from .eligibility import eligible_nodes, gpu_mask, restricts, type_allowed
@@ -17,6 +17,7 @@ __all__ = [
     "Form",
     "JobProfile",
     "JobRequest",
+    "Launcher",
     "LinkKind",
     "Machine",
     "Mode",

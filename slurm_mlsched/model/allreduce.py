@@ -51,6 +51,17 @@ DEFAULT_LATENCY_S = 50e-6
 Layout = tuple[int, ...]
 
 
+class Launcher(StrEnum):
+    """How an allreduce job's ranks are started (``--launcher``; docs/user-guide.md)."""
+
+    TORCHRUN = "torchrun"  # one torchrun per node, rendezvous (c10d) on the first node
+    SRUN = "srun"  # one task per rank; RANK, LOCAL_RANK, WORLD_SIZE … from Slurm's
+
+
+#: ``--launcher`` when an allreduce job does not say.
+DEFAULT_LAUNCHER = Launcher.TORCHRUN
+
+
 class LinkKind(StrEnum):
     """The kind of the slowest link a ring uses."""
 
