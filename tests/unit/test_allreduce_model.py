@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from slurm_mlsched.files.profiles import load_profiles
 from slurm_mlsched.model import (
     AllreduceParams,
     Architecture,
@@ -198,3 +199,18 @@ def test_shortest_slots_of_an_allreduce_job_uses_its_best_rate() -> None:
     # best of 1 worker (1336.30 per slot) and 4 on one node (2527.74): ⌈10,000 / 2527.74⌉ = 4
     assert allreduce_job().shortest_slots(600.0) == 4
     assert allreduce_job(workload=2527.0).shortest_slots(600.0) == 1
+
+
+def test_the_documented_crossovers_of_more_ranks() -> None:
+    # docs/formulation.md §18 assumption 5: the smallest n on one node (and on two equal
+    # nodes) whose rate beats one worker's, on the shipped profiles
+    profiles = load_profiles()
+
+    def first(name: str, split: bool) -> int:
+        p = profiles[name]
+        one = rate((1,), p, 1.0)
+        layouts = ((n // 2, n - n // 2) if split else (n,) for n in range(2, 100))
+        return next(sum(lay) for lay in layouts if rate(lay, p, 1.0) > one)
+
+    assert [first(m, False) for m in ("vgg-16", "seq2seq", "wlm", "resnet-50")] == [5, 6, 11, 2]
+    assert [first(m, True) for m in ("vgg-16", "seq2seq", "wlm", "resnet-50")] == [9, 9, 25, 5]
