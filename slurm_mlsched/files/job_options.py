@@ -546,6 +546,7 @@ def to_request(opts: JobOptions, arrival_slot: int, job_id: str | None = None) -
         name=opts.name,
         gpu_types=opts.gpu_type,
         arch=opts.arch,
+        launcher=opts.launch_with if ring else None,
     )
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from . import allreduce
+from .allreduce import Launcher
 from .resources import Resources
 
 #: MODEL.md §2 (choice): a PS can serve this many times a worker's network bandwidth.
@@ -99,7 +100,9 @@ class JobRequest:
     ``--ps auto``); co-located mode always uses one PS (MODEL.md O3). ``gpu_types``: the
     GPU types (Slurm GRES types, matched exactly) the job's GPU-using tasks may run on;
     None = any node (:mod:`.eligibility`). ``arch``: an ``allreduce`` job has no PS:
-    ``ps_count`` 0 and a zero PS demand (``ps``), so no policy can count one.
+    ``ps_count`` 0 and a zero PS demand (``ps``), so no policy can count one; ``launcher``
+    how its ranks start (None: :data:`.allreduce.DEFAULT_LAUNCHER`; placement never reads
+    it, the script does, so a stored request re-renders the same way). A ps job has none.
     """
 
     job_id: str
@@ -113,6 +116,7 @@ class JobRequest:
     name: str = ""
     gpu_types: frozenset[str] | None = None
     arch: Architecture = Architecture.PS
+    launcher: Launcher | None = None
 
     def __post_init__(self) -> None:
         self._check_arch()
@@ -138,7 +142,11 @@ class JobRequest:
         arch = Architecture(self.arch)  # a string from a caller: the enum, or ValueError
         object.__setattr__(self, "arch", arch)
         if arch is not Architecture.ALLREDUCE:
+            if self.launcher is not None:
+                raise ValueError(f"a ps job has no launcher, got {self.launcher!r}")
             return
+        if self.launcher is not None:
+            object.__setattr__(self, "launcher", Launcher(self.launcher))
         if self.ps_count != 0:
             raise ValueError(
                 f"an allreduce job has no parameter server: ps_count must be 0, "
@@ -152,6 +160,11 @@ class JobRequest:
     @property
     def is_allreduce(self) -> bool:
         return self.arch is Architecture.ALLREDUCE
+
+    @property
+    def launch_with(self) -> Launcher:
+        """How an allreduce job's ranks start (``launcher``, else the default)."""
+        return self.launcher or allreduce.DEFAULT_LAUNCHER
 
     def ps_needed(self, workers: int) -> int:
         """PSs for ``workers`` distributed workers: ⌈W·b_ex/B_ex⌉ (or the fixed count), ≤ W, ≥ 1

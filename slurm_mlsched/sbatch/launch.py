@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from ..model import Launcher
 from .render import ScriptSpec
 
 
@@ -46,7 +45,6 @@ class Launch:
             "base_port": s.base_port,
             "sbatch_job": list(s.sbatch_job),
             "sbatch_each": list(s.sbatch_each),
-            "launcher": s.launcher.value,
             "workdir": self.workdir,
             "env_file": self.env_file,
             "narrowing": self.narrowing,
@@ -68,7 +66,6 @@ class Launch:
             base_port=int(data["base_port"]),
             sbatch_job=tuple(str(x) for x in data.get("sbatch_job") or ()),
             sbatch_each=tuple(str(x) for x in data.get("sbatch_each") or ()),
-            launcher=Launcher(str(data.get("launcher") or Launcher.TORCHRUN.value)),
         )
         env = data.get("env_file")
         narrowing = data.get("narrowing")

@@ -55,7 +55,7 @@ from datetime import UTC, datetime, tzinfo
 
 from .. import __version__
 from ..errors import InputError
-from ..model import ClusterSnapshot, Decision, Form, JobRequest, Launcher, Resources, Role
+from ..model import ClusterSnapshot, Decision, Form, JobRequest, Resources, Role
 from ..model.eligibility import GPU_TYPE_NAME, gpu_types_text
 from ..model.units import format_mem_mib
 from ..ranges import unsafe_in_sbatch_line
@@ -113,8 +113,6 @@ class ScriptSpec:
     (files/sbatch_lines.py)."""
     sbatch_each: tuple[str, ...] = ()
     """The user's carried options Slurm keeps per component: on every component's line."""
-    launcher: Launcher = Launcher.TORCHRUN
-    """How an allreduce job starts its ranks (``--launcher``); a ps job ignores it."""
 
 
 @dataclass(frozen=True)
@@ -355,7 +353,7 @@ def _render_allreduce(
     ring = allreduce.ring_job(decision, request, addresses, gpu_types)
     _check_spec(spec, decision, [(n.node, n.address) for n in ring.nodes], 1)
     values = allreduce.template_values(
-        ring, spec.launcher, spec.base_port, spec.decision_id, decision.job_id
+        ring, request.launch_with, spec.base_port, spec.decision_id, decision.job_id
     )
     text = load_template(allreduce.ALLREDUCE_TEMPLATE, finalize=_quote).render(
         **values,

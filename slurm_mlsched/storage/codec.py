@@ -29,6 +29,7 @@ from ..model import (
     Form,
     JobProfile,
     JobRequest,
+    Launcher,
     Machine,
     Mode,
     Reservation,
@@ -208,6 +209,8 @@ def encode_request(j: JobRequest) -> Json:
         out["gpu_types"] = sorted(j.gpu_types)
     if j.arch is not Architecture.PS:  # only when set: older rows are all ps
         out["arch"] = j.arch.value
+    if j.launcher is not None:
+        out["launcher"] = j.launcher.value
     return out
 
 
@@ -228,6 +231,7 @@ def decode_request(d: Json) -> JobRequest:
             name=_str(m, "name"),
             gpu_types=None if types is None else _gpu_types(types),
             arch=Architecture(_str(m, "arch")) if "arch" in m else Architecture.PS,
+            launcher=Launcher(_str(m, "launcher")) if "launcher" in m else None,
         )
     except ValueError as exc:
         raise CodecError(f"request: {exc}") from None

@@ -26,7 +26,6 @@ from slurm_mlsched.model import (
     SlotPlan,
 )
 from slurm_mlsched.sbatch import ScriptSpec, render_sbatch
-from slurm_mlsched.sbatch.launch import Launch
 from tests.conftest import RESNET
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +36,7 @@ HOSTILE = ["with space", "it's", "$(touch MARKER)", "`touch MARKER`", "a\nb", ""
 
 
 def ddp_job(worker: Resources = Resources(1, 4, 16384), **kw: Any) -> JobRequest:
+    """An allreduce job of up to 8 ranks (``launcher`` None: torchrun)."""
     return JobRequest(
         "ddp-1", 0, 1000.0, 8, worker, Resources(), RESNET, ps_count=0,
         arch=Architecture.ALLREDUCE, **kw,
@@ -87,8 +87,8 @@ def test_golden_torchrun_equal() -> None:
 
 def test_golden_srun_unequal_with_header_options() -> None:
     script = render_sbatch(
-        UNEQUAL, ddp_job(), ADDRESSES,
-        spec(launcher=Launcher.SRUN, partition="gpu", time_limit_minutes=90,
+        UNEQUAL, ddp_job(launcher=Launcher.SRUN), ADDRESSES,
+        spec(partition="gpu", time_limit_minutes=90,
              output="/tmp/%x-%j.out", sbatch_job=("--account=ml",), sbatch_each=("--qos=high",)),
     )  # fmt: skip
     check_golden("allreduce_srun_unequal.sh", script.text)
@@ -167,11 +167,10 @@ def test_hostile_node_addresses_are_refused() -> None:
         render_sbatch(EQUAL, ddp_job(), {"node1": "10.0.0.1\nrm -rf /"}, spec())
 
 
-def test_the_launcher_survives_a_stored_launch() -> None:
-    launch = Launch(spec(launcher=Launcher.SRUN), "/work")
-    assert Launch.from_json(json.loads(json.dumps(launch.to_json()))).spec.launcher is Launcher.SRUN
-    old = {k: v for k, v in launch.to_json().items() if k != "launcher"}  # stored before
-    assert Launch.from_json(old).spec.launcher is Launcher.TORCHRUN
+def test_the_launcher_is_the_requests_and_torchrun_by_default() -> None:
+    assert "exec torchrun" in render_sbatch(EQUAL, ddp_job(), {}, spec()).text
+    srun = render_sbatch(EQUAL, ddp_job(launcher="srun"), {}, spec()).text
+    assert "exec torchrun" not in srun and 'export RANK="$SLURM_PROCID"' in srun
 
 
 # --- run for real: bash, a stand-in srun, torchrun and scontrol ---------------------------
@@ -264,8 +263,9 @@ def outputs(tmp_path: Path, prefix: str) -> list[dict[str, Any]]:
 
 def test_srun_gives_every_rank_the_env_pytorch_reads(tmp_path: Path) -> None:
     command = (sys.executable, "-c", PROBE, *HOSTILE)
-    srun = spec(command=command, launcher=Launcher.SRUN)
-    text = render_sbatch(UNEQUAL, ddp_job(), ADDRESSES, srun).text
+    text = render_sbatch(
+        UNEQUAL, ddp_job(launcher=Launcher.SRUN), ADDRESSES, spec(command=command)
+    ).text
     done = run_script(text, tmp_path, "3,1")
     ranks = outputs(tmp_path, "rank-")
     assert not (tmp_path / "MARKER").exists()
@@ -282,8 +282,9 @@ def test_srun_gives_every_rank_the_env_pytorch_reads(tmp_path: Path) -> None:
 
 def test_srun_follows_slurms_layout_and_says_it_differs(tmp_path: Path) -> None:
     command = (sys.executable, "-c", PROBE)
-    srun = spec(command=command, launcher=Launcher.SRUN)
-    text = render_sbatch(UNEQUAL, ddp_job(), ADDRESSES, srun).text
+    text = render_sbatch(
+        UNEQUAL, ddp_job(launcher=Launcher.SRUN), ADDRESSES, spec(command=command)
+    ).text
     done = run_script(text, tmp_path, "2(x2)")
     ranks = outputs(tmp_path, "rank-")
     assert [(r["env"]["LOCAL_RANK"], r["env"]["LOCAL_WORLD_SIZE"]) for r in ranks] == [

@@ -16,6 +16,7 @@ from slurm_mlsched.model import (
     Form,
     JobProfile,
     JobRequest,
+    Launcher,
     Machine,
     Mode,
     Reservation,
@@ -152,13 +153,13 @@ def test_an_allreduce_request_keeps_its_architecture_and_a_ps_request_writes_non
     profile = JobProfile(0.449, 102.2, 91.875, 306.5, name="resnet-50")
     ddp = JobRequest(
         "ddp", 0, 100.0, 4, Resources(1, 4, 1024), Resources(), profile, ps_count=0,
-        arch=Architecture.ALLREDUCE,
+        arch=Architecture.ALLREDUCE, launcher=Launcher.SRUN,
     )  # fmt: skip
     encoded = codec.encode_request(ddp)
-    assert encoded["arch"] == "allreduce"
+    assert (encoded["arch"], encoded["launcher"]) == ("allreduce", "srun")
     assert codec.decode_request(json.loads(json.dumps(encoded))) == ddp
     ps = JobRequest("ps", 0, 100.0, 4, Resources(1, 4, 1024), Resources(0, 1, 1), profile)
-    assert "arch" not in codec.encode_request(ps)  # older rows and goldens unchanged
+    assert not {"arch", "launcher"} & set(codec.encode_request(ps))  # older rows unchanged
     bad = {**encoded, "arch": "ring"}
     with pytest.raises(codec.CodecError, match="request"):
         codec.decode_request(bad)

@@ -13,6 +13,7 @@ from slurm_mlsched.model import (
     Architecture,
     JobProfile,
     JobRequest,
+    Launcher,
     LinkKind,
     Mode,
     Resources,
@@ -214,3 +215,11 @@ def test_the_documented_crossovers_of_more_ranks() -> None:
 
     assert [first(m, False) for m in ("vgg-16", "seq2seq", "wlm", "resnet-50")] == [5, 6, 11, 2]
     assert [first(m, True) for m in ("vgg-16", "seq2seq", "wlm", "resnet-50")] == [9, 9, 25, 5]
+
+
+def test_the_launcher_belongs_to_allreduce_jobs() -> None:
+    assert allreduce_job().launch_with is Launcher.TORCHRUN
+    assert allreduce_job(launcher="srun").launcher is Launcher.SRUN
+    with pytest.raises(ValueError, match="a ps job has no launcher"):
+        JobRequest("j", 0, 10.0, 2, Resources(1, 1, 1), Resources(0, 1, 1), RESNET,
+                   launcher=Launcher.SRUN)  # fmt: skip

@@ -55,6 +55,10 @@ def test_an_allreduce_request_has_no_ps() -> None:
     assert req.arch is Architecture.ALLREDUCE and req.is_allreduce
     assert req.ps_count == 0 and req.ps == Resources()  # the PS demand is not counted
     assert req.worker == Resources(1, 4, 16384) and req.max_workers == 4
+    assert req.launcher is Launcher.TORCHRUN  # the request carries it to the script
+    srun = to_request(merge_options([*BASE, "--arch", "allreduce", "--launcher", "srun"], {}), 0)
+    assert srun.launcher is Launcher.SRUN
+    assert to_request(merge_options(BASE, {}), 0).launcher is None
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,7 @@ def test_two_processes_under_torchrun_reach_the_accuracy() -> None:
 def rendered(launcher: Launcher, tmp_path: Path) -> Path:
     """mlsub's script for two ranks on one node (address 127.0.0.1), the example as its
     program, and the stand-in srun first on PATH."""
-    opts = merge_options(read_script_header(EXAMPLE), {"workers": 2})
+    opts = merge_options(read_script_header(EXAMPLE), {"workers": 2, "launcher": launcher})
     request = to_request(opts, 0)
     plan = SlotPlan(0, Mode.COLOCATED, workers=(("node1", 2),), ps=(), length=1)
     decision = Decision(
@@ -69,8 +69,7 @@ def rendered(launcher: Launcher, tmp_path: Path) -> Path:
         start_slot=0, end_slot=0, work_covered=1.0,
     )  # fmt: skip
     spec = ScriptSpec(
-        command=(sys.executable, str(EXAMPLE)), job_name="ddp", launcher=launcher,
-        base_port=free_port(),
+        command=(sys.executable, str(EXAMPLE)), job_name="ddp", base_port=free_port(),
     )  # fmt: skip
     script = tmp_path / "job.sh"
     script.write_text(render_sbatch(decision, request, {"node1": "127.0.0.1"}, spec).text)
