@@ -147,7 +147,8 @@ def ring_job(
     if any(r.role is Role.PS for r in decision.placement):
         raise InputError(
             f"decision {decision.job_id!r} places parameter servers for an allreduce job",
-            hint="re-plan the job: an --arch allreduce job has no PS",
+            hint="the policy placed PSs for a job that has none: placement must treat "
+            "--arch allreduce jobs as PS-free (a placement bug; re-planning gives the same)",
             context={"job_id": decision.job_id},
         )
     nodes, first = [], 0
