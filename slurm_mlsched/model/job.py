@@ -20,6 +20,7 @@ synchronous ring all-reduce per step; its time model is :mod:`.allreduce`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -165,6 +166,20 @@ class JobRequest:
     def launch_with(self) -> Launcher:
         """How an allreduce job's ranks start (``launcher``, else the default)."""
         return self.launcher or allreduce.DEFAULT_LAUNCHER
+
+    def work_per_slot(
+        self, layout: Sequence[int], slot_seconds: float, *, colocated: bool
+    ) -> float:
+        """The job's progress (mini-batches) in one slot of ``slot_seconds`` with
+        ``layout`` workers per node used: a ps job W × ν_in co-located (``colocated``:
+        every worker and PS on one machine), else W × ν_ex; an allreduce job the ring's
+        rate (:func:`.allreduce.rate`, default link parameters; ``colocated`` unread: one
+        node is in the layout). The one speed call both architectures answer."""
+        if self.is_allreduce:
+            return allreduce.rate(layout, self.profile, slot_seconds)
+        workers = sum(allreduce.checked_layout(layout))
+        nu = self.profile.nu_in if colocated else self.profile.nu_ex
+        return workers * nu(slot_seconds)
 
     def ps_needed(self, workers: int) -> int:
         """PSs for ``workers`` distributed workers: ⌈W·b_ex/B_ex⌉ (or the fixed count), ≤ W, ≥ 1

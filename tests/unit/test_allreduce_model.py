@@ -223,3 +223,15 @@ def test_the_launcher_belongs_to_allreduce_jobs() -> None:
     with pytest.raises(ValueError, match="a ps job has no launcher"):
         JobRequest("j", 0, 10.0, 2, Resources(1, 1, 1), Resources(0, 1, 1), RESNET,
                    launcher=Launcher.SRUN)  # fmt: skip
+
+
+def test_work_per_slot_answers_for_both_architectures() -> None:
+    ps = JobRequest("p", 0, 10.0, 4, Resources(1, 1, 1), Resources(0, 1, 1), RESNET)
+    # ps: W × Δ/θ; θ_in = 0.449 + 2·102.2/306.5 = 1.115884…, θ_ex = 0.449 + 2·102.2/91.875
+    assert ps.work_per_slot((4,), 600.0, colocated=True) == pytest.approx(2400 / 1.1158841762)
+    assert ps.work_per_slot((2, 2), 600.0, colocated=False) == pytest.approx(
+        2400 / (0.449 + 204.4 / 91.875)
+    )
+    ring = allreduce_job()
+    assert ring.work_per_slot((4,), 600.0, colocated=True) == rate((4,), RESNET, 600.0)
+    assert ring.work_per_slot((2, 2), 600.0, colocated=False) == pytest.approx(2400 / 2.1178714286)
