@@ -41,6 +41,18 @@ def _model_help(profile: JobProfile) -> str:
     return f"{profile.model_size_mb:g} MB model, {profile.step_time_s:g} s/step"
 
 
+def architectures(incomplete: str) -> list[tuple[str, str]]:
+    """``--arch`` values, with what each means."""
+    said = {"ps": "parameter servers", "allreduce": "ring all-reduce, no PS (DDP)"}
+    return [(name, help) for name, help in said.items() if name.startswith(incomplete)]
+
+
+def launchers(incomplete: str) -> list[tuple[str, str]]:
+    """``--launcher`` values (an allreduce job's), with what each runs."""
+    said = {"torchrun": "one torchrun per node (default)", "srun": "one task per rank"}
+    return [(name, help) for name, help in said.items() if name.startswith(incomplete)]
+
+
 def live_policies(incomplete: str) -> list[str]:
     """The policies ``plan`` and ``submit`` can use (the placement registry)."""
     try:

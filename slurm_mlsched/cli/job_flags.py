@@ -26,6 +26,8 @@ PANELS = {
 COMPLETERS: dict[str, Callable[[str], Any]] = {
     "model": completion.models,
     "policy": completion.live_policies,
+    "arch": completion.architectures,
+    "launcher": completion.launchers,
 }
 
 

@@ -39,6 +39,9 @@ arguments may hold anything (spaces, quotes, ``$(…)``, backticks, newlines).
 
 ``--begin`` is written as local time in ``begin_tz`` (default UTC): sbatch reads it in its
 own time zone, so run sbatch with ``TZ`` set to that zone (``TZ=UTC``).
+
+An ``--arch allreduce`` job (no PS) is rendered as ONE job instead, by :mod:`.allreduce`
+(``sbatch_templates/allreduce.sh.j2``), with the same header, quoting and checks.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from ..model import ClusterSnapshot, Decision, Form, JobRequest, Resources, Role
 from ..model.eligibility import GPU_TYPE_NAME, gpu_types_text
 from ..model.units import format_mem_mib
 from ..ranges import unsafe_in_sbatch_line
+from . import allreduce
 from .templates import TEMPLATE, load_template
 
 #: First port of a job's tasks when the caller does not choose one.
@@ -294,14 +298,18 @@ def render_sbatch(
     node to its address as Slurm knows it (NodeAddr); a node missing from it is its name.
     ``gpu_types`` maps a node to its GPU type (:func:`plan_components`).
 
+    An allreduce job (``request.arch``) becomes one job (:mod:`.allreduce`).
+
     Raises :class:`InputError` for an elastic decision, an empty command, a port range
     beyond 65535, or a header value (name, ids, partition, output, node) that holds
     control characters or backslashes.
     """
+    if request.is_allreduce:
+        return _render_allreduce(decision, request, addresses, spec, gpu_types)
     components, tasks = plan_components(decision, request, addresses, spec.base_port, gpu_types)
     n_ps = sum(1 for t in tasks if t.role == Role.PS)
     n_workers = len(tasks) - n_ps
-    _check_spec(spec, decision, components, len(tasks))
+    _check_spec(spec, decision, [(c.node, c.address) for c in components], len(tasks))
     ps = [t.endpoint for t in tasks if t.role == Role.PS]
     workers = [t.endpoint for t in tasks if t.role == Role.WORKER]
     root = tasks[0] if n_ps else None
@@ -330,6 +338,43 @@ def render_sbatch(
         command=Quoted(shlex.join(spec.command)),
     )
     return RenderedScript(text, components, tasks)
+
+
+def _render_allreduce(
+    decision: Decision,
+    request: JobRequest,
+    addresses: Mapping[str, str],
+    spec: ScriptSpec,
+    gpu_types: Mapping[str, str | None] | None,
+) -> RenderedScript:
+    """One job for an allreduce decision (:mod:`.allreduce`); its tasks are the ranks in
+    the decision's order, each with the rendezvous endpoint (first node, base port)."""
+    _check_decision(decision)
+    ring = allreduce.ring_job(decision, request, addresses, gpu_types)
+    _check_spec(spec, decision, [(n.node, n.address) for n in ring.nodes], 1)
+    values = allreduce.template_values(
+        ring, request.launch_with, spec.base_port, spec.decision_id, decision.job_id
+    )
+    text = load_template(allreduce.ALLREDUCE_TEMPLATE, finalize=_quote).render(
+        **values,
+        job_name=spec.job_name,
+        comment=spec.comment,
+        begin=_begin(spec),
+        partition=spec.partition,
+        time_limit=spec.time_limit_minutes,
+        output=spec.output,
+        sbatch_job=[Quoted(line) for line in spec.sbatch_job],
+        sbatch_each=[Quoted(line) for line in spec.sbatch_each],
+        resources=Quoted(ring.resource_options()),
+        command=Quoted(shlex.join(spec.command)),
+    )
+    first = ring.nodes[0]
+    tasks = tuple(
+        Task(Role.WORKER, n.first_rank + i, n.node, first.address, spec.base_port)
+        for n in ring.nodes
+        for i in range(n.ranks)
+    )
+    return RenderedScript(text, (), tasks)
 
 
 def begin_time(decision: Decision, snapshot: ClusterSnapshot) -> datetime | None:
@@ -404,8 +449,9 @@ def _check_decision(decision: Decision) -> None:
 
 
 def _check_spec(
-    spec: ScriptSpec, decision: Decision, components: Sequence[Component], n_tasks: int
+    spec: ScriptSpec, decision: Decision, nodes: Sequence[tuple[str, str]], n_tasks: int
 ) -> None:
+    """The header values and the ports; ``nodes``: (node, address) of each node used."""
     if not spec.command or not all(isinstance(a, str) for a in spec.command):
         raise InputError(
             "the command to run is empty", hint="give the training program (and its arguments)"
@@ -419,8 +465,8 @@ def _check_spec(
         ("output", spec.output),
     ]
     header += [("sbatch option", line) for line in (*spec.sbatch_job, *spec.sbatch_each)]
-    header += [("node", c.node) for c in components]
-    header += [("node address", c.address) for c in components]
+    header += [("node", node) for node, _ in nodes]
+    header += [("node address", address) for _, address in nodes]
     for label, value in header:
         if value is not None and unsafe_in_sbatch_line(value):
             raise InputError(

@@ -17,7 +17,8 @@ from ..errors import InputError, InvalidTransitionError, NotFoundError
 from ..files.cluster_file import load_cluster
 from ..files.job_options import merge_options, read_script_header
 from ..files.sbatch_lines import read_sbatch_header
-from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, Form
+from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, Form, JobRequest, SlotPlan
+from ..model.allreduce import layout_of, ring_summary
 from ..placement import place
 from ..storage import (
     DecisionRecord,
@@ -338,6 +339,8 @@ def _why(d: Decision, record: DecisionRecord) -> list[str]:
             f"mode {plan.mode.value}: {plan.total_workers} of at most {req.max_workers} "
             f"worker(s) and {plan.total_ps} PS(s) on {where}, slots {d.start_slot}–{d.end_slot}"
         )
+        if req.is_allreduce and plan.total_workers:
+            lines.append(_ring_line(req, plan))
     if d.start_slot > req.arrival_slot:
         lines.append(
             f"starts {d.start_slot - req.arrival_slot} slot(s) after arrival: capacity was "
@@ -347,6 +350,13 @@ def _why(d: Decision, record: DecisionRecord) -> list[str]:
     lines.extend(f"repair: {a}" for a in d.repair_actions)
     lines.extend(f"note: {n}" for n in notes)
     return lines
+
+
+def _ring_line(req: JobRequest, plan: SlotPlan) -> str:
+    """An allreduce job's architecture and its ring's slowest link (formulation §18); a
+    ps job's explanation names no architecture (its lines are as they were)."""
+    ring = ring_summary(layout_of(plan), req.profile)
+    return f"architecture allreduce (no PS): {ring.describe()}"
 
 
 def wait_reasons(d: Decision, record: DecisionRecord) -> list[str]:

@@ -20,7 +20,8 @@ from ..errors import InputError
 
 #: Trace-record fields a column can feed (``mem`` in ``mem_unit``; ``duration`` and
 #: ``time_limit`` as numbers in ``duration_unit`` or as Slurm ``[D-]HH:MM:SS``;
-#: ``gpu_type`` one GPU type or a set separated by ``|``, empty = any).
+#: ``gpu_type`` one GPU type or a set separated by ``|``, empty = any; ``arch`` ``ps`` or
+#: ``allreduce``, empty = not said).
 FIELDS: tuple[str, ...] = (
     "job_id",
     "submit",
@@ -39,6 +40,7 @@ FIELDS: tuple[str, ...] = (
     "model",
     "workers",
     "gpu_type",
+    "arch",
 )
 TIME_FORMATS = ("iso", "epoch", "offset")
 UNITS_S: dict[str, float] = {"s": 1.0, "ms": 0.001, "min": 60.0, "h": 3600.0}

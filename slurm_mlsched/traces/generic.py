@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 
+from ..model import Architecture
 from ..model.eligibility import parse_gpu_types
 from .columns import UNITS_S, ColumnMap
 from .record import TimeBase, Trace, TraceRecord
@@ -178,6 +179,7 @@ class _RowReader:
             model=self.text(row, "model"),
             workers=_opt_i(self.get(row, "workers", parse_count)),
             gpu_types=self.gpu_types(row),
+            arch=_opt_arch(self.get(row, "arch", parse_arch)),
         )
 
     def gpu_types(self, row: Mapping[str, str]) -> frozenset[str] | None:
@@ -189,6 +191,20 @@ class _RowReader:
             return parse_gpu_types(row[column], separator="|")
         except ValueError as exc:
             raise BadField(column, row[column], str(exc)) from None
+
+
+def parse_arch(text: str) -> Architecture:
+    """``ps`` or ``allreduce`` (case ignored); ValueError naming both otherwise."""
+    try:
+        return Architecture(text.strip().lower())
+    except ValueError:
+        valid = " or ".join(a.value for a in Architecture)
+        raise ValueError(f"not an architecture: {text!r} (write {valid})") from None
+
+
+def _opt_arch(value: object) -> Architecture | None:
+    assert value is None or isinstance(value, Architecture)
+    return value
 
 
 def _f(value: object) -> float:

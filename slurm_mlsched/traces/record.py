@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from ..model import Architecture
+
 
 class JobState(StrEnum):
     """A job's final (or current) state, normalized over every source."""
@@ -59,6 +61,9 @@ class TraceRecord:
       account, node list, batch size …).
     * ``gpu_types``: the GPU types the job could run on when the source says (the Alibaba
       2023 trace's ``gpu_spec``: ``V100M16|V100M32``); None = any.
+    * ``arch``: how the job's workers exchanged gradients when the source says (a column
+      mapped to ``arch``: ``ps`` or ``allreduce``); None = not said (synthesis decides,
+      ``SynthesisParams.arch_default``).
     """
 
     job_id: str
@@ -81,6 +86,7 @@ class TraceRecord:
     workers: int | None = None
     extra: tuple[tuple[str, str], ...] = ()
     gpu_types: frozenset[str] | None = None
+    arch: Architecture | None = None
 
     @property
     def ran(self) -> bool:

@@ -42,6 +42,16 @@ Rules (version 1):
    keeps the V of its original size and so runs longer.
 7. **Submit**: seconds after ``origin`` (the replay passes the trace's earliest submit);
    the replay sets the arrival slot (``sim.jobs.arrival_slot``).
+8. **Architecture** (issue 31; opt-in, so that version 1's jobs are unchanged): the
+   record's ``arch`` when the source says (a column mapped to ``arch``), else
+   ``arch_default``: ``ps`` (every job, version 1's reading, the default for now) or
+   ``by-gpus`` (a job of two or more GPU workers is ``allreduce``, any other ``ps``). An
+   allreduce job has no PS (``ps_count`` 0, no PS demand) and its workload is what its
+   original workers do in the duration at the ring's step time (``model/allreduce.py``)
+   on its original layout: ``nodes`` nodes when the trace says (the workers split as
+   evenly as they go, the first nodes taking one more), else one node while the workers
+   fit ``gpus_per_node``, else full nodes of ``gpus_per_node`` and the rest:
+   V = W_orig × duration / T_step(layout).
 """
 
 from __future__ import annotations
@@ -58,7 +68,8 @@ from ..files.job_options import (
     DEFAULT_MEM_PER_PS_MIB,
     DEFAULT_MEM_PER_WORKER_MIB,
 )
-from ..model import JobProfile, JobRequest, Mode, Resources
+from ..model import Architecture, JobProfile, JobRequest, Mode, Resources
+from ..model import allreduce as ring
 from .record import JobState, TraceRecord
 
 SYNTHESIS_VERSION = "1"
@@ -130,6 +141,13 @@ class CpuJobs(StrEnum):
     PER_CORES = "per-cores"  # one worker per cores_per_worker CPUs
 
 
+class ArchDefault(StrEnum):
+    """The architecture of a record whose source does not say (rule 8)."""
+
+    PS = "ps"  # every job: version 1's reading (the default until placement has allreduce)
+    BY_GPUS = "by-gpus"  # two or more GPU workers: allreduce; any other job: ps
+
+
 class Reason(StrEnum):
     """Why a record did not become a job."""
 
@@ -155,6 +173,7 @@ class SynthesisParams:
     ps: Resources = field(
         default_factory=lambda: Resources(0.0, float(DEFAULT_CPUS_PER_PS), DEFAULT_MEM_PER_PS_MIB)
     )
+    arch_default: ArchDefault = ArchDefault.PS
 
     def __post_init__(self) -> None:
         if self.max_workers is not None and self.max_workers < 1:
@@ -163,6 +182,12 @@ class SynthesisParams:
             raise ValueError("gpus_per_node and cores_per_worker must be >= 1")
 
     def as_dict(self) -> dict[str, object]:
+        out = self._version_1_dict()
+        if self.arch_default is not ArchDefault.PS:  # only when set: version 1's keys stay
+            out["arch_default"] = self.arch_default.value
+        return out
+
+    def _version_1_dict(self) -> dict[str, object]:
         return {
             "synthesis_version": SYNTHESIS_VERSION,
             "seed": self.seed,
@@ -294,6 +319,26 @@ def _original_mode(record: TraceRecord, workers: int, params: SynthesisParams) -
     return Mode.COLOCATED if one_node else Mode.DISTRIBUTED
 
 
+def architecture(record: TraceRecord, workers: int, params: SynthesisParams) -> Architecture:
+    """Rule 8: the record's own, else ``arch_default``'s reading of it."""
+    if record.arch is not None:
+        return record.arch
+    gpu_job = bool(record.workers or record.gpus)
+    if params.arch_default is ArchDefault.BY_GPUS and gpu_job and workers >= 2:
+        return Architecture.ALLREDUCE
+    return Architecture.PS
+
+
+def original_layout(record: TraceRecord, workers: int, params: SynthesisParams) -> ring.Layout:
+    """Rule 8: the workers per node the job ran with originally."""
+    if record.nodes:
+        k = min(record.nodes, workers)
+        base, extra = divmod(workers, k)
+        return tuple(base + (1 if j < extra else 0) for j in range(k))
+    full, rest = divmod(workers, params.gpus_per_node)
+    return (params.gpus_per_node,) * full + ((rest,) if rest else ())
+
+
 def synthesize(
     record: TraceRecord,
     params: SynthesisParams,
@@ -323,7 +368,11 @@ def synthesize(
         duration_source = f"model-{SYNTHESIS_VERSION}"
     profile = profiles[profile_name]
     mode = _original_mode(record, workers, params)
-    theta = profile.theta_in if mode is Mode.COLOCATED else profile.theta_ex
+    arch = architecture(record, workers, params)
+    if arch is Architecture.ALLREDUCE:
+        theta = ring.step_seconds(original_layout(record, workers, params), profile)
+    else:
+        theta = profile.theta_in if mode is Mode.COLOCATED else profile.theta_ex
     workload = workers * duration / theta
     cap = params.max_workers
     n = min(workers, cap) if cap is not None else workers
@@ -336,10 +385,12 @@ def synthesize(
         workload=workload,
         max_workers=n,
         worker=Resources(gpu, float(cpus), float(mem)),
-        ps=params.ps,
+        ps=Resources() if arch is Architecture.ALLREDUCE else params.ps,
         profile=profile,
+        ps_count=0 if arch is Architecture.ALLREDUCE else None,
         name=record.name or "",
         gpu_types=record.gpu_types if gpu > 0 else None,
+        arch=arch,
     )
     return SynthesizedJob(
         request=request,

@@ -178,3 +178,9 @@ def test_install_completion_writes_the_script_and_sources_it_from_bashrc(
     assert str(script) in done.stdout
     assert "_MLSUB_COMPLETE=complete_bash" in script.read_text()
     assert f"source '{script}'" in (home / ".bashrc").read_text()
+
+
+def test_the_architecture_and_the_launcher_complete(env: dict[str, str]) -> None:
+    assert complete(env, "mlsub plan --arch a") == ["allreduce"]
+    assert set(complete(env, "mlsub submit --arch ")) >= {"ps", "allreduce"}
+    assert complete(env, "mlsub submit --launcher s") == ["srun"]

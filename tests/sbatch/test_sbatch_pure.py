@@ -20,6 +20,7 @@ def test_renderer_is_pure() -> None:
     assert violations("replay_array.py") == []  # the job array of replay --on-slurm
     assert violations("__init__.py") == []
     assert violations("launch.py") == []  # what a re-plan renders a queued job from
+    assert violations("allreduce.py") == []  # the one job of an --arch allreduce decision
 
 
 def test_only_the_template_loader_touches_files() -> None:
@@ -29,6 +30,7 @@ def test_only_the_template_loader_touches_files() -> None:
     names = sorted(p.name for p in (SRC / "sbatch").glob("*.py"))
     assert names == [
         "__init__.py",
+        "allreduce.py",
         "launch.py",
         "render.py",
         "replay_array.py",
