@@ -20,7 +20,10 @@ Defaults (documented in ``docs/user-guide.md``):
 * ``--step-time`` / ``--model-size`` without ``--model``: b_ex = 100 MB/s (≈ 1 GbE) and
   b_in = 1000 MB/s unless ``--bw-ex`` / ``--bw-in`` are given; with ``--model`` those
   flags override the profile's bandwidths;
-* memory sizes are Slurm-style: a bare number is MiB, ``8G`` = 8 GiB.
+* memory sizes are Slurm-style: a bare number is MiB, ``8G`` = 8 GiB;
+* ``--arch ps``; ``--arch allreduce`` has no PS (``--ps`` stays ``auto``, the PS demand is
+  not counted) and starts its ranks with ``--launcher torchrun`` unless ``--launcher srun``
+  (docs/user-guide.md, "Parameter servers or all-reduce").
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from typing import Literal
 
 from .. import ranges
 from ..errors import InputError
-from ..model import Form, JobProfile, JobRequest, Resources
+from ..model import Architecture, Form, JobProfile, JobRequest, Launcher, Resources
+from ..model.allreduce import DEFAULT_LAUNCHER
 from ..model.eligibility import parse_gpu_types
 from ..model.narrowing import NodeFilter
 from ..ranges import OutOfRange, Range, unsafe_in_sbatch_line
@@ -88,6 +92,13 @@ class JobOptions:
         default_factory=NodeFilter
     )  # the nodes the script's #SBATCH lines allow
     gpu_type: frozenset[str] | None = None  # GPU types the workers may use (None: any)
+    arch: Architecture = Architecture.PS
+    launcher: Launcher | None = None  # allreduce only; None: DEFAULT_LAUNCHER
+
+    @property
+    def launch_with(self) -> Launcher:
+        """How the ranks of an allreduce job start (``--launcher``, else torchrun)."""
+        return self.launcher or DEFAULT_LAUNCHER
 
     @property
     def workload(self) -> float:
@@ -242,6 +253,19 @@ def _form(option: str, value: object) -> Form:
         raise _bad(option, value, "is not a placement form", f"choose one of: {valid}") from None
 
 
+def _choice(kind: type[Architecture] | type[Launcher], what: str) -> Converter:
+    """A converter to one of an enum's values (case and spaces ignored)."""
+
+    def convert(option: str, value: object) -> object:
+        try:
+            return kind(str(value).strip().lower())
+        except ValueError:
+            valid = " | ".join(k.value for k in kind)
+            raise _bad(option, value, f"is not {what}", f"write {option} {valid}") from None
+
+    return convert
+
+
 #: The job options' ranges are in :mod:`slurm_mlsched.ranges` (a job beyond them is a typo,
 #: not a request; they keep every number the placement program sees finite).
 MAX_TASKS = int(ranges.TASKS.hi)
@@ -303,6 +327,11 @@ SPECS: tuple[JobOptionSpec, ...] = (
     JobOptionSpec("sbatch", "--sbatch", _sbatch, str,
                   "sbatch options carried to the script: '--qos=high --mail-type=END' "
                   "(over the script's #SBATCH lines)."),
+    JobOptionSpec("arch", "--arch", _choice(Architecture, "an architecture"), str,
+                  "ps | allreduce: parameter servers, or a ring all-reduce (DDP) with no PS "
+                  "(default ps)."),
+    JobOptionSpec("launcher", "--launcher", _choice(Launcher, "a launcher"), str,
+                  "torchrun | srun: how an allreduce job starts its ranks (default torchrun)."),
     JobOptionSpec("policy", "--policy", _text, str, "Placement policy (default yu-rr).",
                   panel="placement"),
     JobOptionSpec("seed", "--seed", _integer(ranges.SEED), int, "Rounding seed (default 0).",
@@ -494,6 +523,7 @@ def to_request(opts: JobOptions, arrival_slot: int, job_id: str | None = None) -
     """
     workers = _require(opts.workers, "--workers")
     batches = _require(opts.batches_per_epoch, "--batches-per-epoch")
+    _check_arch(opts)
     if opts.ps != "auto" and opts.ps > workers:
         raise InputError(
             f"option --ps {opts.ps} asks for more PSs than --workers {workers}",
@@ -501,6 +531,7 @@ def to_request(opts: JobOptions, arrival_slot: int, job_id: str | None = None) -
             context={"option": "--ps", "value": opts.ps},
         )
     profile = profile_of(opts)
+    ring = opts.arch is Architecture.ALLREDUCE
     return JobRequest(
         job_id=job_id or opts.name or "plan",
         arrival_slot=arrival_slot,
@@ -509,9 +540,27 @@ def to_request(opts: JobOptions, arrival_slot: int, job_id: str | None = None) -
         worker=Resources(
             float(opts.gpus_per_worker), float(opts.cpus_per_worker), opts.mem_per_worker
         ),
-        ps=Resources(0.0, float(opts.cpus_per_ps), opts.mem_per_ps),
+        ps=Resources() if ring else Resources(0.0, float(opts.cpus_per_ps), opts.mem_per_ps),
         profile=profile,
-        ps_count=None if opts.ps == "auto" else opts.ps,
+        ps_count=0 if ring else None if opts.ps == "auto" else opts.ps,
         name=opts.name,
         gpu_types=opts.gpu_type,
+        arch=opts.arch,
     )
+
+
+def _check_arch(opts: JobOptions) -> None:
+    """An allreduce job has no PS; ``--launcher`` belongs to allreduce jobs."""
+    if opts.arch is Architecture.ALLREDUCE and opts.ps != "auto":
+        raise InputError(
+            f"option --ps {opts.ps} gives PSs to an --arch allreduce job, which has none",
+            hint="drop --ps (or write --ps auto) for an all-reduce job, or use --arch ps",
+            context={"option": "--ps", "value": opts.ps},
+        )
+    if opts.arch is Architecture.PS and opts.launcher is not None:
+        raise InputError(
+            f"option --launcher {opts.launcher} is for --arch allreduce jobs only",
+            hint="add --arch allreduce, or drop --launcher (a ps job's roles start as mlsub "
+            "renders them)",
+            context={"option": "--launcher", "value": str(opts.launcher)},
+        )

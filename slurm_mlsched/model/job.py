@@ -12,13 +12,18 @@ seconds is ν = Δ / θ mini-batches. Training is asynchronous: progress in a sl
 
 PS sizing in distributed mode (covering): B_ex · S ≥ b_ex · W with S ≤ W and S ≥ 1 when
 W ≥ 1; B_ex defaults to 4 × b_ex, so S ≥ ⌈W / 4⌉. Co-located, one PS suffices (O3).
+
+A job's :class:`Architecture` is ``ps`` (the above) or ``allreduce`` (issue 31: no PS, a
+synchronous ring all-reduce per step; its time model is :mod:`.allreduce`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
+from . import allreduce
 from .resources import Resources
 
 #: MODEL.md §2 (choice): a PS can serve this many times a worker's network bandwidth.
@@ -79,6 +84,13 @@ class JobProfile:
         return self.bw_ex_mbps / self.effective_ps_bw
 
 
+class Architecture(StrEnum):
+    """How a job's workers exchange gradients."""
+
+    PS = "ps"  # parameter servers, asynchronous (MODEL.md §2)
+    ALLREDUCE = "allreduce"  # no PS; synchronous ring all-reduce (docs/formulation.md §18)
+
+
 @dataclass(frozen=True, slots=True)
 class JobRequest:
     """One job: arrival slot a, workload V (mini-batches), at most N workers, demands α, β.
@@ -86,7 +98,8 @@ class JobRequest:
     ``ps_count`` fixes the number of PSs in distributed mode (None = sized by the PS rule,
     ``--ps auto``); co-located mode always uses one PS (MODEL.md O3). ``gpu_types``: the
     GPU types (Slurm GRES types, matched exactly) the job's GPU-using tasks may run on;
-    None = any node (:mod:`.eligibility`).
+    None = any node (:mod:`.eligibility`). ``arch``: an ``allreduce`` job has no PS:
+    ``ps_count`` 0 and a zero PS demand (``ps``), so no policy can count one.
     """
 
     job_id: str
@@ -99,8 +112,10 @@ class JobRequest:
     ps_count: int | None = None
     name: str = ""
     gpu_types: frozenset[str] | None = None
+    arch: Architecture = Architecture.PS
 
     def __post_init__(self) -> None:
+        self._check_arch()
         if self.gpu_types is not None:
             types = frozenset(self.gpu_types)
             if not types or any(not isinstance(t, str) or not t.strip() for t in types):
@@ -113,15 +128,35 @@ class JobRequest:
             raise ValueError(f"max_workers must be >= 1, got {self.max_workers}")
         if not (self.workload > 0 and math.isfinite(self.workload)):
             raise ValueError(f"workload must be a finite number > 0, got {self.workload!r}")
-        if self.ps_count is not None and self.ps_count < 1:
+        if self.arch is Architecture.PS and self.ps_count is not None and self.ps_count < 1:
             raise ValueError(f"ps_count must be >= 1 or None (auto), got {self.ps_count}")
         for label, res in (("worker", self.worker), ("ps", self.ps)):
             if any(x < 0 or not math.isfinite(x) for x in res.as_tuple()):
                 raise ValueError(f"{label} demand must be finite and >= 0, got {res}")
 
+    def _check_arch(self) -> None:
+        arch = Architecture(self.arch)  # a string from a caller: the enum, or ValueError
+        object.__setattr__(self, "arch", arch)
+        if arch is not Architecture.ALLREDUCE:
+            return
+        if self.ps_count != 0:
+            raise ValueError(
+                f"an allreduce job has no parameter server: ps_count must be 0, "
+                f"got {self.ps_count!r}"
+            )
+        if any(x != 0 for x in self.ps.as_tuple()):
+            raise ValueError(
+                f"an allreduce job has no parameter server: ps demand must be 0, got {self.ps}"
+            )
+
+    @property
+    def is_allreduce(self) -> bool:
+        return self.arch is Architecture.ALLREDUCE
+
     def ps_needed(self, workers: int) -> int:
-        """PSs for ``workers`` distributed workers: ⌈W·b_ex/B_ex⌉ (or the fixed count), ≤ W, ≥ 1."""
-        if workers <= 0:
+        """PSs for ``workers`` distributed workers: ⌈W·b_ex/B_ex⌉ (or the fixed count), ≤ W, ≥ 1
+        (0 for an allreduce job)."""
+        if workers <= 0 or self.is_allreduce:
             return 0
         if self.ps_count is not None:
             return self.ps_count
@@ -130,15 +165,20 @@ class JobRequest:
 
     def max_distributed_workers(self) -> int:
         """With a fixed PS count S, the PS rules allow S ≤ W ≤ S·B_ex/b_ex workers."""
-        if self.ps_count is None:
+        if self.ps_count is None or self.is_allreduce:
             return self.max_workers
         cap = math.floor(self.ps_count / self.profile.ps_per_worker + 1e-9)
         return min(self.max_workers, cap)
 
     def min_distributed_workers(self) -> int:
-        return 1 if self.ps_count is None else self.ps_count
+        return 1 if self.ps_count is None or self.is_allreduce else self.ps_count
 
     def shortest_slots(self, slot_seconds: float) -> int:
-        """Fewest slots the job could ever take: N workers co-located from its arrival."""
-        rate = self.max_workers * self.profile.nu_in(slot_seconds)
+        """Fewest slots the job could ever take: N workers co-located from its arrival (an
+        allreduce job: its best rate, :func:`.allreduce.best_rate`, at the default link
+        parameters)."""
+        if self.is_allreduce:
+            rate = allreduce.best_rate(self.max_workers, self.profile, slot_seconds)
+        else:
+            rate = self.max_workers * self.profile.nu_in(slot_seconds)
         return max(1, math.ceil(self.workload / rate - 1e-9))

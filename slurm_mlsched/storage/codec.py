@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..model import (
+    Architecture,
     ClusterSnapshot,
     Decision,
     Form,
@@ -205,6 +206,8 @@ def encode_request(j: JobRequest) -> Json:
     }
     if j.gpu_types is not None:  # only when set: older rows have none (any type)
         out["gpu_types"] = sorted(j.gpu_types)
+    if j.arch is not Architecture.PS:  # only when set: older rows are all ps
+        out["arch"] = j.arch.value
     return out
 
 
@@ -224,6 +227,7 @@ def decode_request(d: Json) -> JobRequest:
             ps_count=None if ps_count is None else _int(m, "ps_count"),
             name=_str(m, "name"),
             gpu_types=None if types is None else _gpu_types(types),
+            arch=Architecture(_str(m, "arch")) if "arch" in m else Architecture.PS,
         )
     except ValueError as exc:
         raise CodecError(f"request: {exc}") from None

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.model import (
+    Architecture,
     ClusterSnapshot,
     Decision,
     Form,
@@ -145,3 +146,19 @@ def test_bad_data_is_a_codec_error(decode, data, needle) -> None:  # type: ignor
 def test_times_keep_their_instant() -> None:
     t = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
     assert codec.decode_time(codec.encode_time(t)) == t
+
+
+def test_an_allreduce_request_keeps_its_architecture_and_a_ps_request_writes_none() -> None:
+    profile = JobProfile(0.449, 102.2, 91.875, 306.5, name="resnet-50")
+    ddp = JobRequest(
+        "ddp", 0, 100.0, 4, Resources(1, 4, 1024), Resources(), profile, ps_count=0,
+        arch=Architecture.ALLREDUCE,
+    )  # fmt: skip
+    encoded = codec.encode_request(ddp)
+    assert encoded["arch"] == "allreduce"
+    assert codec.decode_request(json.loads(json.dumps(encoded))) == ddp
+    ps = JobRequest("ps", 0, 100.0, 4, Resources(1, 4, 1024), Resources(0, 1, 1), profile)
+    assert "arch" not in codec.encode_request(ps)  # older rows and goldens unchanged
+    bad = {**encoded, "arch": "ring"}
+    with pytest.raises(codec.CodecError, match="request"):
+        codec.decode_request(bad)
