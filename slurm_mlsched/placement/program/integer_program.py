@@ -115,7 +115,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import InfeasibleError, InputError, NeverFitsError, SolverError
-from ...model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Mode, SlotPlan
+from ...model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Mode, SlotPlan, speed
 from ...model.decision import merge_runs
 from ..params import PlacementParams
 from .eligibility import BoolArray, allowed, masked
@@ -320,9 +320,19 @@ class _Builder:
         expr = _pulp().LpAffineExpression(terms)
         self.prob.addConstraint(_pulp().LpConstraint(expr, sense, name, rhs))
 
+    def rates(self, job: JobRequest) -> tuple[float, float]:
+        """Per-worker rates (ν_in, ν_ex) of the work row: the time model's
+        (:func:`~...model.speed.worker_rates`: an allreduce job's floors) for the integer
+        program, what no worker beats for the relaxation (lp-bound must stay a bound; an
+        allreduce worker: Δ/τ in both modes)."""
+        if self.relax and job.is_allreduce:
+            top = speed.upper_worker_rate(job, self.slot_seconds)
+            return top, top
+        return speed.worker_rates(job, self.slot_seconds)
+
     def add_job(self, i: int, job: JobRequest, slots: range) -> None:
-        nu_in = job.profile.nu_in(self.slot_seconds) / job.workload
-        nu_ex = job.profile.nu_ex(self.slot_seconds) / job.workload
+        nu_in, nu_ex = self.rates(job)
+        nu_in, nu_ex = nu_in / job.workload, nu_ex / job.workload
         work: list[tuple[LpVar, float]] = []
         done: LpVar | None = None  # share of the work done before slot t (relaxation only)
         ge, eq = _pulp().LpConstraintGE, _pulp().LpConstraintEQ
@@ -657,7 +667,7 @@ def _decision(program: Program, result: ProgramResult, i: int, params: Placement
     job = program.jobs[i]
     delta = program.slot_seconds
     plans = _job_plans(program, result.values, i)
-    plans, work = _trim_excess(job, plans, job.profile.nu_in(delta), job.profile.nu_ex(delta))
+    plans, work = _trim_excess(job, plans, *speed.worker_rates(job, delta))
     if not plans:
         raise SolverError(
             f"the solution runs no worker of job {job.job_id!r}",
@@ -805,7 +815,7 @@ def horizon_floor(jobs: Sequence[JobRequest], snapshot: ClusterSnapshot) -> int:
 
 def _shortest_term(job: JobRequest, t0: int, slot_seconds: float) -> int:
     """A lower bound on the job's completion term: N workers co-located from its start."""
-    rate = job.max_workers * job.profile.nu_in(slot_seconds)
+    rate = speed.upper_rate(job, job.max_workers, slot_seconds)
     run = max(1, math.ceil(job.workload / rate - 1e-6))
     return max(job.arrival_slot, t0) - job.arrival_slot + run
 
@@ -882,7 +892,7 @@ class _Room:
     def fastest(self, job: JobRequest, start: int) -> _Shape | None:
         """The constant shape with fewest slots that fits from ``start`` on, or None."""
         alpha, beta = np.array(job.worker.as_tuple()), np.array(job.ps.as_tuple())
-        nu_in, nu_ex = job.profile.nu_in(self.slot_seconds), job.profile.nu_ex(self.slot_seconds)
+        nu_in, nu_ex = speed.worker_rates(job, self.slot_seconds)
         best: _Shape | None = None
         ok = allowed(job, self.machines)
         for w in range(1, job.max_workers + 1):

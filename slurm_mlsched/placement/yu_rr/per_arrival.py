@@ -35,6 +35,7 @@ from ..params import PlacementParams
 from ..program.highs_lp import highs_version
 from ..program.packing import best_fit, first_fit, fit_counts
 from ..program.residual import Residual
+from ..program.ring import settle
 from . import elastic, nonelastic
 from .arrival import Arrival, prepare, slot_plan, with_candidates
 
@@ -278,7 +279,7 @@ def _decision(
     """``rounding``: the trials drawn, the index of the one kept and why."""
     trials, kept, because = rounding if rounding is not None else ((), None, "")
     work = sum(arr.rate(p.mode) * p.total_workers * p.length for p in plans)
-    return Decision(
+    decision = Decision(
         job_id=arr.job.job_id,
         policy=POLICY,
         form=arr.params.form,
@@ -301,3 +302,4 @@ def _decision(
         kept_trial=kept,
         kept_because=because,
     )
+    return settle(decision, arr.job, arr.res, arr.shape.slot_seconds)
