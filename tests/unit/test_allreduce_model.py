@@ -14,8 +14,8 @@ from slurm_mlsched.model import (
     JobRequest,
     LinkKind,
     Mode,
-    RingKind,
     Resources,
+    RingKind,
     SlotPlan,
 )
 from slurm_mlsched.model.allreduce import (
