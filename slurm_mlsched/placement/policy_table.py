@@ -103,7 +103,7 @@ def settled(fn: ArrivalFn) -> ArrivalFn:
 
     @functools.wraps(fn)
     def arrival(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
-        return settle_on(fn(job, snapshot, params), job, snapshot)
+        return settle_on(fn(job, snapshot, params), job, snapshot, pack=params.allreduce_pack)
 
     return arrival
 

@@ -32,7 +32,8 @@ def _decide(
     params: PlacementParams,
     residual: Residual | None = None,
 ) -> Decision:
-    return settle_on(place_first_fit(job, snapshot, params, POLICY, fcfs=False), job, snapshot)
+    decision = place_first_fit(job, snapshot, params, POLICY, fcfs=False)
+    return settle_on(decision, job, snapshot, pack=params.allreduce_pack)
 
 
 def replan_qssf(

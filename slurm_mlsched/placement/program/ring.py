@@ -7,11 +7,11 @@ decision is **settled** (:func:`settle`), the same for every arrival policy:
 
 1. *no PS*: the PS entries the PS machinery gives a co-located slot (one, of zero demand)
    are dropped;
-2. *pack* (``allreduce_pack = best``): every run that spans several nodes is re-laid with
-   the same worker count on the layout the ring formula makes fastest among those the
-   room over the run's window holds (:func:`best_layout`: fewest nodes and equal counts
-   where the formula prefers them), when that is faster than the layout as placed; the
-   window only shrinks in step 3, so the room stays sufficient;
+2. *pack* (``allreduce_pack = True``, the default): every run that spans several nodes
+   is re-laid with the same worker count on the layout the ring formula makes fastest
+   among those the room over the run's window holds (:func:`best_layout`: fewest nodes
+   and equal counts where the formula prefers them), when that is faster than the layout
+   as placed; the window only shrinks in step 3, so the room stays sufficient;
 3. *time*: the work of each run is its exact rate (:func:`~...model.speed.plan_rate`) ×
    its length; the run in which the work reaches V is cut to the slots it needs and the
    later runs dropped. The exact rate is at least the floor the policy counted, so the
@@ -115,10 +115,15 @@ def settle(
     )
 
 
-def settle_on(decision: Decision, job: JobRequest, snapshot: ClusterSnapshot) -> Decision:
-    """:func:`settle` against the room ``snapshot``'s reservations leave (allreduce only)."""
+def settle_on(
+    decision: Decision, job: JobRequest, snapshot: ClusterSnapshot, pack: bool = True
+) -> Decision:
+    """:func:`settle` against the room ``snapshot``'s reservations leave (allreduce only;
+    ``pack`` False: no re-packing)."""
     if not job.is_allreduce or not decision.slots:
         return decision
+    if not pack:
+        return settle(decision, job, None, snapshot.slot_seconds)
     t0 = min(decision.slots[0].slot, snapshot.now_slot)
     residual = residual_from(snapshot, t0).for_job(job)
     return settle(decision, job, residual, snapshot.slot_seconds)

@@ -302,4 +302,5 @@ def _decision(
         kept_trial=kept,
         kept_because=because,
     )
-    return settle(decision, arr.job, arr.res, arr.shape.slot_seconds)
+    room = arr.res if arr.params.allreduce_pack else None
+    return settle(decision, arr.job, room, arr.shape.slot_seconds)
