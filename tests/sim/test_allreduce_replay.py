@@ -99,8 +99,9 @@ def test_every_policy_keeps_capacity_work_and_no_ps_for_allreduce(
     assert bound.value is not None
     utilities = draw_utilities((j.job_id for j in admitted), 0)
     kinds = {j.job_id: j.request.arch for j in admitted}
-    for policy in policy_names():
-        params = PlacementParams(binding=binding, restart_s=30.0)  # type: ignore[arg-type]
+    runs = [(p, False) for p in policy_names()] + [("yu-rr", True)]  # and with preemption
+    for policy, preempt in runs:
+        params = PlacementParams(binding=binding, restart_s=30.0, preempt=preempt)  # type: ignore[arg-type]
         result = simulate(admitted, cluster, policy, params)
         assert capacity_violations(result) == [], policy
         assert decision_problems(result) == [], policy

@@ -93,8 +93,8 @@ def test_the_default_cpus_hold_two_workers_a_node(example: ClusterSnapshot) -> N
 
 def test_exact_is_the_optimum_of_the_linear_floors_only(example: ClusterSnapshot) -> None:
     # `exact` solves the integer program at the per-worker floors (docs/formulation.md
-    # §18): on one node the floor is N = 8 workers' rate, far above the several-node
-    # floor, so it runs on single nodes; valid, and no faster than the best layout
+    # §18.2), elastic, then its runs are re-laid and timed by the formula: valid, no PS,
+    # and never earlier than the best constant layout (nothing beats it on an empty cluster)
     job = ddp(INCEPTION)
     slots, _ = best_by_enumeration(job, per_node=4, nodes=4)
     d = place(job, example, "exact", PlacementParams(time_limit_s=30.0))

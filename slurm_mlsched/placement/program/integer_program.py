@@ -419,6 +419,8 @@ class _Builder:
         ss = [(s, 1.0) for s in sds]
         self.row(f"linkwd_{i}_{t}", [*ws, (v, -dist_cap)], le, 0.0)  # (4)
         self.row(f"linksd_{i}_{t}", [*ss, (v, -n)], le, 0.0)  # (4)
+        if job.is_allreduce:  # no PS: the PS rows (7)-(9) do not apply (formulation §18.2)
+            return
         rho = job.profile.ps_per_worker
         self.row(f"pscov_{i}_{t}", ss + [(w, -rho) for w in wds], ge, 0.0)  # (7)
         self.row(f"pscap_{i}_{t}", ss + [(w, -1.0) for w in wds], le, 0.0)  # (8)
@@ -922,6 +924,8 @@ def _finish(placed: tuple[int, _Shape]) -> int:
 
 def _distributed_ps(job: JobRequest, workers: int) -> int | None:
     """PSs of a distributed shape satisfying (7), (8), (9), or None if there is none."""
+    if job.is_allreduce:
+        return 0
     rho = job.profile.ps_per_worker
     s = job.ps_count if job.ps_count is not None else max(1, math.ceil(workers * rho - _EPS))
     if s > workers or s < workers * rho - _EPS:

@@ -111,6 +111,8 @@ def fastest_rate(job: JobRequest, capacity: FloatArray, slot_seconds: float) -> 
     ok = (beside >= -1e-9).all(axis=1)
     colo = int(np.where(ok, fit_counts(beside, alpha), 0).max(initial=0))
     dist = int(min(job.max_distributed_workers(), fit_counts(capacity, alpha).sum()))
+    if job.is_allreduce:  # the formula's best over the widths the machines hold (§18.2)
+        return speed.upper_rate(job, max(min(colo, job.max_workers), dist), slot_seconds)
     nu_in, nu_ex = speed.worker_rates(job, slot_seconds)
     rate_ex = dist * nu_ex if dist >= job.min_distributed_workers() else 0
     return max(min(colo, job.max_workers) * nu_in, float(rate_ex))
