@@ -9,12 +9,15 @@ the test checks it again)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.model import (
     Architecture,
     ClusterSnapshot,
+    Form,
     JobProfile,
     JobRequest,
     Machine,
@@ -22,6 +25,7 @@ from slurm_mlsched.model import (
 )
 from slurm_mlsched.model.speed import worker_rates
 from slurm_mlsched.placement import PlacementParams, policy_names
+from slurm_mlsched.placement.params import Binding
 from slurm_mlsched.sim import (
     SimJob,
     admit,
@@ -86,7 +90,7 @@ def mixed_replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
     return cluster, sim_jobs(entries, DELTA)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mixed_replays(), st.sampled_from(["early", "late"]))
 def test_every_policy_keeps_capacity_work_and_no_ps_for_allreduce(
     case: tuple[ClusterSnapshot, list[SimJob]], binding: str
@@ -99,9 +103,14 @@ def test_every_policy_keeps_capacity_work_and_no_ps_for_allreduce(
     assert bound.value is not None
     utilities = draw_utilities((j.job_id for j in admitted), 0)
     kinds = {j.job_id: j.request.arch for j in admitted}
-    runs = [(p, False) for p in policy_names()] + [("yu-rr", True)]  # and with preemption
-    for policy, preempt in runs:
-        params = PlacementParams(binding=binding, restart_s=30.0, preempt=preempt)  # type: ignore[arg-type]
+    base = PlacementParams(binding=Binding(binding), restart_s=30.0)
+    runs = [(p, base) for p in policy_names()]
+    runs += [
+        ("yu-rr", replace(base, preempt=True)),  # checkpoint-restart preemption
+        ("yu-rr", replace(base, form=Form.ELASTIC)),  # the elastic form (early binding)
+        ("yu-rr", replace(base, allreduce_pack=False)),  # each policy's own layout
+    ]
+    for policy, params in runs:
         result = simulate(admitted, cluster, policy, params)
         assert capacity_violations(result) == [], policy
         assert decision_problems(result) == [], policy
