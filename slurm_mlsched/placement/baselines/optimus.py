@@ -50,13 +50,16 @@ Theta = tuple[float, float, float, float]
 _FLOOR = 1e-12
 
 
-def speed(theta: Theta, ps: int, workers: int) -> float:
-    """f(p, w) in mini-batches per second (0 without workers or PSs)."""
+def speed(theta: Theta, ps: int, workers: int, allreduce: bool = False) -> float:
+    """f(p, w) in mini-batches per second (0 without workers, or without PSs for a ps job;
+    an allreduce job: w / (θ0 + θ2·w), no PS terms)."""
     t0, t1, t2, t3 = theta
     if workers <= 0:
         return 0.0
-    if ps <= 0:  # an allreduce job's model has no PS terms (θ1 = θ3 = 0)
-        return 0.0 if t1 or t3 else workers / max(t0 + t2 * workers, _FLOOR)
+    if allreduce:
+        return workers / max(t0 + t2 * workers, _FLOOR)
+    if ps <= 0:
+        return 0.0
     return workers / max(t0 + t1 * workers / ps + t2 * workers + t3 * ps, _FLOOR)
 
 
@@ -128,7 +131,7 @@ class _Job:
         self.ps = ps
 
     def time_left(self, ps: int, workers: int) -> float:
-        f = speed(self.theta, ps, workers)
+        f = speed(self.theta, ps, workers, self.request.is_allreduce)
         return self.remaining / f if f > 0 else float("inf")
 
     def worker_task(self) -> tuple[int, int, FloatArray] | None:
