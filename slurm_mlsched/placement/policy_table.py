@@ -103,7 +103,10 @@ def settled(fn: ArrivalFn) -> ArrivalFn:
 
     @functools.wraps(fn)
     def arrival(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
-        return settle_on(fn(job, snapshot, params), job, snapshot, pack=params.allreduce_pack)
+        decision = fn(job, snapshot, params)
+        return settle_on(
+            decision, job, snapshot, pack=params.allreduce_pack, shrink=params.allreduce_shrink
+        )
 
     return arrival
 
@@ -125,7 +128,9 @@ def settled_queue(fn: QueueFn) -> QueueFn:
         if not any(jobs[d.job_id].is_allreduce for d in step.started if d.job_id in jobs):
             return step
         started = tuple(
-            settle(d, jobs[d.job_id], None, snapshot.slot_seconds) if d.job_id in jobs else d
+            settle(d, jobs[d.job_id], None, snapshot.slot_seconds, params.allreduce_shrink)
+            if d.job_id in jobs
+            else d
             for d in step.started
         )
         return replace(step, started=started)

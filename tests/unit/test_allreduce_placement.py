@@ -101,3 +101,23 @@ def test_exact_is_the_optimum_of_the_linear_floors_only(example: ClusterSnapshot
     assert check_decision(d, job, example) == []
     assert all(p.total_ps == 0 for p in d.slots)
     assert d.end_slot >= slots - 1
+
+
+VGG = JobProfile(0.535, 553.4, 233.0, 427.75, name="vgg-16")
+
+
+@pytest.mark.parametrize("policy", ["yu-rr", "fifo-ff", "fifo-bf"])
+def test_a_heavy_model_runs_on_fewer_workers_when_that_is_faster(
+    example: ClusterSnapshot, policy: str
+) -> None:
+    # vgg-16, 4 workers on one node: T = 0.535 + 2·(3/4)·553.4/427.75 + 6α = 2.4759 s,
+    # 4·600/2.4759 = 969.3 a slot; one worker: 600/0.535 = 1121.5 (allreduce_shrink)
+    job = ddp(VGG, workers=4)
+    slots, best = best_by_enumeration(job, per_node=4, nodes=4)
+    assert best == (1,)
+    d = place(job, example, policy, PlacementParams())
+    assert check_decision(d, job, example) == []
+    assert [layout(p.workers) for p in d.slots] == [(1,)] and d.end_slot == slots - 1
+    kept = place(job, example, policy, PlacementParams(allreduce_shrink=False))
+    assert check_decision(kept, job, example) == []
+    assert kept.end_slot > d.end_slot  # every worker kept: slower

@@ -33,7 +33,9 @@ def _decide(
     residual: Residual | None = None,
 ) -> Decision:
     decision = place_first_fit(job, snapshot, params, POLICY, fcfs=False)
-    return settle_on(decision, job, snapshot, pack=params.allreduce_pack)
+    return settle_on(
+        decision, job, snapshot, pack=params.allreduce_pack, shrink=params.allreduce_shrink
+    )
 
 
 def replan_qssf(
