@@ -10,7 +10,9 @@ target for `yu-rr`: avg JCT ≤ max(0.90 × the best of optimus, drf, tiresias, 
 fifo-bf; 1.05 × bound). Nothing is set per trace.
 
 Until the replay service has an option for it, the reading is applied here to the jobs
-``services.replay.prepare_jobs`` admits (no services code changes).
+``services.replay.prepare_jobs`` admits (no services code changes). Every schedule is
+checked (``sim.check``: capacity, work at the real rates, no PS for allreduce) before its
+figures are kept.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from slurm_mlsched.sim import (
     lower_bound,
     simulate,
 )
+from slurm_mlsched.sim.check import capacity_violations, decision_problems
 
 from .run import machine_facts
 from .sections import write_section
@@ -83,6 +86,9 @@ def run(w: Workload, reading: str) -> dict[str, Any]:
     for policy in POLICIES:
         began = time.perf_counter()
         result = simulate(jobs, cluster, policy, PlacementParams())
+        problems = capacity_violations(result) + decision_problems(result)
+        if problems:  # no figure from an infeasible schedule
+            raise RuntimeError(f"{w.label} {reading} {policy}: {problems[:3]}")
         m = compute_metrics(result, utilities, bound.value)
         rows[policy] = {
             "avg_jct_s": m.avg_jct_s,
