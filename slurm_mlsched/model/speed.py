@@ -29,7 +29,10 @@ def worker_rates(job: JobRequest, slot_seconds: float) -> tuple[float, float]:
 
 
 def worker_thetas(job: JobRequest, slot_seconds: float) -> tuple[float, float]:
-    """(θ_in, θ_ex): seconds per mini-batch per worker at :func:`worker_rates`."""
+    """(θ_in, θ_ex): seconds per mini-batch per worker at :func:`worker_rates` (a ``ps``
+    job: the profile's own θ_in, θ_ex, exactly)."""
+    if not job.is_allreduce:
+        return job.profile.theta_in, job.profile.theta_ex
     nu_in, nu_ex = worker_rates(job, slot_seconds)
     return slot_seconds / nu_in, slot_seconds / nu_ex
 
