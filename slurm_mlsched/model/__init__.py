@@ -1,6 +1,6 @@
 """Pure model types: cluster snapshot, job request, decision (MODEL.md §1–2)."""
 
-from .allreduce import AllreduceParams, Launcher, LinkKind
+from .allreduce import AllreduceParams, Launcher, LinkKind, RingKind
 from .cluster import ClusterSnapshot, Machine, Reservation
 from .decision import Decision, Form, Mode, NodeCount, Role, RoundingTrial, SlotPlan, TrialRule
 from .eligibility import eligible_nodes, gpu_mask, restricts, type_allowed
@@ -24,6 +24,7 @@ __all__ = [
     "NodeCount",
     "Reservation",
     "Resources",
+    "RingKind",
     "Role",
     "RoundingTrial",
     "SlotPlan",

@@ -1,34 +1,40 @@
 r"""Ring all-reduce jobs (issue 31): the time of one synchronous data-parallel step (pure).
 
 An ``allreduce`` job has no parameter server. Its n workers (ranks) compute a mini-batch
-each, then sum their gradients with the bandwidth-optimal ring all-reduce (Patarasuk and
-Yuan, "Bandwidth optimal all-reduce algorithms for clusters of workstations", JPDC 69(2),
-2009; Thakur, Rabenseifner and Gropp, "Optimization of collective communication operations
-in MPICH", IJHPCA 19(1), 2005): a reduce-scatter and an all-gather of n − 1 steps each,
-every step sending M / n bytes over every ring link at once. For a layout of g_j workers on
-node j (k nodes, n = Σ g_j):
+each, then sum their gradients with a ring all-reduce. For a layout of g_j workers on node
+j (k nodes, n = Σ g_j, g = max_j g_j), two readings (``AllreduceParams.ring``):
 
-    t_allreduce = 2 (n − 1)/n · M / B_min + 2 (n − 1) · α
-    T_step      = τ + t_allreduce
-    rate        = n · Δ / T_step          (mini-batches per slot of Δ seconds)
+* **hierarchical** (the default; the two-level ring of NCCL and Horovod: Jia et al. 2018,
+  "Highly Scalable Deep Learning Training System with Mixed-Precision: Training ImageNet
+  in Four Minutes", arXiv:1807.11205; Sergeev and Del Balso 2018, "Horovod: fast and easy
+  distributed deep learning in TensorFlow", arXiv:1802.05799): a reduce-scatter inside
+  every node, a ring all-reduce of each shard across the k nodes, an all-gather inside
+  every node. Each phase is the bandwidth-optimal ring of Patarasuk and Yuan (JPDC 69(2),
+  2009) over its own links, and the node with the most ranks finishes its intra-node
+  phases last:
 
-with M the gradient size (= the model size g of the profile, MB), τ the compute time of one
-mini-batch on one worker, α the latency of one ring step, and B_min the slowest link the
-ring uses: the node's GPU interconnect (intra-node) between two ranks of one node, the
-network between nodes. The ring visits the nodes in order, so it crosses each node
-boundary twice (once in, once out) whatever the g_j: a node's network link carries one
-flow each way and is not shared by the node's ranks. Hence B_min is
+      t_allreduce = 2 (g − 1)/g · M / B_intra + 2 (k − 1)/k · M / B_net
+                    + 2 (g − 1 + k − 1) · α
 
-* no link at all for n = 1 (t_allreduce = 0);
-* the intra-node bandwidth for k = 1;
-* the network bandwidth for k > 1 when every node has one rank; the smaller of the two
-  when some node also has two or more.
+* **flat**: one ring through all n ranks, every step bound by the slowest link it uses
+  (the network for k > 1, the intra-node bus for k = 1):
+
+      t_allreduce = 2 (n − 1)/n · M / B_min + 2 (n − 1) · α
+
+Both agree for k = 1 and for one rank per node. Then
+
+    T_step = τ + t_allreduce,        rate = n · Δ / T_step   (mini-batches per slot)
+
+with M the gradient size (= the profile's model size g, MB), τ the compute time of one
+mini-batch on one worker, α the latency of one ring step. For fixed n and k the
+hierarchical time grows with g, so equal per-node counts are best; with equal counts
+(g = n/k) and α = 0, k₁ < k₂ nodes beat k₂ exactly when B_intra / B_net > k₁·k₂ / n
+(docs/formulation.md §18).
 
 The rate is in the PS model's units (MODEL.md §2: mini-batches, summed over workers), so
 the same workload V serves both architectures. Bandwidths default to the job profile's own
 measured figures (``b_in`` = :attr:`JobProfile.effective_bw_in`, ``b_ex``), so that a
-calibrated profile (``model/calibration.py``) calibrates the ring too; docs/formulation.md
-§18 has the defaults, the assumptions and hand-computed values.
+calibrated profile (``model/calibration.py``) calibrates the ring too.
 """
 
 from __future__ import annotations
@@ -37,11 +43,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import Protocol
 
-if TYPE_CHECKING:  # only attributes are read: no import cycle with .job
-    from .decision import SlotPlan
-    from .job import JobProfile
+from .profile import JobProfile
 
 #: α: seconds of latency per ring step (docs/formulation.md §18, a **choice**: about one
 #: small-message round over TCP on a data-centre network).
@@ -62,6 +67,20 @@ class Launcher(StrEnum):
 DEFAULT_LAUNCHER = Launcher.TORCHRUN
 
 
+class RingKind(StrEnum):
+    """Which all-reduce the time model reads (module docstring)."""
+
+    HIERARCHICAL = "hierarchical"  # intra-node reduce-scatter, inter-node ring, all-gather
+    FLAT = "flat"  # one ring through every rank, bound by its slowest link
+
+
+class _HasWorkers(Protocol):
+    """What :func:`layout_of` reads of a slot plan (no import of :mod:`.decision`)."""
+
+    @property
+    def workers(self) -> tuple[tuple[str, int], ...]: ...
+
+
 class LinkKind(StrEnum):
     """The kind of the slowest link a ring uses."""
 
@@ -79,6 +98,7 @@ class AllreduceParams:
     intra_node_mbps: float | None = None
     network_mbps: float | None = None
     latency_s: float = DEFAULT_LATENCY_S
+    ring: RingKind = RingKind.HIERARCHICAL
 
     def __post_init__(self) -> None:
         for label, value in (("intra-node", self.intra_node_mbps), ("network", self.network_mbps)):
@@ -107,7 +127,7 @@ def checked_layout(layout: Sequence[int]) -> Layout:
     return counts
 
 
-def layout_of(plan: SlotPlan) -> Layout:
+def layout_of(plan: _HasWorkers) -> Layout:
     """The layout of a slot plan: its per-node worker counts, in the plan's node order."""
     return checked_layout([count for _, count in plan.workers if count > 0])
 
@@ -132,12 +152,22 @@ def slowest_link(
 def allreduce_seconds(
     layout: Sequence[int], profile: JobProfile, params: AllreduceParams = DEFAULT_PARAMS
 ) -> float:
-    """t_allreduce = 2 (n − 1)/n · M / B_min + 2 (n − 1) · α (0 for one worker)."""
-    n = sum(checked_layout(layout))
-    _, bandwidth = slowest_link(layout, profile, params)
-    if bandwidth is None:
+    """t_allreduce of the layout (module docstring; 0 for one worker): hierarchical,
+    2(g − 1)/g · M/B_intra + 2(k − 1)/k · M/B_net + 2(g − 1 + k − 1)·α, or flat,
+    2(n − 1)/n · M/B_min + 2(n − 1)·α."""
+    counts = checked_layout(layout)
+    n = sum(counts)
+    if n == 1:
         return 0.0
-    return 2.0 * (n - 1) / n * profile.model_size_mb / bandwidth + 2.0 * (n - 1) * params.latency_s
+    m = profile.model_size_mb
+    if params.ring is RingKind.FLAT:
+        _, bandwidth = slowest_link(counts, profile, params)
+        assert bandwidth is not None  # n ≥ 2: some link
+        return 2.0 * (n - 1) / n * m / bandwidth + 2.0 * (n - 1) * params.latency_s
+    g, k = max(counts), len(counts)
+    intra = 2.0 * (g - 1) / g * m / params.intra_node(profile)
+    inter = 2.0 * (k - 1) / k * m / params.network(profile)
+    return intra + inter + 2.0 * (g - 1 + k - 1) * params.latency_s
 
 
 def step_seconds(
@@ -163,19 +193,65 @@ def best_rate(
     slot_seconds: float,
     params: AllreduceParams = DEFAULT_PARAMS,
 ) -> float:
-    """The highest rate of any layout of 1 … ``max_workers`` workers (a bound: the workers
-    on one node, at the faster of the two bandwidths, whether or not a node holds them).
+    """An upper bound on the rate of every layout of 1 … ``max_workers`` workers, on any
+    nodes (exact when α = 0 and B_intra ≥ B_net: the n workers on one node).
 
-    With c = 2M/B and a = 2α, n ↦ n / (τ + c(n − 1)/n + a(n − 1)) has derivative of the sign
-    of (τ + c − a)·n − 2c: it falls and then rises (or only falls), so its maximum over
-    1 … N is at n = 1 or n = N."""
+    A layout of n workers with g on its fullest node and k nodes has g·k ≥ n, so
+    (1 − 1/g) + (1 − 1/k) ≥ 1 − 1/(g·k) ≥ 1 − 1/n and g + k ≥ ⌈2√n⌉ (the least g + k with
+    g·k ≥ n): hierarchical, T_step ≥ τ + 2(1 − 1/n)·M/B_fast + 2(⌈2√n⌉ − 2)·α with B_fast
+    the faster of the two links; flat, T_step ≥ τ + 2(1 − 1/n)·M/B_fast + 2(n − 1)·α. The
+    bound is the best n·Δ/T_step of that over n = 1 … ``max_workers``."""
     if max_workers < 1:
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
-    fastest = AllreduceParams(
-        intra_node_mbps=max(params.intra_node(profile), params.network(profile)),
-        latency_s=params.latency_s,
-    )
-    return max(rate((n,), profile, slot_seconds, fastest) for n in {1, max_workers})
+    return _best_rate(max_workers, profile, slot_seconds, params)
+
+
+@lru_cache(maxsize=4096)
+def _best_rate(
+    max_workers: int, profile: JobProfile, slot_seconds: float, params: AllreduceParams
+) -> float:
+    fast = max(params.intra_node(profile), params.network(profile))
+    m, alpha = profile.model_size_mb, params.latency_s
+    best = 0.0
+    for n in range(1, max_workers + 1):
+        steps = n - 1 if params.ring is RingKind.FLAT else math.ceil(2 * math.sqrt(n) - 1e-9) - 2
+        t = profile.step_time_s + 2.0 * (n - 1) / n * m / fast + 2.0 * steps * alpha
+        best = max(best, n * slot_seconds / t)
+    return best
+
+
+def worker_rate_floors(
+    max_workers: int,
+    profile: JobProfile,
+    slot_seconds: float,
+    params: AllreduceParams = DEFAULT_PARAMS,
+) -> tuple[float, float]:
+    """(ν_in, ν_ex): the lowest per-worker rate of any layout of at most ``max_workers``
+    workers on one node, and on two or more nodes (ν_ex ≤ ν_in). A layout of n workers
+    runs at least n·ν of its kind, so a linear program that counts workers at these
+    rates never promises work the exact formula does not give (docs/formulation.md §18).
+
+    One node: T_step grows with n, so the floor is n = N's. Several nodes: a layout with g
+    on its fullest node spans k ≤ N − g + 1 nodes (one worker at least on each other
+    node), and T_step grows with g and with k, so the floor is the largest T_step over
+    g = 1 … N − 1 at k = N − g + 1."""
+    if max_workers < 1:
+        raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+    return _floors(max_workers, profile, slot_seconds, params)
+
+
+@lru_cache(maxsize=4096)
+def _floors(
+    max_workers: int, profile: JobProfile, slot_seconds: float, params: AllreduceParams
+) -> tuple[float, float]:
+    n = max_workers
+    nu_in = slot_seconds / step_seconds((n,), profile, params)
+    if n == 1:
+        return nu_in, nu_in
+    worst = max(
+        step_seconds((g,) + (1,) * (n - g), profile, params) for g in range(1, n)
+    )  # g on one node, one on each of the N − g others: k = N − g + 1
+    return nu_in, min(nu_in, slot_seconds / worst)
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,6 +149,17 @@ class PlacementParams:
     realloc_keep_placement: bool = True
     """optimus, drf: a job whose counts do not change at an event keeps its machines (no
     migration); False re-places every job at every event."""
+    allreduce_pack: bool = True
+    """allreduce jobs (docs/formulation.md §18): a run a policy lays over several nodes is
+    re-laid, same worker count, on the layout the ring formula makes fastest among those
+    the room holds (fewest nodes, equal counts where the formula prefers them), when that
+    is faster. False keeps each policy's own layout (still timed by the formula). The
+    re-allocating policies lay an allreduce job's ring that way in any case."""
+    allreduce_shrink: bool = True
+    """allreduce jobs (docs/formulation.md §18.3): a run keeps, within its own nodes and
+    counts, the fewer workers the ring formula makes faster, when fewer are faster (the
+    linear programs count every worker as adding work; a heavy model's all-reduce can cost
+    more than a worker adds). False keeps every worker the policy placed."""
 
     def with_seed(self, seed: int) -> PlacementParams:
         """A copy with another seed. The replay engine calls this once per job, so it

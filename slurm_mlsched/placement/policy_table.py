@@ -25,11 +25,12 @@ queue form (``binding: late``, the replay default); ``qssf`` has only the queue 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from ..model import ClusterSnapshot, JobRequest
+from ..model import ClusterSnapshot, Decision, JobRequest
 from .baselines.drf import reallocate_drf
 from .baselines.fifo import place_fifo_bf, place_fifo_ff
 from .baselines.oasis import VARIANT_POLICIES
@@ -40,6 +41,7 @@ from .baselines.reallocation import Allocation, RunningJob
 from .baselines.tiresias import next_demotion, reallocate_tiresias
 from .params import ArrivalFn, PlacementParams
 from .program.integer_program import exact_policy
+from .program.ring import settle, settle_on
 from .yu_rr.joint import replan_yu_rr
 from .yu_rr.late_binding import PendingJob, QueueStep
 from .yu_rr.per_arrival import place_yu_rr
@@ -94,19 +96,61 @@ class PolicyRow:
     wakeup: WakeupFn | None = None
 
 
+def settled(fn: ArrivalFn) -> ArrivalFn:
+    """``fn`` with its allreduce decisions settled against the snapshot's room
+    (:func:`.program.ring.settle_on`: no PS, the fastest ring layout, the formula's end);
+    a ``ps`` job's decision unchanged."""
+
+    @functools.wraps(fn)
+    def arrival(job: JobRequest, snapshot: ClusterSnapshot, params: PlacementParams) -> Decision:
+        decision = fn(job, snapshot, params)
+        return settle_on(
+            decision, job, snapshot, pack=params.allreduce_pack, shrink=params.allreduce_shrink
+        )
+
+    return arrival
+
+
+def settled_queue(fn: QueueFn) -> QueueFn:
+    """``fn`` with the allreduce decisions that start now timed by the formula
+    (:func:`.program.ring.settle` without re-packing: the per-job decisions of a re-plan
+    pack against the re-plan's own room, :mod:`.yu_rr.per_arrival`, :mod:`.baselines.qssf`)."""
+
+    @functools.wraps(fn)
+    def queue(
+        pending: tuple[PendingJob, ...],
+        snapshot: ClusterSnapshot,
+        params: PlacementParams,
+        recent: Sequence[JobRequest] = (),
+    ) -> QueueStep:
+        step = fn(pending, snapshot, params, recent)
+        jobs = {p.request.job_id: p.request for p in pending}
+        if not any(jobs[d.job_id].is_allreduce for d in step.started if d.job_id in jobs):
+            return step
+        started = tuple(
+            settle(d, jobs[d.job_id], None, snapshot.slot_seconds, params.allreduce_shrink)
+            if d.job_id in jobs
+            else d
+            for d in step.started
+        )
+        return replace(step, started=started)
+
+    return queue
+
+
 #: The table, in the order ``mlsub policies`` documents them: the paper's algorithm and its
 #: offline reference, then the baselines of MODEL.md §6.
 POLICIES: tuple[PolicyRow, ...] = (
-    PolicyRow("yu-rr", Kind.ARRIVAL, Runs.LIVE, place_yu_rr),
-    PolicyRow("yu-rr", Kind.QUEUE, Runs.LIVE, replan_yu_rr),
-    PolicyRow("exact", Kind.ARRIVAL, Runs.LIVE, exact_policy),
-    PolicyRow("fifo-ff", Kind.ARRIVAL, Runs.LIVE, place_fifo_ff),
-    PolicyRow("fifo-bf", Kind.ARRIVAL, Runs.LIVE, place_fifo_bf),
+    PolicyRow("yu-rr", Kind.ARRIVAL, Runs.LIVE, settled(place_yu_rr)),
+    PolicyRow("yu-rr", Kind.QUEUE, Runs.LIVE, settled_queue(replan_yu_rr)),
+    PolicyRow("exact", Kind.ARRIVAL, Runs.LIVE, settled(exact_policy)),
+    PolicyRow("fifo-ff", Kind.ARRIVAL, Runs.LIVE, settled(place_fifo_ff)),
+    PolicyRow("fifo-bf", Kind.ARRIVAL, Runs.LIVE, settled(place_fifo_bf)),
     *(
-        PolicyRow(name, Kind.ARRIVAL, Runs.LIVE, fn, prepare=prepare_oasis)
+        PolicyRow(name, Kind.ARRIVAL, Runs.LIVE, settled(fn), prepare=prepare_oasis)
         for name, fn in VARIANT_POLICIES.items()
     ),
-    PolicyRow("qssf", Kind.QUEUE, Runs.REPLAY, replan_qssf),
+    PolicyRow("qssf", Kind.QUEUE, Runs.REPLAY, settled_queue(replan_qssf)),
     PolicyRow("optimus", Kind.REALLOCATING, Runs.REPLAY, reallocate_optimus),
     PolicyRow("drf", Kind.REALLOCATING, Runs.REPLAY, reallocate_drf),
     PolicyRow(

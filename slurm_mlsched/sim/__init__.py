@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .cluster import node_grid, parse_nodes_spec
     from .engine import Unplaceable, admit, simulate
-    from .jobs import SimJob, arrival_slot, sim_jobs
+    from .jobs import SimJob, arrival_slot, as_allreduce, sim_jobs
     from .metrics import (
         SUMMARY_KEYS,
         LowerBound,
@@ -36,6 +36,7 @@ _WHERE = {
     "simulate": "engine",
     "SimJob": "jobs",
     "arrival_slot": "jobs",
+    "as_allreduce": "jobs",
     "sim_jobs": "jobs",
     "SUMMARY_KEYS": "metrics",
     "LowerBound": "metrics",
@@ -104,6 +105,7 @@ __all__ = [
     "Utility",
     "admit",
     "arrival_slot",
+    "as_allreduce",
     "compute_metrics",
     "draw_utilities",
     "draw_utility",

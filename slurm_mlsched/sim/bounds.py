@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from ..errors import BelowBoundError
 from ..model import ClusterSnapshot, JobRequest
+from ..model.speed import upper_rate, upper_worker_rate
 from ..placement.program.packing import fit_counts
 
 FloatArray = npt.NDArray[np.float64]
@@ -76,10 +77,13 @@ def widths(job: JobRequest, capacity: FloatArray) -> Widths:
 
 def fewest_slots(job: JobRequest, w: Widths, slot_seconds: float) -> int:
     """d_i = ⌈V / max(w_c·ν_in, w_d·ν_ex)⌉ ≥ 1, rounded up with :data:`SLACK`."""
-    rate = max(
-        w.colocated * job.profile.nu_in(slot_seconds),
-        w.distributed * job.profile.nu_ex(slot_seconds),
-    )
+    if job.is_allreduce:  # no layout of at most max(w_c, w_d) workers is faster
+        rate = upper_rate(job, max(w.colocated, w.distributed), slot_seconds)
+    else:
+        rate = max(
+            w.colocated * job.profile.nu_in(slot_seconds),
+            w.distributed * job.profile.nu_ex(slot_seconds),
+        )
     if rate <= 0:  # never runs on this cluster (not admitted): the weakest true bound
         return 1
     runs = job.workload / rate
@@ -90,6 +94,11 @@ def cost_per_batch(job: JobRequest, w: Widths, slot_seconds: float) -> tuple[flo
     """c_i^r: the least of resource r held per mini-batch trained, over the modes the job
     can run in (module docstring), per r in (gpu, cpu, mem)."""
     alpha, beta = job.worker.as_tuple(), job.ps.as_tuple()
+    if job.is_allreduce:  # no PS; a worker trains at most Δ/τ per slot in any layout
+        if max(w.colocated, w.distributed) < 1:
+            return (0.0, 0.0, 0.0)
+        nu = upper_worker_rate(job, slot_seconds)
+        return tuple(a / nu for a in alpha)
     options: list[tuple[float, ...]] = []
     if w.colocated >= 1:
         nu = job.profile.nu_in(slot_seconds)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from ..model import JobRequest
+from ..model import Architecture, JobRequest, Resources
 
 
 @dataclass(frozen=True)
@@ -48,3 +48,24 @@ def sim_jobs(entries: Iterable[tuple[JobRequest, float]], slot_seconds: float) -
         dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
         raise ValueError(f"job ids must be distinct, repeated: {dup}")
     return sorted(out, key=lambda j: (j.submit_s, j.job_id))
+
+
+#: A job reads as allreduce under :func:`as_allreduce` from this many GPUs in all.
+ALLREDUCE_FROM_GPUS = 2
+
+
+def as_allreduce(
+    jobs: Iterable[SimJob], from_gpus: int = ALLREDUCE_FROM_GPUS
+) -> tuple[SimJob, ...]:
+    """The all-reduce reading of a replay (issue 31): every job of at least ``from_gpus``
+    GPUs in all (N × its worker's GPUs) becomes an ``allreduce`` job — no PS, ``ps_count``
+    0, the same workers, workload and submit time; the others are unchanged. Traces say
+    how many GPUs a job had, not how it exchanged gradients, so this is a reading, not
+    data (docs/formulation.md §18)."""
+    out = []
+    for job in jobs:
+        r = job.request
+        if not r.is_allreduce and r.max_workers * r.worker.gpu >= from_gpus:
+            r = replace(r, ps=Resources(), ps_count=0, arch=Architecture.ALLREDUCE)
+        out.append(SimJob(r, job.submit_s))
+    return tuple(out)

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model import ClusterSnapshot, JobRequest
+from ..model.speed import worker_thetas
 
 #: The offered loads ``--load`` accepts (a target outside makes no sense as a replay).
 MIN_LOAD = 0.01
@@ -46,7 +47,7 @@ class Rescaled:
 
 def job_work(job: JobRequest) -> tuple[float, ...]:
     """w_i^r for every resource r: V_i · α_i[r] · θ_in,i (module docstring)."""
-    theta = job.profile.theta_in
+    theta = worker_thetas(job, 1.0)[0]
     return tuple(job.workload * a * theta for a in job.worker.as_tuple())
 
 

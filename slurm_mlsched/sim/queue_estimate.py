@@ -67,6 +67,7 @@ from datetime import datetime
 import numpy as np
 
 from ..model import ClusterSnapshot, Decision, JobRequest
+from ..model.speed import upper_worker_rate
 from ..placement.params import PlacementParams
 from ..placement.program.packing import EPS, fit_counts
 from ..placement.program.residual import FloatArray, IntArray, Residual, residual_from
@@ -433,7 +434,8 @@ def pooled_finishes(
     if cap <= 0 or not jobs:
         return []
     sizes = sorted(
-        j.workload * j.worker.as_tuple()[r] / (j.profile.nu_in(slot_seconds) * cap) for j in jobs
+        j.workload * j.worker.as_tuple()[r] / (upper_worker_rate(j, slot_seconds) * cap)
+        for j in jobs
     )
     n = fixed.t0
     starts = [int(s) for s in fixed.seg_starts]

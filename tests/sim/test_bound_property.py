@@ -11,12 +11,14 @@ they placed every job (their totals are over fewer jobs otherwise)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slurm_mlsched.model import ClusterSnapshot
+from slurm_mlsched.model import Architecture, ClusterSnapshot, Resources
 from slurm_mlsched.placement import PlacementParams, policy_names
 from slurm_mlsched.placement.program.integer_program import Outcome, solve_exact
 from slurm_mlsched.sim import (
@@ -89,3 +91,49 @@ def test_bound_below_the_optimum_below_every_policy(
             if result.rejected:
                 continue
             assert m.avg_jct_s is not None and m.avg_jct_s >= best - 1e-6, (policy, restart)
+
+
+@st.composite
+def mixed_small_replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
+    """Both architectures in one queue (issue 31): an allreduce job has no PS."""
+    cluster = make_cluster(draw(st.integers(1, 2)), draw(st.sampled_from([2, 4])), 16)
+    entries = []
+    for i in range(draw(st.integers(1, 4))):
+        w = draw(st.integers(1, 4))
+        slots = draw(st.floats(0.3, 2.5))
+        submit = draw(st.sampled_from([0.0, 300.0, 600.0, 1500.0]))
+        job = make_job(f"j{i}", workers=w, workload=NU * w * slots)
+        if draw(st.booleans()):
+            job = replace(job, ps=Resources(), ps_count=0, arch=Architecture.ALLREDUCE)
+        entries.append((job, submit))
+    return cluster, sim_jobs(entries, DELTA)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed_small_replays())
+def test_bound_below_every_policy_with_allreduce_jobs(
+    case: tuple[ClusterSnapshot, list[SimJob]],
+) -> None:
+    """The bound reads an allreduce job at what no layout beats (Δ/τ a worker, the best
+    ring rate of its width); ``solve_exact`` reads it at the floors, so its schedule is
+    feasible and the true optimum lies between the two."""
+    cluster, jobs = case
+    admitted, _ = admit(jobs, cluster)
+    if not admitted:
+        return
+    requests = [j.request for j in admitted]
+    bound = lower_bound(admitted, cluster)
+    scalable, _ = scalable_bound(requests, cluster)
+    assert bound.value is not None and bound.value >= scalable - 1e-9
+    exact = solve_exact(requests, cluster, PlacementParams(time_limit_s=30.0))
+    assert exact.outcome in (Outcome.OPTIMAL, Outcome.FEASIBLE_TIME_LIMIT)
+    assert bound.value <= sum(d.completion_slots for d in exact.decisions) + 1e-6
+    utilities = draw_utilities((j.job_id for j in admitted), 0)
+    for policy in policy_names():
+        for restart in (0.0, 30.0):
+            result = simulate(admitted, cluster, policy, PlacementParams(restart_s=restart))
+            compute_metrics(result, utilities, bound.value)  # BelowBoundError if below
+            if result.rejected:
+                continue
+            total = sum(d.completion_slots for d in result.decisions)
+            assert total >= bound.value - 1e-6, (policy, restart)

@@ -100,3 +100,12 @@ def test_optimus_replay_keeps_capacity_and_finishes_every_job() -> None:
     assert capacity_violations(result) == [] and decision_problems(result) == []
     widths = {p.total_workers for d in result.decisions for p in d.slots}
     assert len(widths) > 1  # counts changed as jobs came and went
+
+
+def test_an_allreduce_job_is_fitted_without_ps_terms() -> None:
+    # ps_count 0 (allreduce): samples of the ring formula at the fewest-nodes layout, fitted
+    # as w/f = θ0 + θ2·w; θ1 = θ3 = 0 and the speed needs no PS
+    theta = fit_speed_model(RESNET, 8, 0, 4, 0.25, 3, 10, 0.0)
+    assert theta[1] == 0.0 and theta[3] == 0.0
+    assert speed(theta, 0, 4, allreduce=True) > 0.0
+    assert speed(theta, 0, 4) == 0.0  # read as a ps job, no PS: no progress

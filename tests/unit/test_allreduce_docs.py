@@ -26,11 +26,15 @@ def test_every_profiled_model_has_a_row() -> None:
 @pytest.mark.parametrize("name", sorted(load_profiles()))
 def test_each_row_is_what_the_model_computes(name: str) -> None:
     p = load_profiles()[name]
-    tau, size, intra, net, one_node, two_nodes, theta_in, theta_ex = ROWS[name]
+    tau, size, intra, net, one_node, two_nodes, four_four, eight_one, theta_in, theta_ex = ROWS[
+        name
+    ]
     assert (tau, size, net) == (p.step_time_s, p.model_size_mb, p.bw_ex_mbps)
     assert intra == pytest.approx(p.effective_bw_in, abs=0.01)
     assert one_node == pytest.approx(step_seconds((4,), p), abs=5e-4)
     assert two_nodes == pytest.approx(step_seconds((2, 2), p), abs=5e-4)
+    assert four_four == pytest.approx(step_seconds((4, 4), p), abs=5e-4)
+    assert eight_one == pytest.approx(step_seconds((1,) * 8, p), abs=5e-4)
     assert (theta_in, theta_ex) == pytest.approx((p.theta_in, p.theta_ex), abs=5e-4)
 
 

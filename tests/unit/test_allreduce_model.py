@@ -17,6 +17,7 @@ from slurm_mlsched.model import (
     LinkKind,
     Mode,
     Resources,
+    RingKind,
     SlotPlan,
 )
 from slurm_mlsched.model.allreduce import (
@@ -28,6 +29,7 @@ from slurm_mlsched.model.allreduce import (
     ring_summary,
     slowest_link,
     step_seconds,
+    worker_rate_floors,
 )
 
 # resnet-50 of the DL2 table: τ 0.449 s, M 102.2 MB, b_ex 91.875 MB/s, b_in 306.5 MB/s.
@@ -52,12 +54,32 @@ def test_one_node_uses_the_intra_node_link() -> None:
     assert rate((4,), RESNET, 600.0) == pytest.approx(2400.0 / 0.9494631321)
 
 
-def test_two_nodes_with_two_ranks_each_are_bound_by_the_network() -> None:
-    # n = 4, k = 2: links network (91.875) and intra-node (306.5); B_min = 91.875
-    # t = 153.3 / 91.875 + 0.0003 = 1.668571… + 0.0003 (91.875 = 735/8: 1226.4/735)
+FLAT = AllreduceParams(ring=RingKind.FLAT)
+
+
+def test_two_nodes_with_two_ranks_each_hierarchical() -> None:
+    # g = 2, k = 2: intra 2·(1/2)·102.2/306.5 = 0.333442…, inter 2·(1/2)·102.2/91.875 =
+    # 1.112381…, latency 2·(1 + 1)·α = 0.0002: 1.445823… + 0.0002
     assert slowest_link((2, 2), RESNET) == (LinkKind.NETWORK, 91.875)
-    assert allreduce_seconds((2, 2), RESNET) == pytest.approx(1226.4 / 735 + 0.0003)
-    assert step_seconds((2, 2), RESNET) == pytest.approx(0.449 + 1.6688714286)
+    assert allreduce_seconds((2, 2), RESNET) == pytest.approx(
+        102.2 / 306.5 + 102.2 / 91.875 + 4 * ALPHA
+    )
+    assert allreduce_seconds((2, 2), RESNET) == pytest.approx(1.4460233)
+    assert step_seconds((2, 2), RESNET) == pytest.approx(0.449 + 1.4460233)
+
+
+def test_two_nodes_with_two_ranks_each_flat() -> None:
+    # n = 4 in one ring, B_min = 91.875: 2·(3/4)·102.2/91.875 + 2·3·α
+    # = 153.3 / 91.875 + 0.0003 = 1.668571… + 0.0003 (91.875 = 735/8: 1226.4/735)
+    assert allreduce_seconds((2, 2), RESNET, FLAT) == pytest.approx(1226.4 / 735 + 0.0003)
+    assert step_seconds((2, 2), RESNET, FLAT) == pytest.approx(0.449 + 1.6688714286)
+
+
+def test_both_rings_agree_on_one_node_and_on_one_rank_per_node() -> None:
+    for layout in ((4,), (1, 1, 1), (8,), (1,) * 8):
+        assert allreduce_seconds(layout, RESNET) == pytest.approx(
+            allreduce_seconds(layout, RESNET, FLAT)
+        )
 
 
 def test_one_rank_per_node_uses_only_the_network() -> None:
@@ -66,9 +88,30 @@ def test_one_rank_per_node_uses_only_the_network() -> None:
     assert allreduce_seconds((1, 1, 1), RESNET) == pytest.approx(3270.4 / 2205 + 0.0002)
 
 
-def test_unequal_counts_cost_what_the_slowest_link_says() -> None:
-    # (3, 1): n = 4 over the network: the same as (2, 2) under the flat ring
-    assert allreduce_seconds((3, 1), RESNET) == pytest.approx(allreduce_seconds((2, 2), RESNET))
+def test_unequal_counts_cost_the_fullest_node() -> None:
+    # (3, 1): g = 3, k = 2: 2·(2/3)·102.2/306.5 + 2·(1/2)·102.2/91.875 + 2·(2 + 1)·α
+    # = 0.444589… + 1.112381… + 0.0003, slower than (2, 2)'s 1.446023…
+    assert allreduce_seconds((3, 1), RESNET) == pytest.approx(
+        4 / 3 * 102.2 / 306.5 + 102.2 / 91.875 + 6 * ALPHA
+    )
+    assert allreduce_seconds((3, 1), RESNET) > allreduce_seconds((2, 2), RESNET)
+    # the flat ring cannot tell them apart: n = 4 over the network either way
+    assert allreduce_seconds((3, 1), RESNET, FLAT) == pytest.approx(
+        allreduce_seconds((2, 2), RESNET, FLAT)
+    )
+
+
+def test_the_eight_worker_layouts_of_the_issue() -> None:
+    # (4, 4): 2·(3/4)·102.2/306.5 + 2·(1/2)·102.2/91.875 + 2·(3 + 1)·α
+    #       = 0.500163… + 1.112381… + 0.0004 = 1.612944…
+    # (1,)*8: 2·(7/8)·102.2/91.875 + 2·7·α = 1.946666… + 0.0007 = 1.947367…
+    four_four = 1.5 * 102.2 / 306.5 + 102.2 / 91.875 + 8 * ALPHA
+    eight_ones = 1.75 * 102.2 / 91.875 + 14 * ALPHA
+    assert allreduce_seconds((4, 4), RESNET) == pytest.approx(four_four)
+    assert allreduce_seconds((1,) * 8, RESNET) == pytest.approx(eight_ones)
+    assert four_four < eight_ones  # B_intra/B_net = 3.34 > k1·k2/n = 2·8/8 = 2
+    # and 4 nodes of 2 lose to 8 of 1: 3.34 < 4·8/8 = 4
+    assert allreduce_seconds((2, 2, 2, 2), RESNET) > allreduce_seconds((1,) * 8, RESNET)
 
 
 def test_one_worker_sends_nothing() -> None:
@@ -86,8 +129,11 @@ def test_the_clamped_intra_node_bandwidth_ties_and_the_tie_goes_to_the_network()
 def test_named_parameters_override_the_profile() -> None:
     slow_bus = AllreduceParams(intra_node_mbps=50.0, network_mbps=1000.0, latency_s=0.0)
     assert slowest_link((2, 1), RESNET, slow_bus) == (LinkKind.INTRA_NODE, 50.0)
-    # n = 3: 2·2/3 · 102.2 / 50 = 408.8/150 = 2.725333…
-    assert allreduce_seconds((2, 1), RESNET, slow_bus) == pytest.approx(408.8 / 150)
+    # hierarchical, g = 2, k = 2: 2·(1/2)·102.2/50 + 2·(1/2)·102.2/1000 = 2.044 + 0.1022
+    assert allreduce_seconds((2, 1), RESNET, slow_bus) == pytest.approx(2.1462)
+    # flat, n = 3 over the bus: 2·2/3 · 102.2 / 50 = 408.8/150 = 2.725333…
+    flat_bus = AllreduceParams(50.0, 1000.0, 0.0, RingKind.FLAT)
+    assert allreduce_seconds((2, 1), RESNET, flat_bus) == pytest.approx(408.8 / 150)
     assert slowest_link((1, 1), RESNET, slow_bus) == (LinkKind.NETWORK, 1000.0)
 
 
@@ -111,19 +157,47 @@ def test_layout_of_a_slot_plan_skips_empty_nodes() -> None:
     assert layout_of(plan) == (3, 1)
 
 
-@pytest.mark.parametrize(
-    "profile",
-    [RESNET, DSSM, JobProfile(0.01, 500.0, 10.0, 20.0), JobProfile(5.0, 1.0, 1000.0, 1000.0)],
-)
+def layouts(n_max: int) -> list[tuple[int, ...]]:
+    """Every layout (a partition: per-node counts, largest first) of 1 … n_max workers."""
+
+    def parts(n: int, top: int) -> list[tuple[int, ...]]:
+        if n == 0:
+            return [()]
+        return [(c, *rest) for c in range(min(n, top), 0, -1) for rest in parts(n - c, c)]
+
+    return [p for n in range(1, n_max + 1) for p in parts(n, n)]
+
+
+PROFILES = [RESNET, DSSM, JobProfile(0.01, 500.0, 10.0, 20.0), JobProfile(5.0, 1.0, 1000.0, 1000.0)]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("latency", [0.0, ALPHA, 0.05, 2.0])
-def test_best_rate_is_the_best_of_every_worker_count(profile: JobProfile, latency: float) -> None:
-    params = AllreduceParams(latency_s=latency)
-    fastest = AllreduceParams(
-        intra_node_mbps=max(profile.effective_bw_in, profile.bw_ex_mbps), latency_s=latency
-    )
-    for n_max in (1, 2, 7, 40):
-        every = [rate((n,), profile, 600.0, fastest) for n in range(1, n_max + 1)]
-        assert best_rate(n_max, profile, 600.0, params) == pytest.approx(max(every))
+@pytest.mark.parametrize("ring", list(RingKind))
+def test_best_rate_bounds_every_layout(profile: JobProfile, latency: float, ring: RingKind) -> None:
+    params = AllreduceParams(latency_s=latency, ring=ring)
+    for n_max in (1, 2, 5, 9):
+        every = [rate(lay, profile, 600.0, params) for lay in layouts(n_max)]
+        assert best_rate(n_max, profile, 600.0, params) >= max(every) * (1 - 1e-12)
+        if latency == 0.0:  # exact then: the n workers on one node (B_intra >= B_net)
+            assert best_rate(n_max, profile, 600.0, params) == pytest.approx(max(every))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("latency", [0.0, ALPHA, 2.0])
+@pytest.mark.parametrize("ring", list(RingKind))
+def test_the_floors_are_below_every_layout(
+    profile: JobProfile, latency: float, ring: RingKind
+) -> None:
+    params = AllreduceParams(latency_s=latency, ring=ring)
+    for n_max in (1, 2, 6, 9):
+        nu_in, nu_ex = worker_rate_floors(n_max, profile, 600.0, params)
+        assert nu_ex <= nu_in
+        for lay in layouts(n_max):
+            floor = nu_in if len(lay) == 1 else nu_ex
+            assert rate(lay, profile, 600.0, params) >= sum(lay) * floor * (1 - 1e-12)
+        # the one-node floor is attained: N workers on one node
+        assert rate((n_max,), profile, 600.0, params) == pytest.approx(n_max * nu_in)
 
 
 def test_best_rate_can_be_one_worker() -> None:
@@ -138,7 +212,7 @@ def test_ring_summary_names_the_slowest_link() -> None:
     assert (summary.workers, summary.nodes, summary.link) == (4, 2, LinkKind.NETWORK)
     assert summary.describe() == (
         "ring of 4 worker(s) on 2 node(s), slowest link network 91.88 MB/s: "
-        "all-reduce 1.67 s, step 2.12 s"
+        "all-reduce 1.45 s, step 1.9 s"
     )
     assert summary.to_json()["slowest_link"] == "network"
     assert "no link" in ring_summary((1,), RESNET).describe()

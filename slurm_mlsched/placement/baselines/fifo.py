@@ -44,6 +44,7 @@ import numpy.typing as npt
 
 from ...errors import NeverFitsError
 from ...model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Mode, SlotPlan
+from ...model.speed import worker_rates
 from ..params import PlacementParams
 from ..program.eligibility import BoolArray, allowed, masked
 from ..program.packing import EPS, fit_counts
@@ -124,7 +125,7 @@ class _Shapes:
 
     @staticmethod
     def of(job: JobRequest, slot_seconds: float, machines: Sequence[Machine] = ()) -> _Shapes:
-        nu_in, nu_ex = job.profile.nu_in(slot_seconds), job.profile.nu_ex(slot_seconds)
+        nu_in, nu_ex = worker_rates(job, slot_seconds)
         n = job.max_workers
         w_ex = min(n, job.max_distributed_workers())
         if w_ex < job.min_distributed_workers():

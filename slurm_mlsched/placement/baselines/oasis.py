@@ -54,6 +54,7 @@ import numpy.typing as npt
 from ...errors import MlschedError, NeverFitsError
 from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
 from ...model.decision import merge_runs
+from ...model.speed import worker_rates
 from ..params import ArrivalFn, PlacementParams
 from ..program.eligibility import allowed
 from ..utility import draw_utility
@@ -291,7 +292,7 @@ def _context(
         ln_l = alone.ln_l if params.oasis_ln_l is None else params.oasis_ln_l
     else:
         ln_u, ln_l = params.oasis_ln_u, params.oasis_ln_l
-    nu = job.profile.nu_ex(snapshot.slot_seconds)
+    nu = worker_rates(job, snapshot.slot_seconds)[1]
     return Context(
         job=job,
         a=tl.t0,

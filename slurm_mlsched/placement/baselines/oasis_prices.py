@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import ClusterSnapshot, JobRequest, Machine
+from ...model.speed import worker_rates
 from ..params import PlacementParams
 from ..utility import Utility, draw_utilities, log_expit
 
@@ -75,7 +76,7 @@ def price_bounds(
     units = machine_units(cluster.machines)
     total = np.asarray(cluster.total_capacity().as_tuple())
     delta = cluster.slot_seconds
-    nu = np.array([j.profile.nu_ex(delta) for j in requests])
+    nu = np.array([worker_rates(j, delta)[1] for j in requests])
     work = np.array([j.workload for j in requests])
     arrival = np.array([j.arrival_slot for j in requests], dtype=np.int64)
     n_d = np.array([max(j.max_distributed_workers(), 1) for j in requests], dtype=np.float64)

@@ -36,7 +36,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from ...model import ClusterSnapshot, JobProfile, JobRequest
+from ...model import ClusterSnapshot, JobProfile, JobRequest, allreduce
 from ..params import PlacementParams
 from ..program.packing import EPS, fit_counts
 from .reallocation import Allocation, RunningJob
@@ -50,11 +50,16 @@ Theta = tuple[float, float, float, float]
 _FLOOR = 1e-12
 
 
-def speed(theta: Theta, ps: int, workers: int) -> float:
-    """f(p, w) in mini-batches per second (0 without workers or PSs)."""
-    if workers <= 0 or ps <= 0:
-        return 0.0
+def speed(theta: Theta, ps: int, workers: int, allreduce: bool = False) -> float:
+    """f(p, w) in mini-batches per second (0 without workers, or without PSs for a ps job;
+    an allreduce job: w / (θ0 + θ2·w), no PS terms)."""
     t0, t1, t2, t3 = theta
+    if workers <= 0:
+        return 0.0
+    if allreduce:
+        return workers / max(t0 + t2 * workers, _FLOOR)
+    if ps <= 0:
+        return 0.0
     return workers / max(t0 + t1 * workers / ps + t2 * workers + t3 * ps, _FLOOR)
 
 
@@ -70,10 +75,19 @@ def fit_speed_model(
     noise: float,
 ) -> Theta:
     """θ by NNLS on noisy samples of the time model (module docstring). Pure; memoized
-    (a job's fit is asked for at every event)."""
+    (a job's fit is asked for at every event). ``ps_count`` 0: an allreduce job, sampled
+    at the ring formula's step time (:func:`_ring_thetas`) and fitted without PS terms."""
     rng = np.random.default_rng(seed)
     n = max(samples, 1)
     w = rng.integers(1, max_workers + 1, size=n)
+    if ps_count == 0:
+        ring = _ring_thetas(profile, max_workers, colocated_up_to)
+        measured = w / ring[w - 1] * (1.0 + rng.uniform(-noise, noise, size=n))
+        ring_design = np.column_stack([np.ones(n), w]).astype(np.float64)
+        from scipy.optimize import nnls  # on first use: scipy.optimize is slow to import
+
+        c, _ = nnls(ring_design, w / measured)
+        return (float(c[0]), 0.0, float(c[1]), 0.0)
     if ps_count is not None:
         p = np.where(w < ps_count, 1, ps_count)
     else:
@@ -86,6 +100,19 @@ def fit_speed_model(
 
     coef, _ = nnls(design, w / measured)
     return (float(coef[0]), float(coef[1]), float(coef[2]), float(coef[3]))
+
+
+def _ring_thetas(profile: JobProfile, max_workers: int, per_node: int) -> FloatArray:
+    """Seconds per mini-batch per worker, T_step(layout), for w = 1 … N workers laid as
+    Optimus's placement lays them: on one node up to ``per_node``, else over the fewest
+    nodes, evenly (the ring formula, :mod:`...model.allreduce`)."""
+    per = max(per_node, 1)
+    out = []
+    for w in range(1, max_workers + 1):
+        k = -(-w // per)
+        layout = tuple(w // k + (1 if i < w % k else 0) for i in range(k))
+        out.append(allreduce.step_seconds(layout, profile))
+    return np.asarray(out, dtype=np.float64)
 
 
 class _Job:
@@ -104,7 +131,7 @@ class _Job:
         self.ps = ps
 
     def time_left(self, ps: int, workers: int) -> float:
-        f = speed(self.theta, ps, workers)
+        f = speed(self.theta, ps, workers, self.request.is_allreduce)
         return self.remaining / f if f > 0 else float("inf")
 
     def worker_task(self) -> tuple[int, int, FloatArray] | None:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from ...model import ClusterSnapshot, Decision, JobRequest
 from ..params import PlacementParams
 from ..program.residual import Residual
+from ..program.ring import settle_on
 from ..yu_rr.late_binding import PendingJob, QueueStep, replan_queue
 from .fifo import place_first_fit
 
@@ -31,7 +32,10 @@ def _decide(
     params: PlacementParams,
     residual: Residual | None = None,
 ) -> Decision:
-    return place_first_fit(job, snapshot, params, POLICY, fcfs=False)
+    decision = place_first_fit(job, snapshot, params, POLICY, fcfs=False)
+    return settle_on(
+        decision, job, snapshot, pack=params.allreduce_pack, shrink=params.allreduce_shrink
+    )
 
 
 def replan_qssf(

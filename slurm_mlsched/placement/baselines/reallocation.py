@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ...model import JobRequest, Machine, Mode
 from ...model.eligibility import ineligible_use
+from ...model.speed import layout_rate
 
 Counts = tuple[tuple[int, int], ...]
 """(machine index, count) pairs, in machine order, counts > 0."""
@@ -48,14 +49,9 @@ class Allocation:
         return sum(c for _, c in self.ps)
 
     def rate(self, job: JobRequest, slot_seconds: float) -> float:
-        """Mini-batches per slot: W · ν_mode (asynchronous training)."""
-        profile = job.profile
-        nu = (
-            profile.nu_in(slot_seconds)
-            if self.mode is Mode.COLOCATED
-            else profile.nu_ex(slot_seconds)
-        )
-        return self.total_workers * nu
+        """Mini-batches per slot: W · ν_mode (a ``ps`` job, asynchronous training), the ring
+        formula of the layout (an ``allreduce`` job; :func:`~...model.speed.layout_rate`)."""
+        return layout_rate(job, [c for _, c in self.workers], self.mode, slot_seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +94,12 @@ def allocation_problems(
             out.append(f"GPU task(s) on node(s) {list(bad)} of a GPU type the job excludes")
     if not 1 <= w <= job.max_workers:
         out.append(f"{w} workers outside [1, {job.max_workers}]")
+    if job.is_allreduce:  # no PS; any layout (its rate is the ring formula's)
+        if s:
+            out.append(f"{s} PSs for an allreduce job, which has none")
+        if alloc.mode is Mode.COLOCATED and len({h for h, _ in alloc.workers}) != 1:
+            out.append("co-located needs one machine")
+        return out
     if alloc.mode is Mode.COLOCATED:
         used = {h for h, _ in (*alloc.workers, *alloc.ps)}
         if len(used) != 1 or s != 1:

@@ -30,6 +30,7 @@ import numpy.typing as npt
 from ...model import JobRequest, Machine, Mode
 from ..program.eligibility import BoolArray, allowed, masked
 from ..program.packing import EPS, fit_counts
+from ..program.ring import best_layout
 from .fifo import block_first_fit
 from .reallocation import Allocation, Counts, RunningJob
 
@@ -241,6 +242,10 @@ class _Fit:
             return None
         return self.spread(self.view(), self.alpha, w, self.beta, n_ps)
 
+    def _colocated_ps(self, h: int) -> tuple[tuple[int, int], ...]:
+        """One PS beside co-located workers (none for an allreduce job)."""
+        return () if self.job.is_allreduce else ((h, 1),)
+
     def distributed_fits(self, w: int) -> bool:
         return self.distributed(w, self.n_ps(w, -1)) is not None
 
@@ -251,14 +256,18 @@ class _Fit:
         h = self.colocated(w)
         if h is not None:
             room[h] -= alpha * w + beta
-            return Allocation(Mode.COLOCATED, ((h, w),), ((h, 1),))
+            return Allocation(Mode.COLOCATED, ((h, w),), self._colocated_ps(h))
         dist = self.distributed(w, self.n_ps(w, requested))
         if dist is None:
             return None
+        if self.job.is_allreduce:  # the fastest ring the room holds (program/ring.py)
+            packed = best_layout(self.job, fit_counts(self.view(), alpha), w)
+            if packed is not None:
+                dist = (packed, np.zeros_like(packed))
         room -= dist[0][:, None] * alpha + dist[1][:, None] * beta
         if (h := _one_machine(*dist)) is not None:  # landed on one machine: one PS there
             room[h] += beta * (int(dist[1][h]) - 1)
-            return Allocation(Mode.COLOCATED, ((h, w),), ((h, 1),))
+            return Allocation(Mode.COLOCATED, ((h, w),), self._colocated_ps(h))
         return Allocation(Mode.DISTRIBUTED, _pairs(dist[0]), _pairs(dist[1]))
 
 

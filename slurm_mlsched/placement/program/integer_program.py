@@ -115,7 +115,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import InfeasibleError, InputError, NeverFitsError, SolverError
-from ...model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Mode, SlotPlan
+from ...model import ClusterSnapshot, Decision, Form, JobRequest, Machine, Mode, SlotPlan, speed
 from ...model.decision import merge_runs
 from ..params import PlacementParams
 from .eligibility import BoolArray, allowed, masked
@@ -320,9 +320,19 @@ class _Builder:
         expr = _pulp().LpAffineExpression(terms)
         self.prob.addConstraint(_pulp().LpConstraint(expr, sense, name, rhs))
 
+    def rates(self, job: JobRequest) -> tuple[float, float]:
+        """Per-worker rates (ν_in, ν_ex) of the work row: the time model's
+        (:func:`~...model.speed.worker_rates`: an allreduce job's floors) for the integer
+        program, what no worker beats for the relaxation (lp-bound must stay a bound; an
+        allreduce worker: Δ/τ in both modes)."""
+        if self.relax and job.is_allreduce:
+            top = speed.upper_worker_rate(job, self.slot_seconds)
+            return top, top
+        return speed.worker_rates(job, self.slot_seconds)
+
     def add_job(self, i: int, job: JobRequest, slots: range) -> None:
-        nu_in = job.profile.nu_in(self.slot_seconds) / job.workload
-        nu_ex = job.profile.nu_ex(self.slot_seconds) / job.workload
+        nu_in, nu_ex = self.rates(job)
+        nu_in, nu_ex = nu_in / job.workload, nu_ex / job.workload
         work: list[tuple[LpVar, float]] = []
         done: LpVar | None = None  # share of the work done before slot t (relaxation only)
         ge, eq = _pulp().LpConstraintGE, _pulp().LpConstraintEQ
@@ -409,6 +419,8 @@ class _Builder:
         ss = [(s, 1.0) for s in sds]
         self.row(f"linkwd_{i}_{t}", [*ws, (v, -dist_cap)], le, 0.0)  # (4)
         self.row(f"linksd_{i}_{t}", [*ss, (v, -n)], le, 0.0)  # (4)
+        if job.is_allreduce:  # no PS: the PS rows (7)-(9) do not apply (formulation §18.2)
+            return
         rho = job.profile.ps_per_worker
         self.row(f"pscov_{i}_{t}", ss + [(w, -rho) for w in wds], ge, 0.0)  # (7)
         self.row(f"pscap_{i}_{t}", ss + [(w, -1.0) for w in wds], le, 0.0)  # (8)
@@ -657,7 +669,7 @@ def _decision(program: Program, result: ProgramResult, i: int, params: Placement
     job = program.jobs[i]
     delta = program.slot_seconds
     plans = _job_plans(program, result.values, i)
-    plans, work = _trim_excess(job, plans, job.profile.nu_in(delta), job.profile.nu_ex(delta))
+    plans, work = _trim_excess(job, plans, *speed.worker_rates(job, delta))
     if not plans:
         raise SolverError(
             f"the solution runs no worker of job {job.job_id!r}",
@@ -805,7 +817,7 @@ def horizon_floor(jobs: Sequence[JobRequest], snapshot: ClusterSnapshot) -> int:
 
 def _shortest_term(job: JobRequest, t0: int, slot_seconds: float) -> int:
     """A lower bound on the job's completion term: N workers co-located from its start."""
-    rate = job.max_workers * job.profile.nu_in(slot_seconds)
+    rate = speed.upper_rate(job, job.max_workers, slot_seconds)
     run = max(1, math.ceil(job.workload / rate - 1e-6))
     return max(job.arrival_slot, t0) - job.arrival_slot + run
 
@@ -882,7 +894,7 @@ class _Room:
     def fastest(self, job: JobRequest, start: int) -> _Shape | None:
         """The constant shape with fewest slots that fits from ``start`` on, or None."""
         alpha, beta = np.array(job.worker.as_tuple()), np.array(job.ps.as_tuple())
-        nu_in, nu_ex = job.profile.nu_in(self.slot_seconds), job.profile.nu_ex(self.slot_seconds)
+        nu_in, nu_ex = speed.worker_rates(job, self.slot_seconds)
         best: _Shape | None = None
         ok = allowed(job, self.machines)
         for w in range(1, job.max_workers + 1):
@@ -912,6 +924,8 @@ def _finish(placed: tuple[int, _Shape]) -> int:
 
 def _distributed_ps(job: JobRequest, workers: int) -> int | None:
     """PSs of a distributed shape satisfying (7), (8), (9), or None if there is none."""
+    if job.is_allreduce:
+        return 0
     rho = job.profile.ps_per_worker
     s = job.ps_count if job.ps_count is not None else max(1, math.ceil(workers * rho - _EPS))
     if s > workers or s < workers * rho - _EPS:

@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import JobRequest
+from ...model.speed import worker_rates
 from .highs_lp import INF, LpResult, LpStatus, SparseLp, solve_lp
 
 FloatArray = npt.NDArray[np.float64]
@@ -78,6 +79,7 @@ class JobShape:
     nu_in: float
     nu_ex: float
     workload: float
+    slot_seconds: float = 600.0  # Δ the rates are per
 
     @staticmethod
     def of(job: JobRequest, slot_seconds: float) -> JobShape:
@@ -89,9 +91,10 @@ class JobShape:
             n_dist_min=job.min_distributed_workers(),
             ps_fixed=job.ps_count,
             rho=job.profile.ps_per_worker,
-            nu_in=job.profile.nu_in(slot_seconds),
-            nu_ex=job.profile.nu_ex(slot_seconds),
+            nu_in=worker_rates(job, slot_seconds)[0],
+            nu_ex=worker_rates(job, slot_seconds)[1],
             workload=job.workload,
+            slot_seconds=slot_seconds,
         )
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, Resources
+from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, Resources, SlotPlan
 from ...model.eligibility import gpu_types_text, ineligible_use
+from ...model.speed import plan_rate
 
 EPS = 1e-6
 
@@ -21,8 +22,6 @@ def check_decision(decision: Decision, job: JobRequest, snapshot: ClusterSnapsho
     """Return the list of broken invariants (empty when the decision is valid)."""
     problems: list[str] = []
     caps = {m.name: m.capacity for m in snapshot.machines}
-    nu_in = job.profile.nu_in(snapshot.slot_seconds)
-    nu_ex = job.profile.nu_ex(snapshot.slot_seconds)
     work = 0.0
     if not decision.slots:
         return ["decision has no running slot"]
@@ -65,13 +64,15 @@ def check_decision(decision: Decision, job: JobRequest, snapshot: ClusterSnapsho
                 f"slot {plan.slot}: GPU task(s) on node(s) {list(bad)} whose GPU type is not "
                 f"one the job allows ({gpu_types_text(job.gpu_types)})"
             )
-        if plan.mode == Mode.COLOCATED:
+        work += plan_rate(plan, job, snapshot.slot_seconds) * plan.length
+        if job.is_allreduce:
+            problems += _allreduce_rules(plan, nodes)
+        elif plan.mode == Mode.COLOCATED:
             if len(nodes) != 1 or s != 1:
                 problems.append(
                     f"slot {plan.slot}: co-located needs one machine and one PS "
                     f"(nodes={sorted(nodes)}, ps={s})"
                 )
-            work += nu_in * w * plan.length
         else:
             need = job.ps_needed(w)
             if job.ps_count is not None and s != job.ps_count:
@@ -85,11 +86,21 @@ def check_decision(decision: Decision, job: JobRequest, snapshot: ClusterSnapsho
                     f"slot {plan.slot}: {w} distributed workers > "
                     f"{job.max_distributed_workers()} allowed by the PS rule"
                 )
-            work += nu_ex * w * plan.length
     if work < job.workload * (1 - 1e-9) - EPS:
         problems.append(f"work covered {work:.3f} < workload {job.workload:.3f}")
     problems += _capacity(decision, job, snapshot, caps)
     return problems
+
+
+def _allreduce_rules(plan: SlotPlan, nodes: set[str]) -> list[str]:
+    """An allreduce slot has no PS task; co-located means one node (its work is the ring
+    formula's for its layout, counted by the caller)."""
+    out: list[str] = []
+    if plan.total_ps:
+        out.append(f"slot {plan.slot}: {plan.total_ps} PS task(s) in an allreduce job")
+    if plan.mode == Mode.COLOCATED and len(nodes) != 1:
+        out.append(f"slot {plan.slot}: co-located needs one machine (nodes={sorted(nodes)})")
+    return out
 
 
 def _capacity(

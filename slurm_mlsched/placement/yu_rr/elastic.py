@@ -521,8 +521,8 @@ def restart_losses(arr: Arrival, ws: Working) -> tuple[float, int]:
 
 
 def _slot_seconds(arr: Arrival) -> float:
-    """Δ, from the job's internal rate: ν_in = Δ / θ_in."""
-    return arr.shape.nu_in * arr.job.profile.theta_in
+    """Δ, the slot length the job's rates are per."""
+    return arr.shape.slot_seconds
 
 
 def stabilize(arr: Arrival, ws: Working) -> None:

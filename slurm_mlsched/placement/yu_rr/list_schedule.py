@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import JobRequest
+from ...model.speed import upper_rate
 from ..params import PlacementParams
 from ..program.job_lp import FloatArray, IntArray, JobShape
 from ..program.packing import EPS, first_fit, fit_counts
@@ -146,10 +147,15 @@ def fastest_on(job: JobRequest, room: FloatArray, slot_seconds: float) -> int | 
     fits_ps = (beside >= -1e-9).all(axis=1)
     colo = int(np.where(fits_ps, fit_counts(beside, alpha), 0).max(initial=0))
     dist = int(min(job.max_distributed_workers(), fit_counts(room, alpha).sum()))
-    rate = max(
-        min(colo, job.max_workers) * job.profile.nu_in(slot_seconds),
-        dist * job.profile.nu_ex(slot_seconds) if dist >= job.min_distributed_workers() else 0.0,
-    )
+    if job.is_allreduce:  # a bound: no layout of that many workers is faster (§18.2)
+        rate = upper_rate(job, max(min(colo, job.max_workers), dist), slot_seconds)
+    else:
+        rate = max(
+            min(colo, job.max_workers) * job.profile.nu_in(slot_seconds),
+            dist * job.profile.nu_ex(slot_seconds)
+            if dist >= job.min_distributed_workers()
+            else 0.0,
+        )
     if rate <= 0:
         return None
     return max(1, math.ceil(job.workload / rate - 1e-9))

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan
+from ...model import ClusterSnapshot, Decision, Form, JobRequest, Mode, SlotPlan, allreduce
 from ...model.decision import (
     RoundingTrial,
     earliest_end_reason,
@@ -35,6 +35,7 @@ from ..params import PlacementParams
 from ..program.highs_lp import highs_version
 from ..program.packing import best_fit, first_fit, fit_counts
 from ..program.residual import Residual
+from ..program.ring import settle
 from . import elastic, nonelastic
 from .arrival import Arrival, prepare, slot_plan, with_candidates
 
@@ -94,14 +95,23 @@ def _fast_path(arr: Arrival) -> tuple[SlotPlan, ...] | None:
     else the job's fastest shape on this cluster, if it fits from now for its whole run."""
     shape = arr.shape
     need = shape.alpha * shape.n_max + shape.beta
-    h = best_fit(arr.res.window_min(arr.a, arr.a + arr.d_min), need, arr.res.capacity)
+    # N on one node: d_min for a ps job; an allreduce job's d_min is a bound (best_rate),
+    # its N-on-one-node run takes the ring formula's slots (docs/formulation.md §18)
+    d = arr.d_min if not arr.job.is_allreduce else _ring_slots(arr, (shape.n_max,))
+    h = best_fit(arr.res.window_min(arr.a, arr.a + d), need, arr.res.capacity)
     if h is None:
         return _fastest_now(arr)
     w = np.zeros(arr.res.n_machines, dtype=np.int64)
     s = np.zeros(arr.res.n_machines, dtype=np.int64)
     w[h], s[h] = shape.n_max, 1
     plan = slot_plan(arr.a, Mode.COLOCATED, arr.res.names, w, s)
-    return (SlotPlan(plan.slot, plan.mode, plan.workers, plan.ps, arr.d_min),)
+    return (SlotPlan(plan.slot, plan.mode, plan.workers, plan.ps, d),)
+
+
+def _ring_slots(arr: Arrival, counts: tuple[int, ...]) -> int:
+    """Slots of an allreduce run of ``counts`` workers per node, by the ring formula."""
+    r = allreduce.rate(counts, arr.job.profile, arr.shape.slot_seconds)
+    return max(1, math.ceil(arr.shape.workload / r - 1e-9))
 
 
 def _fastest_now(arr: Arrival) -> tuple[SlotPlan, ...] | None:
@@ -278,7 +288,7 @@ def _decision(
     """``rounding``: the trials drawn, the index of the one kept and why."""
     trials, kept, because = rounding if rounding is not None else ((), None, "")
     work = sum(arr.rate(p.mode) * p.total_workers * p.length for p in plans)
-    return Decision(
+    decision = Decision(
         job_id=arr.job.job_id,
         policy=POLICY,
         form=arr.params.form,
@@ -301,3 +311,5 @@ def _decision(
         kept_trial=kept,
         kept_because=because,
     )
+    room = arr.res if arr.params.allreduce_pack else None
+    return settle(decision, arr.job, room, arr.shape.slot_seconds, arr.params.allreduce_shrink)

@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...model import ClusterSnapshot, Decision, JobRequest, Mode, SlotPlan
+from ...model import ClusterSnapshot, Decision, JobRequest, SlotPlan, speed
 from ..params import PlacementParams
 from ..program.packing import fit_counts
 from ..program.residual import FloatArray, Residual, residual_from
@@ -90,13 +90,9 @@ class Preemption:
 
 
 def plan_rate(plan: SlotPlan, job: JobRequest, slot_seconds: float) -> float:
-    """Mini-batches per slot of one run: W · ν_mode (MODEL.md §2)."""
-    nu = (
-        job.profile.nu_in(slot_seconds)
-        if plan.mode is Mode.COLOCATED
-        else job.profile.nu_ex(slot_seconds)
-    )
-    return plan.total_workers * nu
+    """Mini-batches per slot of one run: W · ν_mode (MODEL.md §2), or the ring formula of
+    its layout for an allreduce job (:func:`~...model.speed.plan_rate`)."""
+    return speed.plan_rate(plan, job, slot_seconds)
 
 
 def work_done(decision: Decision, job: JobRequest, now: int, slot_seconds: float) -> float:
@@ -115,8 +111,11 @@ def fastest_rate(job: JobRequest, capacity: FloatArray, slot_seconds: float) -> 
     ok = (beside >= -1e-9).all(axis=1)
     colo = int(np.where(ok, fit_counts(beside, alpha), 0).max(initial=0))
     dist = int(min(job.max_distributed_workers(), fit_counts(capacity, alpha).sum()))
-    rate_ex = dist * job.profile.nu_ex(slot_seconds) if dist >= job.min_distributed_workers() else 0
-    return max(min(colo, job.max_workers) * job.profile.nu_in(slot_seconds), float(rate_ex))
+    if job.is_allreduce:  # the formula's best over the widths the machines hold (§18.2)
+        return speed.upper_rate(job, max(min(colo, job.max_workers), dist), slot_seconds)
+    nu_in, nu_ex = speed.worker_rates(job, slot_seconds)
+    rate_ex = dist * nu_ex if dist >= job.min_distributed_workers() else 0
+    return max(min(colo, job.max_workers) * nu_in, float(rate_ex))
 
 
 def restart_charge(

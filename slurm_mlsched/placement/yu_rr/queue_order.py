@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...model import JobRequest, Machine
+from ...model.speed import worker_thetas
 
 
 def largest_capacity(machines: Sequence[Machine]) -> tuple[float, float, float]:
@@ -60,7 +61,7 @@ def worker_share(job: JobRequest, largest: tuple[float, float, float]) -> float:
 
 def service_seconds(job: JobRequest, largest: tuple[float, float, float]) -> float:
     """S_i = share_i · V_i · θ_in,i (machine-seconds)."""
-    return worker_share(job, largest) * job.workload * job.profile.theta_in
+    return worker_share(job, largest) * job.workload * worker_thetas(job, 1.0)[0]
 
 
 def queue_key(
