@@ -122,6 +122,14 @@ def replay(
         int,
         typer.Option("--cores-per-worker", help="CPUs of one worker with --cpu-jobs per-cores."),
     ] = 8,
+    arch_reading: Annotated[
+        str,
+        typer.Option(
+            "--arch-reading",
+            help="ps (every job as synthesized; a trace's own arch column wins) | allreduce "
+            "(every job of 2+ GPUs as an all-reduce job: no PS, the ring's time).",
+        ),
+    ] = "ps",
     lookahead: Annotated[
         bool,
         typer.Option(
@@ -263,6 +271,7 @@ def replay(
         preempt=preempt,
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,
+        arch_reading=arch_reading,
         restart_s=restart_cost,
         slot_seconds=slot_seconds,
         limit=limit,

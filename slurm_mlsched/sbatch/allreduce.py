@@ -29,9 +29,12 @@ Layout (``sbatch_templates/allreduce.sh.j2``):
     runs one torchrun per node, ``torchrun --nnodes=K --nproc-per-node=<that node's ranks>
     --rdzv-backend=c10d --rdzv-endpoint=<first node's address>:<port> --rdzv-id=<Slurm job
     id> --no-python PROGRAM ARGS…`` (``--no-python``: the command is run as given, so
-    ``--interpreter`` keeps working; torchrun must be on the node's ``PATH``, which sbatch
-    propagates from the submitting shell). Ranks may differ per node: the c10d rendezvous
-    numbers the ranks from each node's local world size;
+    ``--interpreter`` keeps working). Which torchrun: when the command starts with a Python
+    interpreter (``--interpreter``, or ``python3`` for a ``*.py`` script) that has torch,
+    that interpreter's own, ``PYTHON -m torch.distributed.run`` (the ranks run with the
+    torch they were written for, whatever the node's ``PATH``); else ``torchrun`` on the
+    node's ``PATH`` (sbatch propagates the submitting shell's). Ranks may differ per node:
+    the c10d rendezvous numbers the ranks from each node's local world size;
   - ``--launcher srun``: ``srun --ntasks=N`` runs every rank, exporting what PyTorch's
     ``env://`` initialization reads: ``MASTER_ADDR`` (the first node's address),
     ``MASTER_PORT``, ``WORLD_SIZE`` (= ``SLURM_NTASKS``), ``RANK`` (= ``SLURM_PROCID``),
@@ -64,9 +67,16 @@ ALLREDUCE_TEMPLATE = "allreduce.sh.j2"
 #: One torchrun per node: ``bash -c "$mlsched_launcher" mlsched-node PROGRAM ARGS…``.
 TORCHRUN_LAUNCHER = """\
 IFS=, read -r -a counts <<< "$MLSCHED_RANKS_PER_NODE"
-exec torchrun --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node="${counts[$SLURM_NODEID]}" \\
-  --rdzv-backend=c10d --rdzv-endpoint="$MLSCHED_RDZV_ENDPOINT" --rdzv-id="$MLSCHED_RDZV_ID" \\
-  --no-python "$@"
+mlsched_torchrun=(torchrun)
+case "${1##*/}" in
+  python*)
+    if "$1" -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("torch"))'; then
+      mlsched_torchrun=("$1" -m torch.distributed.run)
+    fi ;;
+esac
+exec "${mlsched_torchrun[@]}" --nnodes="$SLURM_JOB_NUM_NODES" \\
+  --nproc-per-node="${counts[$SLURM_NODEID]}" --rdzv-backend=c10d \\
+  --rdzv-endpoint="$MLSCHED_RDZV_ENDPOINT" --rdzv-id="$MLSCHED_RDZV_ID" --no-python "$@"
 """
 
 #: One task per rank: ``bash -c "$mlsched_launcher" mlsched-rank PROGRAM ARGS…``.

@@ -26,9 +26,11 @@ from ..files.job_options import JobOptions, merge_options, read_script_header, t
 from ..files.profiles import profiles_version
 from ..files.sbatch_lines import read_sbatch_header
 from ..model import ClusterSnapshot, Decision, JobRequest, Mode, NodeCount, SlotPlan
+from ..model.allreduce import RingSummary, layout_of, ring_summary
 from ..model.calibration import ProfileFit, fit_for
 from ..model.decision import placement_json
 from ..model.narrowing import NodeFilter
+from ..model.speed import plan_rate
 from ..placement import PlacementParams, place
 from .clock import Clock
 
@@ -83,6 +85,14 @@ class PlanResult:
     @property
     def predicted_runtime_s(self) -> float:
         return predicted_runtime_s(self.decision, self.request, self.snapshot.slot_seconds)
+
+    @property
+    def ring(self) -> RingSummary | None:
+        """An allreduce job's ring on its first run (workers, nodes, the slowest link, the
+        step time: docs/formulation.md §18.1); None for a ps job or an empty plan."""
+        if not self.request.is_allreduce or not self.decision.slots:
+            return None
+        return ring_summary(layout_of(self.decision.slots[0]), self.request.profile)
 
     @property
     def start(self) -> datetime:
@@ -141,7 +151,15 @@ class PlanResult:
             "job": _job_dict(self.request, self.opts),
             "cluster": _cluster_dict(snap, self.cluster_source),
             "params": self.params.as_dict(),
+            **self._ring_json(),
         }
+
+    def _ring_json(self) -> dict[str, object]:
+        """``arch`` and ``ring`` for an allreduce job (a ps job's document is unchanged)."""
+        ring = self.ring
+        if not self.request.is_allreduce:
+            return {}
+        return {"arch": str(self.request.arch), "ring": ring.to_json() if ring else None}
 
 
 def plan_job(
@@ -238,12 +256,16 @@ def narrowed(snapshot: ClusterSnapshot, narrowing: NodeFilter) -> ClusterSnapsho
 
 
 def predicted_runtime_s(decision: Decision, request: JobRequest, slot_seconds: float) -> float:
-    """Seconds from the start slot's beginning to the last mini-batch, by the time model."""
+    """Seconds from the start slot's beginning to the last mini-batch, by the time model
+    (an allreduce job: each run at its layout's ring rate, docs/formulation.md §18.1)."""
     remaining = request.workload
     for run in decision.slots:
-        profile = request.profile
-        theta = profile.theta_in if run.mode == Mode.COLOCATED else profile.theta_ex
-        per_slot = run.total_workers * slot_seconds / theta  # mini-batches in one slot
+        if request.is_allreduce:
+            per_slot = plan_rate(run, request, slot_seconds)
+        else:
+            profile = request.profile
+            theta = profile.theta_in if run.mode == Mode.COLOCATED else profile.theta_ex
+            per_slot = run.total_workers * slot_seconds / theta  # mini-batches in one slot
         if per_slot <= 0:
             continue
         if remaining <= per_slot * run.length + 1e-9:

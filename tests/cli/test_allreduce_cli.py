@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from tests.cli.store_cli import CLUSTER, ok_json, run
 
 JOB = ["--workers", "4", "--model", "resnet-50", "--epochs", "1", "--batches-per-epoch", "500"]
@@ -14,14 +12,19 @@ JOB = ["--workers", "4", "--model", "resnet-50", "--epochs", "1", "--batches-per
 WIDE = ["--workers", "8", "--model", "resnet-50", "--batches-per-epoch", "20000"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="placement does not read arch yet: co-located mode always adds one PS (MODEL.md "
-    "O3), here with no demand; issue 31's placement part (the lead's refactor) fixes it",
-)
-def test_an_allreduce_plan_has_no_ps(env: dict[str, str]) -> None:
+def test_an_allreduce_plan_has_no_ps_and_names_its_ring(env: dict[str, str]) -> None:
     plan: dict[str, Any] = ok_json(env, "plan", "--cluster", CLUSTER, "--arch", "allreduce", *JOB)
     assert {r["role"] for r in plan["placement"]} == {"worker"}
+    assert plan["arch"] == "allreduce"
+    ring = plan["ring"]
+    assert ring["workers"] == sum(r["count"] for r in plan["placement"])
+    assert ring["nodes"] == len({r["node"] for r in plan["placement"]})
+    assert ring["slowest_link"] in {"none", "intra-node", "network"}
+
+
+def test_a_ps_plan_has_no_ring_keys(env: dict[str, str]) -> None:
+    plan: dict[str, Any] = ok_json(env, "plan", "--cluster", CLUSTER, *JOB)
+    assert "arch" not in plan and "ring" not in plan
 
 
 def test_explain_names_the_architecture_and_the_rings_slowest_link(
@@ -35,10 +38,12 @@ def test_explain_names_the_architecture_and_the_rings_slowest_link(
     ]
     explained = ok_json(env, "explain", str(plan["decision_id"]))
     (line,) = [w for w in explained["why"] if w.startswith("architecture allreduce")]
-    # n = 8 over the network: t = 2·7/8 · 102.2/91.875 + 14·50 µs = 1.9467 + 0.0007 s
+    # the two-level ring (formulation §18.1) on (2, 2, 2, 2): g = 2, k = 4:
+    # t = 2·1/2 · 102.2/306.5 + 2·3/4 · 102.2/91.875 + 2·(1 + 3)·50 µs
+    #   = 0.33344 + 1.66857 + 0.0004 = 2.00241 s; step = 0.449 + 2.00241 = 2.45141 s
     assert line == (
         "architecture allreduce (no PS): ring of 8 worker(s) on 4 node(s), slowest link "
-        "network 91.88 MB/s: all-reduce 1.95 s, step 2.4 s"
+        "network 91.88 MB/s: all-reduce 2 s, step 2.45 s"
     )
     assert explained["reproduced"] is True, explained
 

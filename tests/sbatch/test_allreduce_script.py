@@ -168,9 +168,9 @@ def test_hostile_node_addresses_are_refused() -> None:
 
 
 def test_the_launcher_is_the_requests_and_torchrun_by_default() -> None:
-    assert "exec torchrun" in render_sbatch(EQUAL, ddp_job(), {}, spec()).text
+    assert "torch.distributed.run" in render_sbatch(EQUAL, ddp_job(), {}, spec()).text
     srun = render_sbatch(EQUAL, ddp_job(launcher="srun"), {}, spec()).text
-    assert "exec torchrun" not in srun and 'export RANK="$SLURM_PROCID"' in srun
+    assert "torch.distributed.run" not in srun and 'export RANK="$SLURM_PROCID"' in srun
 
 
 # --- run for real: bash, a stand-in srun, torchrun and scontrol ---------------------------

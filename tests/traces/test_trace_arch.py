@@ -77,8 +77,10 @@ def test_by_gpus_reads_a_multi_gpu_job_as_allreduce_on_one_node() -> None:
 
 
 def test_by_gpus_over_two_nodes_uses_the_network() -> None:
-    out = job(rec(nodes=2), BY_GPUS)  # layout (2, 2): T_step = 0.449 + 1.6688714286
-    assert out.request.workload == pytest.approx(14400 / 2.1178714286)
+    # layout (2, 2), two-level ring: t = 1·102.2/306.5 + 1·102.2/91.875 + 4·50 µs
+    #   = 1.4460230 s; T_step = 0.449 + 1.4460230 = 1.8950230 s
+    out = job(rec(nodes=2), BY_GPUS)
+    assert out.request.workload == pytest.approx(14400 / 1.8950230)
 
 
 def test_by_gpus_keeps_single_gpu_and_cpu_jobs_ps() -> None:

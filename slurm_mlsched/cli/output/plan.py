@@ -92,6 +92,11 @@ def _summary_table(plan: PlanResult) -> Table:
         ("predicted runtime", _duration(plan.predicted_runtime_s)),
         ("LP deadline", deadline),
         ("workload", f"{job.workload:g} mini-batches, model {job.profile.name}"),
+        *(
+            (("architecture", f"allreduce (no PS): {plan.ring.describe()}"),)
+            if plan.ring is not None
+            else ()
+        ),
         (
             "solver",
             f"{d.solver or '—'} {d.solver_version} · {plan.decision_ms:.1f} ms "

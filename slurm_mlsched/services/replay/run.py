@@ -48,6 +48,7 @@ from ...sim import (
     simulate,
 )
 from ...sim.cluster import DEFAULT_SLOT_SECONDS
+from ...sim.jobs import as_allreduce
 from ...sim.limits import DEFAULT_NODES
 from ...sim.load import MAX_LOAD, MIN_LOAD, at_load
 from ...sim.metrics import check_placed
@@ -256,6 +257,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             f"option --restart-cost must be a number of seconds >= 0, got {opts.restart_s}",
             context={"option": "--restart-cost", "value": opts.restart_s},
         )
+    _arch_reading(opts)
     if opts.cpu_jobs not in CPU_JOBS:
         raise InputError(
             f"option --cpu-jobs must be one of {', '.join(CPU_JOBS)}, got {opts.cpu_jobs!r}",
@@ -283,6 +285,23 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
     )
 
 
+#: ``--arch-reading``: how a replay reads a trace job's architecture (docs/formulation.md §18.5).
+ARCH_READINGS = ("ps", "allreduce")
+
+
+def _arch_reading(opts: ReplayOptions) -> str:
+    reading = opts.arch_reading.strip().lower()
+    if reading not in ARCH_READINGS:
+        raise InputError(
+            f"option --arch-reading must be one of {', '.join(ARCH_READINGS)}, "
+            f"got {opts.arch_reading!r}",
+            hint="ps: every job as the trace reader synthesizes it (a record's own arch "
+            "column wins); allreduce: every job of 2 or more GPUs as an all-reduce job",
+            context={"option": "--arch-reading", "value": opts.arch_reading},
+        )
+    return reading
+
+
 def prepare_jobs(opts: ReplayOptions) -> ReplayJobs:
     """Read the input of ``opts`` and admit its jobs onto the replay cluster: what every
     policy replays (``run_replay`` here, and each cell of ``mlsub replay --on-slurm``)."""
@@ -306,6 +325,8 @@ def prepare_jobs(opts: ReplayOptions) -> ReplayJobs:
     if opts.load is not None:
         entries = _at_load(entries, cluster, opts.load, notes)
     jobs = sim_jobs(entries, cluster.slot_seconds)
+    if _arch_reading(opts) == "allreduce":
+        jobs = list(as_allreduce(jobs))
     admitted, unplaceable = admit(jobs, cluster)
     return ReplayJobs(data, cluster, label, tuple(notes), tuple(admitted), tuple(unplaceable))
 

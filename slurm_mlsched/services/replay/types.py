@@ -43,6 +43,8 @@ class ReplayOptions:
     load: float | None = None  # target offered load (sim.load); None: the trace's own rate
     lp_max_jobs: int = LP_MAX_JOBS
     cpu_jobs: str = "off"  # synthesis of records without GPUs (traces.synthesis.CpuJobs)
+    arch_reading: str = "ps"  # ps: as synthesized; allreduce: jobs of >= 2 GPUs read as
+    # all-reduce jobs (sim.as_allreduce, docs/formulation.md §18.5)
     cores_per_worker: int = 8
     trace_format: str = "auto"
     columns: str | None = None

@@ -34,9 +34,16 @@ export MLSCHED_RANKS_PER_NODE
 
 # Arguments: NAME PROGRAM [ARGS...]; the program gets its arguments verbatim.
 mlsched_launcher='IFS=, read -r -a counts <<< "$MLSCHED_RANKS_PER_NODE"
-exec torchrun --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node="${counts[$SLURM_NODEID]}" \
-  --rdzv-backend=c10d --rdzv-endpoint="$MLSCHED_RDZV_ENDPOINT" --rdzv-id="$MLSCHED_RDZV_ID" \
-  --no-python "$@"
+mlsched_torchrun=(torchrun)
+case "${1##*/}" in
+  python*)
+    if "$1" -c '"'"'import importlib.util as u, sys; sys.exit(not u.find_spec("torch"))'"'"'; then
+      mlsched_torchrun=("$1" -m torch.distributed.run)
+    fi ;;
+esac
+exec "${mlsched_torchrun[@]}" --nnodes="$SLURM_JOB_NUM_NODES" \
+  --nproc-per-node="${counts[$SLURM_NODEID]}" --rdzv-backend=c10d \
+  --rdzv-endpoint="$MLSCHED_RDZV_ENDPOINT" --rdzv-id="$MLSCHED_RDZV_ID" --no-python "$@"
 '
 
 # One torchrun per node; the c10d rendezvous on the first node numbers the ranks.
