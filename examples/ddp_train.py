@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # mlsub: --arch allreduce --launcher torchrun --workers 4 --gpus-per-worker 0
 # mlsub: --cpus-per-worker 1 --mem-per-worker 2G --step-time 0.02 --model-size 0.02
-# mlsub: --epochs 4 --batches-per-epoch 40 --name ddp-train
+# mlsub: --epochs 4 --batches-per-epoch 160 --name ddp-train
 """A data-parallel training program: PyTorch DDP over ``gloo`` on CPU (issue 31).
 
 Each process is one rank of a ring all-reduce. It learns its place from the environment
@@ -19,8 +19,11 @@ quite. Every rank trains on its shard (``DistributedSampler``); DDP averages the
 with an all-reduce at every step, so every rank holds the same weights, which the program
 checks at the end. Rank 0 prints the accuracy on held-out data (``accuracy=0.9…``).
 
-Locally: ``torchrun --nnodes 1 --nproc-per-node 2 examples/ddp_train.py``.
-``DDP_TRAIN_EPOCHS`` overrides the number of epochs.
+Locally: ``torchrun --nnodes 1 --nproc-per-node 2 examples/ddp_train.py [EPOCHS]``. The
+number of epochs (default 4) is the first argument, else ``DDP_TRAIN_EPOCHS``. The header
+declares the work to mlsub as it is: an epoch is 8,000 samples in mini-batches of 50, 160
+mini-batches summed over the ranks (``--batches-per-epoch 160``); give ``--epochs E`` with
+the argument ``E`` (``mlsub examples/ddp_train.py --epochs 40 -- 40``).
 """
 
 from __future__ import annotations
@@ -114,7 +117,7 @@ def main() -> int:
         )
         return 2
     torch.set_num_threads(1)
-    epochs = int(os.environ.get("DDP_TRAIN_EPOCHS", "4"))
+    epochs = int(sys.argv[1]) if len(sys.argv) > 1 else int(os.environ.get("DDP_TRAIN_EPOCHS", "4"))
     dist.init_process_group("gloo", init_method="env://")
     try:
         rank, world = dist.get_rank(), dist.get_world_size()

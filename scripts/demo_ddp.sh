@@ -19,6 +19,11 @@ MLSUB=${MLSUB:-$ROOT/.venv/bin/mlsub}
 PY=${PY:-$ROOT/.venv/bin/python}
 OUT=${DEMO_DIR:-/tmp/mlsub-demo-ddp}
 LAUNCHER=${LAUNCHER:-torchrun}
+# Δ = 10 s (the integration tests' slot): the job below is sized so that 8 ranks end a slot
+# sooner than 7 would (22 epochs: 3,520 mini-batches; docs/user-guide.md, "Parameter servers
+# or all-reduce": --workers is "at most N", and a rank that ends nothing sooner is not used)
+export MLSUB_SLOT_SECONDS=${MLSUB_SLOT_SECONDS:-10}
+EPOCHS=${EPOCHS:-22}
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -36,9 +41,10 @@ for _ in $(seq 60); do  # start from an idle lab cluster (earlier runs' jobs end
   sleep 2
 done
 
-say "mlsub examples/ddp_train.py --arch allreduce --workers 8 --gpus-per-worker 1 --launcher $LAUNCHER"
+say "mlsub examples/ddp_train.py --workers 8 --gpus-per-worker 1 --epochs $EPOCHS --launcher $LAUNCHER -- $EPOCHS"
+echo "(--arch allreduce and the rest of the job come from the script's '# mlsub:' lines)"
 "$MLSUB" "$ROOT/examples/ddp_train.py" --arch allreduce --workers 8 --gpus-per-worker 1 \
-  --launcher "$LAUNCHER" --interpreter "$PY" --wait --json > submit.json \
+  --epochs "$EPOCHS" --launcher "$LAUNCHER" --interpreter "$PY" --wait --json -- "$EPOCHS" > submit.json \
   || { cat submit.json 2>/dev/null; exit 1; }
 read -r DECISION JOB < <("$PY" -c 'import json; d=json.load(open("submit.json")); print(d["decision_id"], d["slurm_job_id"])')
 "$PY" - <<'PYEOF'
