@@ -51,17 +51,26 @@ def job_work(job: JobRequest) -> tuple[float, ...]:
     return tuple(job.workload * a * theta for a in job.worker.as_tuple())
 
 
+#: Arrivals closer than this (seconds) have no rate: a trace's times are whole seconds or
+#: finer, and a span of, say, 1e-308 s would make the load overflow to infinity.
+MIN_SPAN_S = 1e-6
+
+
 def offered_load(entries: Sequence[tuple[JobRequest, float]], cluster: ClusterSnapshot) -> float:
     """ρ = max_r Σ_i w_i^r / (C_r · S) of jobs submitted at the given seconds.
 
-    Raises ValueError when the span S is 0 (one job, or every job submitted at once: no
-    rate to speak of) or no resource of the jobs has capacity on ``cluster``."""
+    Raises ValueError when the span S is under :data:`MIN_SPAN_S` (one job, or every job
+    submitted at once: no rate to speak of) or no resource of the jobs has capacity on
+    ``cluster``."""
     if not entries:
         raise ValueError("no jobs: an empty replay has no load")
     submits = [s for _, s in entries]
     span = max(submits) - min(submits)
-    if not span > 0:
-        raise ValueError("every job is submitted at the same time: the arrivals have no rate")
+    if not span >= MIN_SPAN_S:
+        raise ValueError(
+            "every job is submitted at the same time (within a microsecond): the arrivals "
+            "have no rate"
+        )
     capacity = cluster.total_capacity().as_tuple()
     totals = [0.0] * len(capacity)
     for job, _ in entries:
