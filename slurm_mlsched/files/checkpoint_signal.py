@@ -59,14 +59,19 @@ def parse_signal_spec(value: str) -> CheckpointSignal | None:
 
 def checkpoint_signal(script: str | None) -> CheckpointSignal | None:
     """The ``--signal`` of a stored script's ``#SBATCH`` header (the last one wins, as in
-    sbatch), or None when it has none or an unreadable one (then it is not preempted)."""
+    sbatch), or None when it has none or an unreadable one, or asks ``--no-requeue`` (a
+    job Slurm may not requeue cannot be paused): then it is never preempted."""
     found: CheckpointSignal | None = None
+    requeue = True
     for number, rest in header_lines(script or ""):
         try:
             words = split_line(rest, "script", number)
         except InputError:  # an unmatched quote: that line says nothing
             continue
         for k, word in enumerate(words):
+            if word in ("--requeue", "--no-requeue"):
+                requeue = word == "--requeue"
+                continue
             if word.startswith("--signal="):
                 value: str | None = word.split("=", 1)[1]
             elif word == "--signal" and k + 1 < len(words):
@@ -75,4 +80,4 @@ def checkpoint_signal(script: str | None) -> CheckpointSignal | None:
                 continue
             if value is not None:
                 found = parse_signal_spec(value)
-    return found
+    return found if requeue else None

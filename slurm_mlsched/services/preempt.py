@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
@@ -47,6 +47,7 @@ from ..model import ClusterSnapshot, JobRequest
 from ..placement.yu_rr.preemption import Preemption, RunningRun
 from ..sbatch.tag import find_tags
 from ..slurm.jobs import JobStatus
+from ..slurm.nodes import NodeStateSource
 from ..storage import DecisionRecord, DecisionState, DecisionStore, PlanningSession
 from .clock import Clock
 from .live_queue import tag_of
@@ -83,11 +84,6 @@ class Preempter(Protocol):
 
     def requeue_hold(self, job_id: str, owner: str) -> None:
         """``scontrol requeuehold job_id`` as ``owner``."""
-        ...
-
-    def begin_now(self, job_id: str, owner: str) -> None:
-        """Make the held, requeued job eligible as soon as it is released (Slurm delays a
-        requeued job's begin time by two minutes otherwise)."""
         ...
 
 
@@ -264,11 +260,6 @@ def act(
             f"Slurm did not show it held within {settings.confirm_s:g} s: it stays "
             "'preempting'; `mlsub reconcile` records 'queued' once squeue shows it held",
         )
-    note = ""
-    try:
-        preempter.begin_now(job, owner)
-    except (SlurmError, RemoteError) as err:
-        note = f"its begin time stays Slurm's (requeued jobs wait 2 min): {err.message}"
     p = chosen.preemption
     detail = (
         f"replan: checkpointed (signal {chosen.signal.signal}, {waited:g} s) and requeued "
@@ -278,7 +269,7 @@ def act(
     )
     with contextlib.suppress(StoreError, InvalidTransitionError):
         store.transition(record.decision_id, S.QUEUED, clock.now(), detail, expected=S.PREEMPTING)
-    return report("requeued", waited, note)
+    return report("requeued", waited)
 
 
 def _status(preempter: Preempter, job: str) -> JobStatus | None:
@@ -327,6 +318,34 @@ def _wait_held(
             return status
         sleep(step)
     return None
+
+
+def wait_room_freed(
+    source: NodeStateSource,
+    job_ids: Collection[str],
+    *,
+    clock: Clock,
+    settings: PreemptSettings,
+    sleep: Callable[[float], None],
+) -> bool:
+    """Wait (bounded: ``settings.confirm_s``) until the node state no longer shows the
+    requeued jobs holding resources (Slurm lists a requeued job on its nodes while they
+    complete it), so that the re-plan after the preemptions sees the room they freed.
+    False when the time ran out (the re-plan then plans around them, and a later one
+    starts what it could not)."""
+    step = max(settings.poll_s, 0.05)
+    wanted = set(job_ids)
+    for _ in range(max(1, math.ceil(settings.confirm_s / step))):
+        try:
+            jobs = source.read(clock.now()).jobs
+        except (SlurmError, RemoteError):
+            jobs = None  # a blip: ask again
+        if jobs is not None and not any(
+            j.job_id.split("+")[0] in wanted and j.holds_resources for j in jobs
+        ):
+            return True
+        sleep(step)
+    return False
 
 
 def _back_to_running(

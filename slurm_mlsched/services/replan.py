@@ -95,6 +95,7 @@ from .preempt import (
     record_preemptions,
     run_key,
     running_run,
+    wait_room_freed,
 )
 from .process_id import ProcessId, alive, boot_id
 
@@ -127,6 +128,12 @@ class JobStarter(Protocol):
 
     def update_release(self, job_id: str, nodes: Sequence[str], tasks: int) -> None:
         """Set held job ``job_id`` (one component) to ``nodes`` and ``tasks``, release it."""
+        ...
+
+    def begin_now(self, job_id: str, owner: str) -> None:
+        """Make a released job that was requeued eligible now (Slurm puts a requeued job's
+        begin time two minutes after the requeue). Changed only once it is released: on
+        a held job it would change the reason squeue gives for the hold."""
         ...
 
 
@@ -326,6 +333,18 @@ def replan(
         )
         for c in chosen
     )
+    requeued = [p.slurm_job_id for p in done if p.action == "requeued"]
+    if requeued and not wait_room_freed(
+        wiring.source,
+        requeued,
+        clock=wiring.clock,
+        settings=preempt.settings,
+        sleep=preempt.sleep,
+    ):
+        notes.append(
+            f"job(s) {', '.join(requeued)} still held their nodes after "
+            f"{preempt.settings.confirm_s:g} s: the next re-plan starts what waits for them"
+        )
     again = replan(wiring, starter, owner=owner)  # the room they freed, without preemption
     return ReplanReport(
         wiring.cluster_name,
@@ -507,6 +526,9 @@ def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime
         if start.how == "release" and start.held_job is not None:
             starter.release(start.held_job)
             _submitted(store, record.decision_id, start.held_job, now, "replan: released held job")
+            if record.preemptions:  # requeued by a preemption: no two-minute wait
+                with contextlib.suppress(SlurmError, RemoteError):
+                    starter.begin_now(start.held_job, record.summary.job_owner)
             _drop_unless_preemptible(record)
             return Started(record.decision_id, user, start.held_job, "released", placement)
         if start.how == "update" or record.launch is None:

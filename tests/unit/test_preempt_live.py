@@ -59,6 +59,9 @@ def test_the_signal_comes_from_the_scripts_sbatch_header_only() -> None:
     assert checkpoint_signal("#!/bin/bash\n#SBATCH --signal USR2\n") == CheckpointSignal("USR2")
     assert checkpoint_signal("#!/bin/bash\necho\n#SBATCH --signal=USR1@20\n") is None
     assert checkpoint_signal("#!/bin/bash\n#SBATCH --time=5\n") is None
+    no_requeue = "#!/bin/bash\n#SBATCH --signal=USR1@20\n#SBATCH --no-requeue\n"
+    assert checkpoint_signal(no_requeue) is None  # Slurm may not requeue it
+    assert checkpoint_signal(no_requeue + "#SBATCH --requeue\n") == CheckpointSignal("USR1", 20)
     assert checkpoint_signal(None) is None
 
 
@@ -121,9 +124,6 @@ class FakeSlurm(FakeStarter):
         else:
             self.running[job_id] = replace(job, state="PENDING")
 
-    def begin_now(self, job_id: str, owner: str) -> None:
-        self.calls.append(("begin_now", job_id))
-
 
 @dataclass
 class Scene:
@@ -182,9 +182,7 @@ def test_a_consenting_long_job_is_checkpointed_requeued_and_its_room_given(
     )
     assert p.for_decisions == (sc.short,) and p.gain_s > p.cost_s > 0
     # signal, its warning time (30 s, capped at 5), requeue held, eligible at once
-    assert sc.slurm.calls == [
-        ("signal", "101", "USR1", ME), ("requeuehold", "101", ME), ("begin_now", "101"),
-    ]  # fmt: skip
+    assert sc.slurm.calls == [("signal", "101", "USR1", ME), ("requeuehold", "101", ME)]
     assert sum(sc.slept) == pytest.approx(5.0) and p.waited_s == pytest.approx(5.0)
     rec = store.get(sc.long)
     assert states(store, sc.long) == [S.SUBMITTING, S.SUBMITTED, S.PREEMPTING, S.QUEUED]
@@ -218,6 +216,7 @@ def test_the_requeued_job_starts_again_when_its_room_frees(
     assert rec.request.workload == left  # it ran on with the work it had left
     if again.started[0].action == "released":  # the same layout: the requeued job itself
         assert sc.slurm.released[-1] == "101" and rec.summary.slurm_job_id == "101"
+        assert sc.slurm.began == ["101"]  # eligible at once, after the release
     else:
         assert again.started[0].action == "resubmitted" and sc.slurm.cancelled == ["101"]
     assert rec.launch is not None and rec.launch.env_file is not None
@@ -339,3 +338,31 @@ def test_signal_and_requeue_run_as_the_jobs_owner_from_root() -> None:
         "setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--init-groups",
         "--", *argv,
     ]  # fmt: skip
+
+
+def test_the_replan_after_a_requeue_waits_until_the_nodes_are_given_back() -> None:
+    from slurm_mlsched.services.clock import FixedClock
+    from slurm_mlsched.services.preempt import wait_room_freed
+    from slurm_mlsched.slurm.parse import JobRecord, NodeAllocation
+    from tests.unit.test_submit_service import FakeSource
+
+    completing = JobRecord("101", "long", "COMPLETING", (NodeAllocation("node1", 4, 4096, 4),))
+    other = JobRecord("55", "other", "RUNNING", (NodeAllocation("node2", 1, 1024, 1),))
+    source = FakeSource(jobs=[completing, other])
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:  # the node is given back after the second poll
+        slept.append(s)
+        if len(slept) == 2:
+            source.jobs.remove(completing)
+
+    settings = PreemptSettings(confirm_s=10.0, poll_s=1.0)
+    clock = FixedClock(NOW)
+    assert wait_room_freed(source, ["101"], clock=clock, settings=settings, sleep=sleep)
+    assert slept == [1.0, 1.0]
+    source.jobs.append(completing)
+    slept.clear()
+    assert not wait_room_freed(  # bounded: gives up after confirm_s
+        source, ["101"], clock=clock, settings=settings, sleep=lambda s: slept.append(s)
+    )
+    assert slept == [1.0] * 10
