@@ -366,3 +366,27 @@ def test_the_replan_after_a_requeue_waits_until_the_nodes_are_given_back() -> No
         source, ["101"], clock=clock, settings=settings, sleep=lambda s: slept.append(s)
     )
     assert slept == [1.0] * 10
+
+
+def test_pyslurm_reads_a_requeued_job_as_held_by_its_user_as_squeue_does() -> None:
+    """pyslurm gives Slurm's description ("job requeued in held state") where squeue
+    --json gives the reason (``JobHeldUser``, captured on the lab cluster, Slurm 22.05):
+    read through either, a requeued job is held, so reconcile leaves it ``queued``."""
+    from types import SimpleNamespace
+
+    from slurm_mlsched.slurm.jobs import fold_components, pyslurm_status_rows
+
+    def job(reason: str) -> SimpleNamespace:
+        return SimpleNamespace(
+            id=141, heterogeneous_id=None, heterogeneous_offset=None, state="PENDING",
+            submit_time=None, start_time=None, end_time=None, allocated_nodes="",
+            comment="", admin_comment="", exit_code=0, user_name="root", state_reason=reason,
+        )  # fmt: skip
+
+    for reason in ("job requeued in held state", "JobHeldUser"):
+        module = SimpleNamespace(Jobs=SimpleNamespace(load=lambda r=reason: {141: job(r)}))
+        (status,) = fold_components(pyslurm_status_rows(module), "squeue").values()
+        assert status.held and status.reason == "JobHeldUser", reason
+    module = SimpleNamespace(Jobs=SimpleNamespace(load=lambda: {141: job("Resources")}))
+    (status,) = fold_components(pyslurm_status_rows(module), "squeue").values()
+    assert not status.held and status.reason == "Resources"
