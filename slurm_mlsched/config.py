@@ -16,20 +16,24 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
     slot_seconds = 60                  # Δ of live planning (submit, plan without --cluster)
     remote = "alice@login.example"     # run Slurm commands on this login node over SSH
     remote_dir = ".mlsub/decisions"    # where remote submissions stage their files there
+    preempt = true                     # mlsub replan may checkpoint-restart running jobs
+                                       # that consent (#SBATCH --signal); site file only
+    preempt_wait_max_s = 120           # the longest wait for a job's checkpoint (site only)
 
     [job]                              # job option defaults (below the script header and
     partition = "gpu"                  # the command line); names as in JobOptions
     mem_per_worker = "16G"
 
-``admins`` and ``slurm_admin_level`` are the site's alone: only ``/etc/mlsched/config.toml``
+``admins``, ``slurm_admin_level``, ``preempt`` and ``preempt_wait_max_s`` are the site's
+alone: only ``/etc/mlsched/config.toml``
 sets them, and only when that file is owned by root and writable by nobody else; a user's
 file that sets one is an error, and ``MLSUB_ADMINS`` and ``MLSUB_SLURM_ADMIN_LEVEL`` are
 honoured for root only (docs/admin-guide.md, trust model). ``slurm_admin_level``
 (``operator`` or ``administrator``; empty = off) makes a user whose Slurm ``AdminLevel``
 (``sacctmgr show user``, read from slurmdbd) is at least that an admin of mlsub too.
 
-Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS`` and ``MLSUB_SLURM_ADMIN_LEVEL`` (root
-only), ``MLSUB_CLUSTER_NAME``,
+Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS``, ``MLSUB_SLURM_ADMIN_LEVEL``,
+``MLSUB_PREEMPT`` and ``MLSUB_PREEMPT_WAIT_MAX_S`` (root only), ``MLSUB_CLUSTER_NAME``,
 ``MLSUB_RESERVATION_GRACE_S``, ``MLSUB_DB_BUSY_TIMEOUT_S``, ``MLSUB_SLOT_SECONDS``,
 ``MLSUB_REMOTE``, ``MLSUB_REMOTE_DIR``. ``MLSUB_CONFIG`` names the user config file
 instead of the XDG one.
@@ -60,6 +64,8 @@ DEFAULT_REMOTE_DIR = ".mlsub/decisions"
 #: decision recorded without it), a ``submitting`` decision younger than this may still be
 #: inside its sbatch.
 DEFAULT_STALE_AFTER_S = 3600.0
+#: ``mlsub replan`` with ``preempt``: the longest wait for a job's checkpoint.
+DEFAULT_PREEMPT_WAIT_MAX_S = 120.0
 
 RESERVATION_GRACE_DOC = (
     "after its predicted end, a decision that is not yet in a terminal state (the job may "
@@ -95,6 +101,12 @@ class Config:
     directory (relative to the remote home unless absolute); the compute nodes must see it."""
     slot_seconds: float = DEFAULT_LIVE_SLOT_SECONDS
     """Slot length Δ (seconds) when planning against the live cluster."""
+    preempt: bool = False
+    """``mlsub replan`` may pause running jobs that consent (their ``#SBATCH --signal``)
+    by checkpoint-restart (docs/formulation.md §16, "Live"); the site's choice."""
+    preempt_wait_max_s: float = DEFAULT_PREEMPT_WAIT_MAX_S
+    """The longest a re-plan waits for a signalled job to checkpoint (its ``--signal``
+    warning time, at most this) before it requeues it."""
     job: tuple[tuple[str, object], ...] = ()
     """Job option defaults from the ``[job]`` table (field name, raw value)."""
     sources: tuple[str, ...] = ()
@@ -109,7 +121,7 @@ KEYS = tuple(f.name for f in fields(Config) if f.name != "sources")
 FILE_ONLY = frozenset({"job"})
 #: Keys only the site file sets: who is an admin is the site's to say, never a user's
 #: (``MLSUB_ADMINS`` is honoured for root only, for tests and support).
-SITE_ONLY = frozenset({"admins", "slurm_admin_level"})
+SITE_ONLY = frozenset({"admins", "slurm_admin_level", "preempt", "preempt_wait_max_s"})
 
 
 def default_db_path(env: Mapping[str, str]) -> Path:
@@ -152,7 +164,7 @@ def load_config(
         variable = ENV_PREFIX + key.upper()
         if env.get(variable) and uid != 0:
             raise InputError(
-                f"{variable} is honoured for root only: who is an admin is the site's setting",
+                f"{variable} is honoured for root only: {key} is the site's setting",
                 hint=f"unset {variable}; an admin sets {key} in {SYSTEM_CONFIG} (root-owned)",
                 context={"variable": variable},
             )
@@ -306,6 +318,21 @@ def _admin_level(raw: object, where: str) -> str:
     return text or ""
 
 
+def _flag(raw: object, where: str) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = raw.strip().lower() if isinstance(raw, str) else None
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise InputError(
+        f"{where} must be true or false, got {raw!r}",
+        hint="write preempt = true (TOML) or MLSUB_PREEMPT=1",
+        context={},
+    )
+
+
 _CONVERT = {
     "db_url": _text,
     "admins": _names,
@@ -317,4 +344,6 @@ _CONVERT = {
     "job": _job_table,
     "remote": _remote,
     "remote_dir": _text,
+    "preempt": _flag,
+    "preempt_wait_max_s": _seconds,
 }

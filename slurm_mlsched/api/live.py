@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import DEFAULT_STALE_AFTER_S
+from ..config import DEFAULT_STALE_AFTER_S, Config
 from ..errors import InputError, MlschedError, SlurmError
 from ..files.job_options import JobOptions, merge_options, read_script_header
 from ..files.job_script import JobScript
@@ -42,7 +42,8 @@ from .slurm_access import SlurmAccess, slurm_access
 from .store_access import StoreContext, context, opened
 
 if TYPE_CHECKING:  # the re-plan loads when a command runs it
-    from ..services.replan import QueueView, ReplanReport
+    from ..services.preempt import LivePreemption
+    from ..services.replan import QueueView, ReplanReport, SlurmStarter
 
 
 @dataclass(frozen=True)
@@ -294,7 +295,19 @@ def run_replan(request: ReplanRequest, *, clock: Clock) -> ReplanReport:
             host=ctx.host,
             process=str(this_process()),
         )
-        return replan(wiring, SlurmStarter(access.slurm))
+        starter = SlurmStarter(access.slurm)
+        return replan(wiring, starter, preempt=_preemption(ctx.config, starter))
+
+
+def _preemption(config: Config, starter: SlurmStarter) -> LivePreemption | None:
+    """The site's checkpoint-restart preemption for ``mlsub replan`` (config ``preempt``,
+    docs/formulation.md §16 "Live"), or None when it is off. Only ``mlsub replan`` (the
+    epilog, the safety net, an admin) preempts: a submission's own re-plan stays quick."""
+    from ..services.preempt import LivePreemption, PreemptSettings
+
+    if not config.preempt:
+        return None
+    return LivePreemption(starter, PreemptSettings(wait_max_s=config.preempt_wait_max_s))
 
 
 def run_queue(request: ReplanRequest, *, clock: Clock, everyone: bool) -> QueueView:

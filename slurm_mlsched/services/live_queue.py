@@ -24,8 +24,10 @@ from ..files.job_script import JobScript
 from ..model import ClusterSnapshot, Decision, JobRequest
 from ..model.narrowing import NodeFilter
 from ..placement.params import Binding, PlacementParams
+from ..placement.policy_table import QueueFn
 from ..placement.registry import get_queue
 from ..placement.yu_rr.late_binding import PendingJob, QueueStep
+from ..placement.yu_rr.preemption import Preemption, RunningRun, replan_preempting
 from ..placement.yu_rr.queue_order import largest_capacity, queue_key
 from ..sbatch.tag import DecisionTag, decision_tag
 from ..slurm.nodes import NodeState, NodeStateSource
@@ -188,6 +190,8 @@ def rebased(record: DecisionRecord, snapshot: ClusterSnapshot) -> QueueEntry:
     if record.snapshot.slot_seconds == snapshot.slot_seconds:  # the same grid, shifted
         shift = (record.snapshot.epoch - snapshot.epoch).total_seconds() / snapshot.slot_seconds
         plan = replace(record.decision.shifted(round(shift)), job_id=key)
+        if record.preemptions and plan.start_slot < snapshot.now_slot:
+            plan = None  # the run it was preempted in, not a plan to keep (§16, "Live")
     return QueueEntry(request, record.seed, record.params, record, plan=plan)
 
 
@@ -201,15 +205,42 @@ def queue_step(
     by_key = {e.key: e for e in entries}
     if not entries:
         return QueueStep(()), by_key
+    params, queue, pending = _step_inputs(entries)
+    return queue(pending, snapshot, params, ()), by_key
+
+
+def preempting_step(
+    entries: Sequence[QueueEntry], running: Sequence[RunningRun], snapshot: ClusterSnapshot
+) -> tuple[QueueStep, dict[str, QueueEntry], tuple[Preemption, ...]]:
+    """:func:`queue_step` with checkpoint-restart preemption (docs/formulation.md §16,
+    "Live"): the replay's own rule (``placement/yu_rr/preemption.replan_preempting``)
+    over ``running`` (the preemptible running jobs on ``snapshot``'s grid, keyed by their
+    reservations' job ids), with the oldest entry's parameters and ``preempt`` on. Returns
+    the step taken with the preemptions (in which the paused jobs wait), and those."""
+    by_key = {e.key: e for e in entries}
+    if not entries:
+        return QueueStep(()), by_key, ()
+    params, queue, pending = _step_inputs(entries, preempt=True)
+    step, chosen = replan_preempting(pending, running, snapshot, params, queue)
+    return step, by_key, chosen
+
+
+def _step_inputs(
+    entries: Sequence[QueueEntry], *, preempt: bool = False
+) -> tuple[PlacementParams, QueueFn, tuple[PendingJob, ...]]:
+    """The oldest entry's parameters (late binding; ``preempt`` as the caller says, never
+    as stored: on the live queue it is the site's setting), its policy's queue form, and
+    the entries of that policy as the step's waiting jobs."""
     first = entries[0]
-    params = replace(first.params, binding=Binding.LATE)
-    if params.preempt:
+    if first.params.preempt and not preempt:
         raise InputError(
-            "checkpoint-restart preemption (parameter preempt) runs in replay only: the "
-            "live queue never pauses a running job",
-            hint="re-plan with preempt off; measure it with mlsub replay TRACE --preempt",
+            "decision parameters with preempt on: on the live queue checkpoint-restart "
+            "preemption is the site's setting (preempt in /etc/mlsched/config.toml), not a "
+            "decision's",
+            hint="re-plan with preempt off in the decision; an admin sets preempt = true",
             context={"parameter": "preempt", "policy": first.params_policy},
         )
+    params = replace(first.params, binding=Binding.LATE, preempt=preempt)
     policy = first.params_policy
     queue = get_queue(policy, params)
     if queue is None:  # submit queues only jobs whose policy has a queue form
@@ -217,7 +248,7 @@ def queue_step(
     pending = tuple(
         PendingJob(e.request, e.seed, e.plan) for e in entries if e.params_policy == policy
     )
-    return queue(pending, snapshot, params, ()), by_key
+    return params, queue, pending
 
 
 def in_queue_order(entries: Sequence[QueueEntry], snapshot: ClusterSnapshot) -> list[QueueEntry]:

@@ -61,7 +61,7 @@ from .viewer import Viewer
 
 S = DecisionState
 #: States ``reconcile`` looks at.
-OPEN_FOR_SLURM = (S.SUBMITTING, S.SUBMITTED, S.RUNNING, S.QUEUED, S.STARTING)
+OPEN_FOR_SLURM = (S.SUBMITTING, S.SUBMITTED, S.RUNNING, S.QUEUED, S.STARTING, S.PREEMPTING)
 #: ``submit-failed`` decisions this recent (and without a job id) are looked up by their tag,
 #: so that one whose job appeared after all is repaired.
 REPAIR_WINDOW_S = 86400.0
@@ -182,8 +182,42 @@ def plan_updates(
                 ),
                 None,
             )
+        if d.state == S.PREEMPTING and status is not None:
+            out.append(_preempting(d, status, now, alive_of.get(d.decision_id)))
+            continue
         out.append(_update(d, status, now, stale_after_s, alive_of.get(d.decision_id)))
     return out
+
+
+def _preempting(
+    d: DecisionSummary, status: JobStatus, now: datetime, process_alive: bool | None
+) -> Update:
+    """A decision a re-plan is preempting (docs/formulation.md §16, "Live"): requeued and
+    held in Slurm → ``queued`` (it waits with its resumed request); still running once
+    the re-plan that preempts it is gone (it stopped before the requeue) → ``running``;
+    ended → as Slurm says; else (the re-plan may still be acting) left as it is."""
+    job = status.job_id
+    if status.held:
+        step = Step(S.QUEUED, now, f"reconcile: job {job} requeued held by a preemption", job)
+        return Update(d.decision_id, d.state, (step,), job, status.source)
+    if status.phase == "running":
+        if process_alive is False:
+            step = Step(
+                S.RUNNING,
+                now,
+                f"reconcile: job {job} still runs and the re-plan that was preempting it is "
+                "gone: not preempted",
+            )
+            return Update(d.decision_id, d.state, (step,), job, status.source)
+        return Update(d.decision_id, d.state, (), job, status.source, "being preempted")
+    final = {"completed": S.COMPLETED, "failed": S.FAILED, "cancelled": S.CANCELLED}.get(
+        status.phase
+    )
+    if final is None:  # pending without a hold (requeued by someone else): not ours to say
+        return Update(d.decision_id, d.state, (), job, status.source, f"job {job} pending")
+    exit_code = f", exit code {status.exit_code}" if status.exit_code else ""
+    step = Step(final, status.end or now, f"slurm: job {job} {status.state}{exit_code}")
+    return Update(d.decision_id, d.state, (step,), job, status.source)
 
 
 def _update(
@@ -349,7 +383,7 @@ def reconcile(
     here = host or socket.gethostname()
     liveness: dict[int, bool | None] = {}
     for s in open_:
-        who = ProcessId.parse(s.submitter) if s.state == S.SUBMITTING else None
+        who = ProcessId.parse(s.submitter) if s.state in (S.SUBMITTING, S.PREEMPTING) else None
         if who is not None:
             liveness[s.decision_id] = process_alive(who, s.host == here)
     updates = plan_updates(
@@ -358,8 +392,8 @@ def reconcile(
     # a submit-failed decision looked up for repair is reported only when it was repaired
     shown = [u for u in updates if u.steps or u.before != S.SUBMIT_FAILED]
     applied = [_apply(store, u) for u in shown]
-    for u in applied:  # a queued job that ended without starting: its kept env is not needed
-        if u.before in (S.QUEUED, S.STARTING) and u.after in TERMINAL:
+    for u in applied:  # a job that ended: its kept env (queued, or preemptible) is not needed
+        if u.before != S.SUBMIT_FAILED and u.after in TERMINAL:
             with contextlib.suppress(StoreError, NotFoundError):
                 record = store.get(u.decision_id)
                 drop_kept_environment(record.launch, record.summary.job_owner)

@@ -52,6 +52,7 @@ from ..errors import (
     SlurmError,
     StoreError,
 )
+from ..files.checkpoint_signal import CheckpointSignal, checkpoint_signal
 from ..files.sbatch_lines import parse_sbatch_lines, sort_lines
 from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
 from ..model.narrowing import NodeFilter
@@ -77,10 +78,24 @@ from .live_queue import (
     LiveWiring,
     QueueEntry,
     in_queue_order,
+    preempting_step,
     queue_step,
     rebased,
     stored_and_running,
     tag_of,
+)
+from .preempt import (
+    Candidate,
+    Chosen,
+    LivePreemption,
+    Preempted,
+    Preempter,
+    act,
+    candidates,
+    record_preemptions,
+    run_key,
+    running_run,
+    wait_room_freed,
 )
 from .process_id import ProcessId, alive, boot_id
 
@@ -113,6 +128,12 @@ class JobStarter(Protocol):
 
     def update_release(self, job_id: str, nodes: Sequence[str], tasks: int) -> None:
         """Set held job ``job_id`` (one component) to ``nodes`` and ``tasks``, release it."""
+        ...
+
+    def begin_now(self, job_id: str, owner: str) -> None:
+        """Make a released job that was requeued eligible now (Slurm puts a requeued job's
+        begin time two minutes after the requeue). Changed only once it is released: on
+        a held job it would change the reason squeue gives for the hold."""
         ...
 
 
@@ -161,6 +182,7 @@ class ReplanReport:
     waiting: tuple[Waiting, ...]
     skipped: tuple[int, ...] = ()  # queued decisions of other users this process may not start
     notes: tuple[str, ...] = ()
+    preempted: tuple[Preempted, ...] = ()  # running jobs checkpointed and requeued (§16)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -169,6 +191,7 @@ class ReplanReport:
             "waiting": [w.to_json() for w in self.waiting],
             "skipped": list(self.skipped),
             "notes": list(self.notes),
+            "preempted": [p.to_json() for p in self.preempted],
         }
 
 
@@ -235,8 +258,15 @@ def replan(
     starter: JobStarter,
     *,
     owner: Callable[[DecisionRecord], str] = lambda r: r.summary.job_owner,
+    preempt: LivePreemption | None = None,
 ) -> ReplanReport:
-    """Re-plan the cluster's queue and start what can start now (module docstring)."""
+    """Re-plan the cluster's queue and start what can start now (module docstring).
+
+    ``preempt`` (the site's ``preempt`` setting, docs/formulation.md §16 "Live"): the
+    step may first pause running jobs that consent (``services/preempt.py``); those are
+    recorded ``preempting``, signalled, requeued held and recorded ``queued``, and then
+    the queue is re-planned once more without preemption, which starts the jobs they made
+    room for (and later, like any queued job, the paused ones)."""
     notes: list[str] = []
     now = wiring.clock.now()
     held = {j.job_id: j for j in starter.held_jobs()}  # one squeue for the whole re-plan
@@ -246,9 +276,11 @@ def replan(
         notes.extend(finish_starts(wiring.store, starter, wiring.cluster_name, now, held=held))
     notes.extend(cancel_replaced(wiring.store, starter, wiring.cluster_name, held=held))
     state = wiring.source.read(now)
+    runs = _preemptible(wiring, preempt.slurm) if preempt is not None else ()
     starts: list[_Start] = []
     waiting: list[Waiting] = []
     skipped: list[int] = []
+    chosen: list[Chosen] = []
     with wiring.store.planning(wiring.cluster_name) as tx:
         queued = tx.queued()
         # every queued job takes its place in the step (they hold nothing); this process
@@ -271,6 +303,10 @@ def replan(
                 narrowing=narrowing,
             )  # with the starts of the groups before
             entries = [rebased(r, cluster.snapshot) for r in group]
+            if runs:
+                paused = _preempt_group(tx, wiring, entries, runs, cluster, startable, chosen)
+                if paused:
+                    continue  # re-planned below, once they are requeued
             step, by_key = queue_step(entries, cluster.snapshot)
             waiting.extend(reasons(step, entries, cluster.snapshot))
             for d in step.started:
@@ -280,7 +316,94 @@ def replan(
             for d in step.planned:  # the reserved head(s): their plan is the next step's
                 _keep_tentative(tx, by_key[d.job_id], d, cluster.snapshot)
     started = tuple(_act(wiring.store, starter, s, now) for s in starts)
-    return ReplanReport(wiring.cluster_name, started, tuple(waiting), tuple(skipped), tuple(notes))
+    report = ReplanReport(
+        wiring.cluster_name, started, tuple(waiting), tuple(skipped), tuple(notes)
+    )
+    if not chosen:
+        return report
+    assert preempt is not None  # only a preempting re-plan chooses
+    done = tuple(
+        act(
+            wiring.store,
+            preempt.slurm,
+            c,
+            clock=wiring.clock,
+            sleep=preempt.sleep,
+            settings=preempt.settings,
+        )
+        for c in chosen
+    )
+    requeued = [p.slurm_job_id for p in done if p.action == "requeued"]
+    if requeued and not wait_room_freed(
+        wiring.source,
+        requeued,
+        clock=wiring.clock,
+        settings=preempt.settings,
+        sleep=preempt.sleep,
+    ):
+        notes.append(
+            f"job(s) {', '.join(requeued)} still held their nodes after "
+            f"{preempt.settings.confirm_s:g} s: the next re-plan starts what waits for them"
+        )
+    again = replan(wiring, starter, owner=owner)  # the room they freed, without preemption
+    return ReplanReport(
+        wiring.cluster_name,
+        (*started, *again.started),
+        again.waiting,
+        again.skipped,
+        (*notes, *again.notes),
+        done,
+    )
+
+
+def _preemptible(wiring: LiveWiring, slurm: Preempter) -> tuple[Candidate, ...]:
+    """The running decisions of the cluster that consent to preemption and that this
+    process may preempt (``services/preempt.candidates``), read before the lock."""
+    from ..storage import HistoryFilter
+
+    jobs = slurm.jobs()
+    records = []
+    for state in (S.SUBMITTED, S.RUNNING):
+        for s in wiring.store.history(HistoryFilter(state=state, cluster=wiring.cluster_name)):
+            status = jobs.get(s.slurm_job_id or "")
+            if status is not None and status.phase == "running":
+                records.append(wiring.store.get(s.decision_id))
+    return candidates(records, jobs, wiring.cluster_name, slurm.may_start)
+
+
+def _preempt_group(
+    tx: PlanningSession,
+    wiring: LiveWiring,
+    entries: Sequence[QueueEntry],
+    runs: Sequence[Candidate],
+    cluster: ClusterState,
+    startable: set[int],
+    chosen: list[Chosen],
+) -> bool:
+    """The replay's preemption rule over this group (``live_queue.preempting_step``):
+    when it pauses jobs for queued jobs this process may start, record them
+    ``preempting`` (appended to ``chosen``) and say so; else change nothing."""
+    taken = {c.record.decision_id for c in chosen}
+    by_run: dict[str, Candidate] = {}
+    running = []
+    for c in runs:
+        if c.record.decision_id in taken:
+            continue
+        run = running_run(c, cluster.snapshot)
+        if run is not None:
+            by_run[run_key(c.record.decision_id)] = c
+            running.append(run)
+    if not running:
+        return False
+    _, by_key, paused = preempting_step(entries, running, cluster.snapshot)
+    ids = {k: e.record.decision_id for k, e in by_key.items() if e.record is not None}
+    if not paused or not all(any(ids.get(k) in startable for k in p.for_jobs) for p in paused):
+        return False  # nothing pays, or it would be for jobs this process may not start
+    recorded = record_preemptions(
+        tx, paused, by_run, ids, clock=wiring.clock, process=wiring.process
+    )
+    chosen.extend(recorded)
+    return bool(recorded)
 
 
 def policy_groups(queued: Sequence[DecisionRecord]) -> list[list[DecisionRecord]]:
@@ -403,7 +526,10 @@ def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime
         if start.how == "release" and start.held_job is not None:
             starter.release(start.held_job)
             _submitted(store, record.decision_id, start.held_job, now, "replan: released held job")
-            drop_kept_environment(record.launch, record.summary.job_owner)
+            if record.preemptions:  # requeued by a preemption: no two-minute wait
+                with contextlib.suppress(SlurmError, RemoteError):
+                    starter.begin_now(start.held_job, record.summary.job_owner)
+            _drop_unless_preemptible(record)
             return Started(record.decision_id, user, start.held_job, "released", placement)
         if start.how == "update" or record.launch is None:
             if start.held_job is None:
@@ -434,8 +560,16 @@ def _act(store: DecisionStore, starter: JobStarter, start: _Start, now: datetime
             starter.cancel(start.held_job)
         except (SlurmError, RemoteError) as err:
             note = f"held job {start.held_job} not cancelled ({err.message}); it stays held"
-    drop_kept_environment(record.launch, record.summary.job_owner)
+    _drop_unless_preemptible(record)
     return Started(record.decision_id, user, new_id, "resubmitted", placement, note)
+
+
+def _drop_unless_preemptible(record: DecisionRecord) -> None:
+    """A started job's kept environment is not needed any more, unless it may be
+    preempted (its ``--signal``): a later re-plan may submit it again; reconcile removes
+    it when the decision ends."""
+    if checkpoint_signal(record.script) is None:
+        drop_kept_environment(record.launch, record.summary.job_owner)
 
 
 def _submitted(
@@ -624,9 +758,24 @@ class SlurmStarter:
         self.release(job_id)
 
     def held_jobs(self) -> Sequence[JobStatus]:
+        return [j for j in self.jobs().values() if j.held]
+
+    def jobs(self) -> Mapping[str, JobStatus]:
         from ..slurm.jobs import JobStatusReader
 
-        return [j for j in JobStatusReader(self.slurm).queue().values() if j.held]
+        return JobStatusReader(self.slurm).queue()
+
+    def signal(self, job_id: str, signal: CheckpointSignal, owner: str) -> None:
+        argv = ["scancel", *signal.scancel_args(), job_id]
+        self.slurm.run(as_owner(argv, owner, self.euid), timeout=self.timeout)
+
+    def requeue_hold(self, job_id: str, owner: str) -> None:
+        argv = ["scontrol", "requeuehold", job_id]
+        self.slurm.run(as_owner(argv, owner, self.euid), timeout=self.timeout)
+
+    def begin_now(self, job_id: str, owner: str) -> None:
+        argv = ["scontrol", "update", f"JobId={job_id}", "StartTime=now"]
+        self.slurm.run(as_owner(argv, owner, self.euid), timeout=self.timeout)
 
     def submit(self, script: str, launch: Launch, owner: str) -> str:
         from ..slurm.parse import parse_sbatch_parsable
@@ -656,7 +805,6 @@ def sbatch_argv(launch: Launch, owner: str, euid: int) -> list[str]:
     this process is root and the owner is someone else), from its working directory, with
     its kept environment (``--export-file``: the job gets exactly that environment, as it
     would have got its submitter's)."""
-    import pwd
 
     argv = ["sbatch", "--parsable"]
     if not any(line.startswith("--chdir=") for line in launch.spec.sbatch_job):
@@ -673,6 +821,15 @@ def sbatch_argv(launch: Launch, owner: str, euid: int) -> list[str]:
         # the kept environment is gone (or not the owner's): the job gets none of this
         # process's either, only what Slurm sets
         argv.append("--export=NONE")
+    return as_owner(argv, owner, euid)
+
+
+def as_owner(argv: list[str], owner: str, euid: int) -> list[str]:
+    """``argv`` run as ``owner``: through ``setpriv`` when this process is root and the
+    owner is someone else (Slurm then sees the owner act on their own job: a hold the
+    owner sets is the owner's, ``JobHeldUser``), unchanged otherwise."""
+    import pwd
+
     if euid == 0 and owner != "root":
         who = pwd.getpwnam(owner)
         return [

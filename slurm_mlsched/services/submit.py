@@ -44,6 +44,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import InputError, InvalidTransitionError, RemoteError, SlurmError, StoreError
+from ..files.checkpoint_signal import checkpoint_signal
 from ..files.job_options import JobOptions
 from ..files.job_script import JobScript
 from ..files.sbatch_lines import carried_lines, merged_comment
@@ -211,7 +212,10 @@ def submit_job(
         spec = _spec(plan, job, opts, name, program, decision_id=record.decision_id, tag=tag)
         script = _render_spec(plan, cluster, spec, waits=waits)
         launch = None
-        if waits:
+        # a job that waits, or one that may be preempted later (its #SBATCH --signal,
+        # docs/formulation.md §16 "Live"): a re-plan may have to submit it again
+        preemptible = wiring.held_submitter is not None and checkpoint_signal(script.text)
+        if waits or preemptible:
             env_file = keep_environment(wiring.env_dir, f"{tag.decision_id}-{tag.token}")
             narrowing = opts.narrowing.to_json() if opts.narrowing.narrows else None
             launch = Launch(

@@ -59,6 +59,11 @@ class ComponentStatus:
 
 #: The state reasons of a held job (``sbatch --hold``, ``scontrol hold``).
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
+#: Slurm's descriptions that pyslurm gives instead of the reason when the controller set
+#: one (pyslurm's ``state_reason`` is ``state_desc`` when there is one; ``squeue --json``
+#: gives the reason itself): ``scontrol requeuehold`` sets ``JobHeldUser`` with this text
+#: (slurmctld's job requeue), whoever asks for it.
+REASON_OF_DESCRIPTION = {"job requeued in held state": "JobHeldUser"}
 
 
 @dataclass(frozen=True)
@@ -265,8 +270,13 @@ def _pyslurm_row(job: Any) -> ComponentStatus:
         admin_comment=str(job.admin_comment or ""),
         exit_code="" if job.exit_code is None else str(int(job.exit_code)),  # decoded already
         user=str(job.user_name or ""),
-        reason=str(getattr(job, "state_reason", "") or ""),
+        reason=_reason(str(getattr(job, "state_reason", "") or "")),
     )
+
+
+def _reason(text: str) -> str:
+    """The state reason as ``squeue --json`` names it (:data:`REASON_OF_DESCRIPTION`)."""
+    return REASON_OF_DESCRIPTION.get(text, text)
 
 
 class JobStatusReader:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # Alembic is imported only when a schema must be created or u
 #: The newest revision in migrations/ (a test checks it against Alembic's head). Every
 #: command compares the database's revision with it in one query, without importing
 #: Alembic (which takes most of a second).
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # slurm_mlsched/
 #: pg_advisory_xact_lock key held while a fresh PostgreSQL database is created.

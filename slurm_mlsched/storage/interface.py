@@ -21,7 +21,7 @@ Contract
 4. **Reservations.** ``reservations(cluster, now, epoch=, slot_seconds=)`` returns, on the
    slot grid of ``epoch`` and ``slot_seconds`` (start floored, end ceiled), the usage of
    every decision of ``cluster`` whose state reserves (planned, submitting, submitted,
-   running, starting; not ``queued``: a waiting job holds nothing) and that
+   running, starting, preempting; not ``queued``: a waiting job holds nothing) and that
    has not ended more than ``grace_s`` ago. Usage that ended by ``now`` is left out; a
    decision that is past its predicted end but inside the grace holds the resources of its
    last slot until end + grace (see :func:`.records.held`). Terminal decisions
@@ -33,7 +33,9 @@ Contract
    (``Moved.applied`` false, reason ``"reached"``); with ``expected``, a decision no
    longer in that state is left alone (reason ``"changed"``: someone moved it first).
    Anything else raises :class:`~slurm_mlsched.errors.InvalidTransitionError` and changes
-   nothing. A no-op still records a Slurm job id the decision did not have yet. History
+   nothing. A ``preempting`` decision that becomes ``queued`` takes the resumed request
+   :meth:`PlanningSession.preempt` kept as its request; leaving ``preempting`` for any
+   other state drops it. A no-op still records a Slurm job id the decision did not have yet. History
    is never rewritten.
 6. **Listing.** ``history(filter)`` returns summaries in creation order (oldest first),
    matching every given field of the filter; ``limit`` keeps the newest ones.
@@ -117,6 +119,23 @@ class PlanningSession(Protocol):
         re-plan's identity (``services/process_id.py``), so that no other process finishes
         the start while it may still act. Raises InvalidTransitionError when it is no
         longer queued."""
+        ...
+
+    def preempt(
+        self,
+        decision_id: int,
+        *,
+        resumed: JobRequest,
+        at: datetime,
+        detail: str,
+        process: str | None = None,
+    ) -> DecisionRecord:
+        """A re-plan pauses a ``submitted`` or ``running`` decision (checkpoint-restart,
+        docs/formulation.md §16): it becomes ``preempting`` (it still reserves: Slurm runs
+        it until it is requeued) and keeps ``resumed`` (the request it waits with, on its
+        snapshot's grid), which becomes its request when it moves on to ``queued``
+        (:meth:`DecisionStore.transition`); ``process``: the re-plan acting on it. Raises
+        InvalidTransitionError when it is in another state."""
         ...
 
 

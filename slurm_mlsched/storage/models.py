@@ -89,6 +89,7 @@ class DecisionRow(Base):
     slurm_user: Mapped[str | None] = mapped_column(String(200))  # revision 0003
     launch_json: Mapped[str | None] = mapped_column(Text)  # revision 0005
     earlier_job_ids_json: Mapped[str | None] = mapped_column(Text)  # revision 0005
+    resumed_request_json: Mapped[str | None] = mapped_column(Text)  # revision 0007
 
     reservations: Mapped[list[ReservationRow]] = relationship(
         back_populates="decision", order_by="ReservationRow.id"

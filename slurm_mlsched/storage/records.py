@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -122,6 +123,20 @@ class DecisionRecord:
     earlier_job_ids: tuple[str, ...] = ()
     """Slurm job ids the decision had before its current one (a queued job submitted
     again on the layout its re-plan chose), oldest first."""
+    resumed_request: JobRequest | None = None
+    """While ``preempting``: the request it waits with once requeued (the work its run has
+    not covered plus the restart charge; on :attr:`snapshot`'s grid). It becomes
+    :attr:`request` when the decision becomes ``queued`` (revision 0007)."""
+
+    @property
+    def preemptions(self) -> int:
+        """How often it was preempted and requeued (``preempting`` → ``queued``)."""
+        states = [t.state for t in self.transitions]
+        return sum(
+            1
+            for a, b in itertools.pairwise(states)
+            if a == DecisionState.PREEMPTING and b == DecisionState.QUEUED
+        )
 
     @property
     def decision_id(self) -> int:

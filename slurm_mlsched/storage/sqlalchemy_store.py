@@ -146,6 +146,7 @@ class SqlDecisionStore:
                     hint=f"see its history: mlsub show {decision_id}",
                     context={"decision_id": decision_id, "state": str(current)},
                 )
+            _leave_preempting(row, current, state)
             row.state, row.state_changed_at, row.state_detail = state.value, at, detail
             if slurm_job_id is not None:
                 if row.slurm_job_id is not None and row.slurm_job_id != slurm_job_id:
@@ -347,6 +348,34 @@ class SqlPlanningSession:
         self._session.flush()
         return _record(row)
 
+    def preempt(
+        self,
+        decision_id: int,
+        *,
+        resumed: JobRequest,
+        at: datetime,
+        detail: str,
+        process: str | None = None,
+    ) -> DecisionRecord:
+        row = self._session.get(DecisionRow, decision_id, with_for_update=True)
+        if row is None or row.cluster != self._cluster:
+            raise NotFoundError(f"no decision {decision_id} on this cluster")
+        current = DecisionState(row.state)
+        if not can_move(current, DecisionState.PREEMPTING):
+            raise InvalidTransitionError(
+                f"decision {decision_id} is {row.state}; only a submitted or running one is "
+                "preempted",
+                context={"decision_id": decision_id, "state": row.state},
+            )
+        row.resumed_request_json = codec.dumps(codec.encode_request(resumed))
+        if process is not None:
+            row.submitter = process
+        row.state, row.state_changed_at = DecisionState.PREEMPTING.value, at
+        row.state_detail = detail
+        row.transitions.append(TransitionRow(state=row.state, at=at, detail=detail))
+        self._session.flush()
+        return _record(row)
+
     def summaries(self, decision_ids: Collection[int]) -> tuple[DecisionSummary, ...]:
         if not decision_ids:
             return ()
@@ -398,6 +427,16 @@ def _reservations(
         for timed in held(tuple(rows), ends[decision_id], now, grace_s):
             out.append(to_slots(timed, epoch, slot_seconds))
     return tuple(out)
+
+
+def _leave_preempting(row: DecisionRow, current: DecisionState, state: DecisionState) -> None:
+    """A ``preempting`` decision that becomes ``queued`` waits with its resumed request
+    (the work left + the restart charge); one that runs on or ends keeps its request."""
+    if current != DecisionState.PREEMPTING:
+        return
+    if state == DecisionState.QUEUED and row.resumed_request_json is not None:
+        row.request_json = row.resumed_request_json
+    row.resumed_request_json = None
 
 
 def _set_plan(row: DecisionRow, request: JobRequest, snap: ClusterSnapshot, d: Decision) -> None:
@@ -549,6 +588,9 @@ def _record(row: DecisionRow) -> DecisionRecord:
             if row.launch_json is None
             else Launch.from_json(codec.loads(row.launch_json)),
             earlier_job_ids=tuple(str(j) for j in codec.loads(row.earlier_job_ids_json or "[]")),
+            resumed_request=None
+            if row.resumed_request_json is None
+            else codec.decode_request(codec.loads(row.resumed_request_json)),
         )
     except (codec.CodecError, ValueError, KeyError, TypeError) as exc:
         raise StoreError(

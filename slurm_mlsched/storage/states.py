@@ -17,6 +17,11 @@
                      │  └──► submitted | running | …   (its held job released by hand)
                      └──► cancelled                     (scancel of the held job)
 
+    submitted | running ──► preempting ──► queued      (checkpointed, requeued held)
+                                 ├──► running          (the signal or the requeue failed:
+                                 │                      Slurm still runs it)
+                                 └──► completed | failed | cancelled  (it ended meanwhile)
+
 Late binding (issue 19, ``services/replan.py``): a job that cannot start now is submitted
 *held* and its decision is ``queued``: it holds nothing (its layout is only tentative)
 until a re-plan starts it. The re-plan records the layout it chose as ``starting`` (from
@@ -26,6 +31,14 @@ the next re-plan or ``mlsub reconcile`` once that re-plan's process is gone (its
 held for it meanwhile); one whose start kept failing for ``START_GIVE_UP_S`` goes back to
 ``queued``. A held job found for a ``submit-failed`` decision (its ``sbatch --hold``
 timed out) repairs it to ``queued``.
+
+Checkpoint-restart preemption on the live queue (docs/formulation.md §16, "Live";
+``services/preempt.py``): a re-plan that pauses a running job records ``preempting``
+(it still reserves: Slurm still runs it) *before* it sends the job's checkpoint signal,
+and ``queued`` once Slurm shows the job requeued and held (the decision then waits with
+the work it has left, ``DecisionRecord.resumed_request``, and a re-plan starts it again
+like any queued job). A job Slurm still runs after a failed signal or requeue goes back
+to ``running``; one that ended meanwhile ends as Slurm says.
 
 ``mlsub plan --reserve`` records a decision as ``planned``; ``mlsub submit`` records it as
 ``submitting`` (committed before ``sbatch`` runs) and moves it to ``submitted`` with the
@@ -61,6 +74,7 @@ class DecisionState(StrEnum):
     RELEASED = "released"
     QUEUED = "queued"
     STARTING = "starting"
+    PREEMPTING = "preempting"
 
 
 S = DecisionState
@@ -81,16 +95,18 @@ ALLOWED: dict[DecisionState, frozenset[DecisionState]] = {
     ),
     S.QUEUED: frozenset({S.STARTING, S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
     S.STARTING: frozenset({S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED, S.QUEUED}),
-    S.SUBMITTED: frozenset({S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
-    S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.CANCELLED}),
+    S.SUBMITTED: frozenset({S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED, S.PREEMPTING}),
+    S.RUNNING: frozenset({S.COMPLETED, S.FAILED, S.CANCELLED, S.PREEMPTING}),
+    S.PREEMPTING: frozenset({S.QUEUED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED}),
     **{t: frozenset() for t in TERMINAL},
     S.SUBMIT_FAILED: frozenset(
         {S.SUBMITTED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED, S.QUEUED}
     ),
 }
 
-#: How far along the path to the end a state is (``submit-failed`` and ``released`` are off
-#: the path: nothing reaches them by going further).
+#: How far along the path to the end a state is (``submit-failed``, ``released`` and
+#: ``preempting`` are off the path: nothing reaches them by going further, and a
+#: ``preempting`` decision asked to be ``running`` again really moves back).
 _PROGRESS: dict[DecisionState, int] = {
     S.PLANNED: 0,
     S.SUBMITTING: 1,

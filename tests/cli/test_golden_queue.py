@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from slurm_mlsched.cli import output
+from slurm_mlsched.services.preempt import Preempted
 from slurm_mlsched.services.replan import QueueView, ReplanReport, Started, Waiting
 from slurm_mlsched.sim.queue_estimate import JobEstimate, QueueEstimate, bound_json
 from tests.golden_json import assert_golden
@@ -26,6 +27,10 @@ WAITING = (
 )
 
 
+#: A running job a re-plan checkpointed and requeued held for decision 5 (§16, "Live").
+PREEMPTED = Preempted(3, "carol", "31", "requeued", "USR1", 30.0, 4200.0, 1850.5, (5,), 600.0, 30.0)
+
+
 def test_replan_report_golden() -> None:
     report = ReplanReport(
         cluster_name="lab",
@@ -36,6 +41,7 @@ def test_replan_report_golden() -> None:
         waiting=WAITING,
         skipped=(9,),
         notes=("decision 6 goes back to the queue",),
+        preempted=(PREEMPTED,),
     )
     assert_golden("queue/replan", report.to_json())
 

@@ -182,7 +182,7 @@ def test_db_current_upgrade_and_out_of_date_message(env: dict[str, str], tmp_pat
         command.upgrade(alembic_config(conn), "0001")
     engine.dispose()
     current = ok_json(env, "db", "current", "--db-url", url)
-    assert (current["current"], current["head"], current["up_to_date"]) == ("0001", "0006", False)
+    assert (current["current"], current["head"], current["up_to_date"]) == ("0001", "0007", False)
     for args in (["history"], ["show", "1"], ["plan", SCRIPT, "--cluster", CLUSTER, "--reserve"]):
         result = run(env, *args, "--db-url", url)
         assert result.exit_code == 7, (args, result.stderr)
@@ -191,8 +191,8 @@ def test_db_current_upgrade_and_out_of_date_message(env: dict[str, str], tmp_pat
     result = run(env, "history", MLSUB_DB_URL=url)
     assert result.exit_code == 7 and "upgrade it with: mlsub db upgrade\n" in result.stderr
     upgraded = ok_json(env, "db", "upgrade", "--db-url", url)
-    assert (upgraded["before"], upgraded["after"]) == ("0001", "0006")
-    assert run(env, "db", "upgrade", "--db-url", url).stdout.endswith("already at 0006\n")
+    assert (upgraded["before"], upgraded["after"]) == ("0001", "0007")
+    assert run(env, "db", "upgrade", "--db-url", url).stdout.endswith("already at 0007\n")
     assert ok_json(env, "history", "--db-url", url) == []
 
 

@@ -62,7 +62,7 @@ def test_wheel_ships_the_migrations_and_uses_them(wheel: Path, tmp_path: Path) -
     package, migrations, message = done.stdout.splitlines()
     assert package.startswith(str(tmp_path / "site"))
     assert migrations == str(tmp_path / "site" / "slurm_mlsched" / "_data" / "migrations")
-    assert message.endswith("upgraded (empty) -> 0006")
+    assert message.endswith("upgraded (empty) -> 0007")
 
 
 @pytest.mark.slow

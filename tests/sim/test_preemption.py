@@ -194,7 +194,9 @@ def _caps(cluster: ClusterSnapshot) -> np.ndarray:
     return np.array([m.capacity.as_tuple() for m in cluster.machines])
 
 
-def test_the_live_queue_refuses_preemption() -> None:
+def test_the_live_queue_refuses_preemption_from_a_decisions_parameters() -> None:
+    """On the live queue preemption is the site's setting (``mlsub replan`` with
+    ``preempt = true``: tests/unit/test_live_preemption.py), never a stored parameter."""
     from slurm_mlsched.services import replan
 
     class Entry:
@@ -202,5 +204,5 @@ def test_the_live_queue_refuses_preemption() -> None:
         params_policy = "yu-rr"
         key = "k"
 
-    with pytest.raises(InputError, match="replay only"):
+    with pytest.raises(InputError, match="the site's setting"):
         replan.queue_step([Entry()], NODE)  # type: ignore[list-item]

@@ -30,7 +30,7 @@ FIRST = "0001"
 
 
 def test_head_is_the_fourth_revision_and_the_dir_is_the_checkout() -> None:
-    assert head_revision() == HEAD_REVISION == "0006"  # the constant follows migrations/
+    assert head_revision() == HEAD_REVISION == "0007"  # the constant follows migrations/
     assert migrations_dir() == Path(__file__).resolve().parents[2] / "migrations"
 
 
@@ -106,10 +106,11 @@ def test_first_revision_database_upgrades_with_every_row_intact(db_url: str) -> 
     engine.dispose()
     for table, rows in before.items():
         after = _dump(db_url, table)
-        if table == "decisions":  # revisions 0003 (submitter, slurm_user) and 0005
-            # (launch_json, earlier_job_ids_json) append columns: empty here
-            assert all(r[-4:] == (None, None, None, None) for r in after)
-            after = [r[:-4] for r in after]
+        if table == "decisions":  # revisions 0003 (submitter, slurm_user), 0005
+            # (launch_json, earlier_job_ids_json) and 0007 (resumed_request_json) append
+            # columns: empty here
+            assert all(r[-5:] == (None,) * 5 for r in after)
+            after = [r[:-5] for r in after]
         assert after == rows, table
     store = open_store(db_url, grace_s=600)
     for k, (new, (state, detail)) in enumerate(zip(news, states, strict=True), start=1):
@@ -153,7 +154,7 @@ def test_fresh_database_is_created_at_head_owner_only(tmp_path: Path) -> None:
     with engine.connect() as conn:
         assert (
             conn.execute(select(text("version_num")).select_from(text("alembic_version"))).scalar()
-            == "0006"
+            == "0007"
         )
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
     engine.dispose()

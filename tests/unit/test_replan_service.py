@@ -92,6 +92,11 @@ class FakeStarter:
     def may_start(self, owner: str) -> bool:
         return self.owners is None or owner in self.owners
 
+    began: list[str] = field(default_factory=list)
+
+    def begin_now(self, job_id: str, owner: str) -> None:
+        self.began.append(job_id)
+
     def release(self, job_id: str) -> None:
         if self.fail:
             raise SlurmError("scontrol release: controller busy")

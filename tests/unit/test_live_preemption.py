@@ -1,0 +1,392 @@
+"""Checkpoint-restart preemption on the live queue (docs/formulation.md §16, "Live") with
+the real store (a SQLite file) and stand-ins for Slurm: the replay's rule chooses a
+running job that consents (its ``#SBATCH --signal``), the re-plan records it
+``preempting``, signals it, waits its warning time (bounded), requeues it held and
+records it ``queued`` with the work it has left; the job it made room for starts; every
+failure leaves the store as Slurm is. The same on the real cluster:
+tests/integration/test_preempt_live.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from slurm_mlsched.errors import SlurmError
+from slurm_mlsched.files.checkpoint_signal import (
+    CheckpointSignal,
+    checkpoint_signal,
+    parse_signal_spec,
+)
+from slurm_mlsched.services.live_queue import tag_of
+from slurm_mlsched.services.preempt import (
+    LivePreemption,
+    PreemptSettings,
+    candidates,
+)
+from slurm_mlsched.services.reconcile import plan_updates
+from slurm_mlsched.services.replan import as_owner, replan
+from slurm_mlsched.services.submit import submit_job
+from slurm_mlsched.slurm.jobs import JobStatus
+from slurm_mlsched.storage import DecisionState, SqlDecisionStore, open_store
+from slurm_mlsched.storage.states import RESERVING, can_move, reached
+from tests.unit.test_replan_service import ME, FakeStarter, HeldSubmitter, live, whole_node
+from tests.unit.test_submit_service import JOB, NOW, opts, status
+
+S = DecisionState
+SIGNAL = "--signal=USR1@30"
+
+
+# --- the checkpoint signal (pure) --------------------------------------------------------------
+
+
+def test_the_signal_spec_is_read_as_sbatch_reads_it() -> None:
+    assert parse_signal_spec("USR1@60") == CheckpointSignal("USR1", 60, False)
+    assert parse_signal_spec("B:SIGUSR2@5") == CheckpointSignal("USR2", 5, True)
+    assert parse_signal_spec("10") == CheckpointSignal("10", 60, False)  # Slurm's default time
+    assert parse_signal_spec("R:usr1") == CheckpointSignal("USR1", 60, False)
+    for bad in ("", "KILL@5", "USR1@x", "X:USR1", "99"):
+        assert parse_signal_spec(bad) is None, bad
+    assert CheckpointSignal("USR1").scancel_args() == ["--signal=USR1"]
+    assert CheckpointSignal("USR2", 5, True).scancel_args() == ["--signal=USR2", "--batch"]
+
+
+def test_the_signal_comes_from_the_scripts_sbatch_header_only() -> None:
+    script = "#!/bin/bash\n#SBATCH --time=5\n#SBATCH --signal=B:USR1@20 --qos=x\necho\n"
+    assert checkpoint_signal(script) == CheckpointSignal("USR1", 20, True)
+    assert checkpoint_signal("#!/bin/bash\n#SBATCH --signal USR2\n") == CheckpointSignal("USR2")
+    assert checkpoint_signal("#!/bin/bash\necho\n#SBATCH --signal=USR1@20\n") is None
+    assert checkpoint_signal("#!/bin/bash\n#SBATCH --time=5\n") is None
+    no_requeue = "#!/bin/bash\n#SBATCH --signal=USR1@20\n#SBATCH --no-requeue\n"
+    assert checkpoint_signal(no_requeue) is None  # Slurm may not requeue it
+    assert checkpoint_signal(no_requeue + "#SBATCH --requeue\n") == CheckpointSignal("USR1", 20)
+    assert checkpoint_signal(None) is None
+
+
+# --- the state machine -----------------------------------------------------------------------
+
+
+def test_preempting_sits_between_running_and_queued() -> None:
+    assert can_move(S.RUNNING, S.PREEMPTING) and can_move(S.SUBMITTED, S.PREEMPTING)
+    for after in (S.QUEUED, S.RUNNING, S.COMPLETED, S.FAILED, S.CANCELLED):
+        assert can_move(S.PREEMPTING, after), after
+    for before in (S.QUEUED, S.STARTING, S.PLANNED, S.COMPLETED, S.SUBMITTING):
+        assert not can_move(before, S.PREEMPTING), before
+    assert not can_move(S.PREEMPTING, S.SUBMITTED)
+    assert S.PREEMPTING in RESERVING  # Slurm still runs it
+    # back to running is a real move, not "already reached"
+    assert not reached(S.PREEMPTING, S.RUNNING) and not reached(S.PREEMPTING, S.SUBMITTED)
+    assert reached(S.PREEMPTING, S.PREEMPTING)
+
+
+# --- the live path with stand-ins -------------------------------------------------------------
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqlDecisionStore:
+    return open_store(f"sqlite:///{tmp_path / 'd.db'}", grace_s=0.0)
+
+
+@dataclass
+class FakeSlurm(FakeStarter):
+    """A stand-in Slurm: the running jobs it lists, and what preempting did to them.
+    ``fail`` names a step that raises (``signal``, ``requeue``); ``ends`` makes the job
+    end during its checkpoint time; ``never_held`` keeps a requeued job from showing held."""
+
+    running: dict[str, JobStatus] = field(default_factory=dict)
+    calls: list[tuple[str, ...]] = field(default_factory=list)
+    breaks: str = ""
+    ends: bool = False
+    never_held: bool = False
+
+    def jobs(self) -> dict[str, JobStatus]:
+        out = dict(self.running)
+        for j in self.held_jobs():
+            out.setdefault(j.job_id, j)
+        return out
+
+    def signal(self, job_id: str, signal: CheckpointSignal, owner: str) -> None:
+        self.calls.append(("signal", job_id, signal.signal, owner))
+        if self.breaks == "signal":
+            raise SlurmError("scancel: controller busy")
+        if self.ends:
+            self.running[job_id] = replace(self.running[job_id], state="COMPLETED")
+
+    def requeue_hold(self, job_id: str, owner: str) -> None:
+        self.calls.append(("requeuehold", job_id, owner))
+        if self.breaks == "requeue":
+            raise SlurmError("scontrol requeuehold: controller busy")
+        job = self.running.pop(job_id)
+        if not self.never_held:
+            self.held.append(replace(job, state="PENDING", held=True, reason="JobHeldUser"))
+        else:
+            self.running[job_id] = replace(job, state="PENDING")
+
+
+@dataclass
+class Scene:
+    long: int  # the preemptible job's decision id (Slurm job 101)
+    fillers: list[int]
+    short: int  # a queued job that waits for it
+    slurm: FakeSlurm
+    sub: HeldSubmitter
+    slept: list[float]
+
+
+LONG = {"workers": 4, "step_time": 0.5, "epochs": 1, "batches_per_epoch": 12000}
+
+
+def scene(store: SqlDecisionStore, tmp_path: Path, **slurm: object) -> Scene:
+    """Four whole-node jobs fill the cluster: the first long and preemptible (``--signal``),
+    three fillers that run long and do not consent; then a short whole-node job waits."""
+    sub = HeldSubmitter()
+    w = live(store, tmp_path, sub)
+    long = submit_job(w, opts(**LONG, name="long", sbatch=SIGNAL), JOB)
+    fillers = [submit_job(w, opts(**LONG, name=f"f{k}"), JOB) for k in range(3)]
+    short = submit_job(w, opts(**whole_node(), name="short"), JOB)
+    assert short.waits and long.record is not None and short.record is not None
+    fake = FakeSlurm(store=store, **slurm)  # type: ignore[arg-type]
+    for out in (long, *fillers):
+        assert out.record is not None and out.slurm_job_id is not None
+        tag = str(tag_of("lab", out.record.summary))
+        fake.running[out.slurm_job_id] = status(
+            out.slurm_job_id, "RUNNING", tag, start=NOW, user=ME
+        )
+    ids = [f.record.decision_id for f in fillers if f.record is not None]
+    return Scene(long.record.decision_id, ids, short.record.decision_id, fake, sub, [])
+
+
+def preempting(sc: Scene, **settings: float) -> LivePreemption:
+    base = {"wait_max_s": 5.0, "poll_s": 1.0, "confirm_s": 3.0, **settings}
+    return LivePreemption(sc.slurm, PreemptSettings(**base), sleep=sc.slept.append)
+
+
+def states(store: SqlDecisionStore, decision_id: int) -> list[DecisionState]:
+    return [t.state for t in store.get(decision_id).transitions]
+
+
+def test_a_consenting_long_job_is_checkpointed_requeued_and_its_room_given(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sc = scene(store, tmp_path)
+    before = store.get(sc.long)
+    report = replan(live(store, tmp_path, sc.sub, at=120), sc.slurm, preempt=preempting(sc))
+    (p,) = report.preempted
+    assert (p.decision_id, p.slurm_job_id, p.action, p.signal) == (
+        sc.long,
+        "101",
+        "requeued",
+        "USR1",
+    )
+    assert p.for_decisions == (sc.short,) and p.gain_s > p.cost_s > 0
+    # signal, its warning time (30 s, capped at 5), requeue held, eligible at once
+    assert sc.slurm.calls == [("signal", "101", "USR1", ME), ("requeuehold", "101", ME)]
+    assert sum(sc.slept) == pytest.approx(5.0) and p.waited_s == pytest.approx(5.0)
+    rec = store.get(sc.long)
+    assert states(store, sc.long) == [S.SUBMITTING, S.SUBMITTED, S.PREEMPTING, S.QUEUED]
+    assert "requeued held (JobHeldUser)" in rec.transitions[-1].detail
+    # it waits with the work it has left (+ the restart charge), progress kept
+    assert 0 < p.work_done < before.request.workload
+    assert rec.request.workload == pytest.approx(p.work_left)
+    assert rec.request.workload < before.request.workload
+    assert rec.resumed_request is None and rec.preemptions == 1
+    # the short job started on the node the long one held
+    (started,) = report.started
+    assert started.decision_id == sc.short
+    short = store.get(sc.short)
+    assert short.state == S.SUBMITTED
+    assert {c.node for c in short.decision.placement} == {c.node for c in before.decision.placement}
+    # the fillers (no --signal) were never touched
+    assert all(store.get(f).state == S.SUBMITTED for f in sc.fillers)
+
+
+def test_the_requeued_job_starts_again_when_its_room_frees(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sc = scene(store, tmp_path)
+    replan(live(store, tmp_path, sc.sub, at=120), sc.slurm, preempt=preempting(sc))
+    left = store.get(sc.long).request.workload
+    store.transition(sc.short, S.COMPLETED, NOW + timedelta(seconds=400), "ended")
+    again = replan(live(store, tmp_path, sc.sub, at=420), sc.slurm, preempt=preempting(sc))
+    assert [s.decision_id for s in again.started] == [sc.long] and again.preempted == ()
+    rec = store.get(sc.long)
+    assert states(store, sc.long)[-3:] == [S.QUEUED, S.STARTING, S.SUBMITTED]
+    assert rec.request.workload == left  # it ran on with the work it had left
+    if again.started[0].action == "released":  # the same layout: the requeued job itself
+        assert sc.slurm.released[-1] == "101" and rec.summary.slurm_job_id == "101"
+        assert sc.slurm.began == ["101"]  # eligible at once, after the release
+    else:
+        assert again.started[0].action == "resubmitted" and sc.slurm.cancelled == ["101"]
+    assert rec.launch is not None and rec.launch.env_file is not None
+    assert Path(rec.launch.env_file).exists()  # kept: it may be preempted once more
+
+
+def test_without_the_site_setting_nothing_is_preempted(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sc = scene(store, tmp_path)
+    report = replan(live(store, tmp_path, sc.sub, at=120), sc.slurm)
+    assert report.preempted == () and report.started == () and sc.slurm.calls == []
+    assert store.get(sc.long).state == S.SUBMITTED
+
+
+def test_a_failed_signal_leaves_it_running_and_starts_nothing_in_its_room(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sc = scene(store, tmp_path, breaks="signal")
+    report = replan(live(store, tmp_path, sc.sub, at=120), sc.slurm, preempt=preempting(sc))
+    (p,) = report.preempted
+    assert p.action == "failed" and "scancel --signal failed" in p.note
+    assert states(store, sc.long)[-2:] == [S.PREEMPTING, S.RUNNING]
+    assert "Slurm still runs it" in store.get(sc.long).transitions[-1].detail
+    assert store.get(sc.long).request.workload == LONG["batches_per_epoch"]  # unchanged
+    assert report.started == () and store.get(sc.short).state == S.QUEUED
+
+
+def test_a_failed_requeue_of_a_job_that_still_runs_leaves_it_running(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sc = scene(store, tmp_path, breaks="requeue")
+    report = replan(live(store, tmp_path, sc.sub, at=120), sc.slurm, preempt=preempting(sc))
+    assert [p.action for p in report.preempted] == ["failed"]
+    assert store.get(sc.long).state == S.RUNNING and store.get(sc.short).state == S.QUEUED
+
+
+def test_a_job_that_ends_while_it_checkpoints_is_not_requeued_and_ends_as_slurm_says(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sc = scene(store, tmp_path, ends=True)
+    report = replan(live(store, tmp_path, sc.sub, at=120), sc.slurm, preempt=preempting(sc))
+    (p,) = report.preempted
+    assert p.action == "ended" and sum(sc.slept) == pytest.approx(1.0)  # stopped waiting
+    assert [c[0] for c in sc.slurm.calls] == ["signal"]
+    rec = store.get(sc.long)
+    assert rec.state == S.PREEMPTING  # reconcile records its end from Slurm
+    ended = replace(sc.slurm.running["101"], end=NOW + timedelta(seconds=125))
+    (u,) = plan_updates([rec.summary], {}, {"101": ended}, now=NOW + timedelta(seconds=130))
+    assert [s.state for s in u.steps] == [S.COMPLETED]
+
+
+def test_a_requeue_slurm_does_not_confirm_stays_preempting_until_reconcile(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sc = scene(store, tmp_path, never_held=True)
+    report = replan(live(store, tmp_path, sc.sub, at=120), sc.slurm, preempt=preempting(sc))
+    (p,) = report.preempted
+    assert p.action == "pending" and "mlsub reconcile" in p.note
+    rec = store.get(sc.long)
+    assert rec.state == S.PREEMPTING and rec.resumed_request is not None
+    assert store.get(sc.short).state == S.QUEUED  # its room is still reserved
+    held = status("101", "PENDING", "", held=True, reason="JobHeldUser", user=ME)
+    (u,) = plan_updates([rec.summary], {}, {"101": held}, now=NOW + timedelta(seconds=200))
+    assert [s.state for s in u.steps] == [S.QUEUED]
+    store.transition(sc.long, S.QUEUED, NOW + timedelta(seconds=200), u.steps[0].detail)
+    assert store.get(sc.long).request == rec.resumed_request  # swapped in by the store
+
+
+def test_reconcile_gives_a_preemption_whose_replan_is_gone_back_to_running(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sc = scene(store, tmp_path, never_held=True)
+    replan(live(store, tmp_path, sc.sub, at=120), sc.slurm, preempt=preempting(sc))
+    summary = store.get(sc.long).summary
+    runs = status("101", "RUNNING", "", start=NOW, user=ME)
+    later = NOW + timedelta(seconds=300)
+    for alive, want in ((True, []), (None, []), (False, [S.RUNNING])):
+        (u,) = plan_updates([summary], {}, {"101": runs}, now=later, liveness={sc.long: alive})
+        assert [s.state for s in u.steps] == want, alive
+
+
+def test_who_may_be_preempted(store: SqlDecisionStore, tmp_path: Path) -> None:
+    sc = scene(store, tmp_path)
+    records = [store.get(sc.long), *(store.get(f) for f in sc.fillers)]
+    jobs = sc.slurm.jobs()
+    (c,) = candidates(records, jobs, "lab", lambda owner: True)
+    assert c.record.decision_id == sc.long and c.signal == CheckpointSignal("USR1", 30)
+    assert candidates(records, jobs, "lab", lambda owner: owner != ME) == ()  # not ours
+    stranger = {**jobs, "101": replace(jobs["101"], user="mallory")}
+    assert candidates(records, stranger, "lab", lambda owner: True) == ()
+    copied = {**jobs, "101": replace(jobs["101"], comment="mlsched:decision=1:000000000000")}
+    assert candidates(records, copied, "lab", lambda owner: True) == ()
+    pending = {**jobs, "101": replace(jobs["101"], state="PENDING")}
+    assert candidates(records, pending, "lab", lambda owner: True) == ()
+
+
+def test_a_job_preempted_preempt_max_times_is_not_preempted_again(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    from slurm_mlsched.storage.records import Transition
+
+    sc = scene(store, tmp_path)
+    rec = store.get(sc.long)
+    twice = tuple(Transition(s, NOW) for s in (S.PREEMPTING, S.QUEUED, S.STARTING, S.SUBMITTED) * 2)
+    worn = replace(rec, transitions=rec.transitions + twice)
+    assert worn.preemptions == 2 == worn.params.preempt_max
+    assert candidates([worn], sc.slurm.jobs(), "lab", lambda owner: True) == ()
+
+
+def test_signal_and_requeue_run_as_the_jobs_owner_from_root() -> None:
+    import pwd
+
+    argv = ["scontrol", "requeuehold", "7"]
+    assert as_owner(argv, "alice", euid=1000) == argv
+    assert as_owner(argv, "root", euid=0) == argv
+    nobody = pwd.getpwnam("nobody")
+    assert as_owner(argv, "nobody", euid=0) == [
+        "setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--init-groups",
+        "--", *argv,
+    ]  # fmt: skip
+
+
+def test_the_replan_after_a_requeue_waits_until_the_nodes_are_given_back() -> None:
+    from slurm_mlsched.services.clock import FixedClock
+    from slurm_mlsched.services.preempt import wait_room_freed
+    from slurm_mlsched.slurm.parse import JobRecord, NodeAllocation
+    from tests.unit.test_submit_service import FakeSource
+
+    completing = JobRecord("101", "long", "COMPLETING", (NodeAllocation("node1", 4, 4096, 4),))
+    other = JobRecord("55", "other", "RUNNING", (NodeAllocation("node2", 1, 1024, 1),))
+    source = FakeSource(jobs=[completing, other])
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:  # the node is given back after the second poll
+        slept.append(s)
+        if len(slept) == 2:
+            source.jobs.remove(completing)
+
+    settings = PreemptSettings(confirm_s=10.0, poll_s=1.0)
+    clock = FixedClock(NOW)
+    assert wait_room_freed(source, ["101"], clock=clock, settings=settings, sleep=sleep)
+    assert slept == [1.0, 1.0]
+    source.jobs.append(completing)
+    slept.clear()
+    assert not wait_room_freed(  # bounded: gives up after confirm_s
+        source, ["101"], clock=clock, settings=settings, sleep=lambda s: slept.append(s)
+    )
+    assert slept == [1.0] * 10
+
+
+def test_pyslurm_reads_a_requeued_job_as_held_by_its_user_as_squeue_does() -> None:
+    """pyslurm gives Slurm's description ("job requeued in held state") where squeue
+    --json gives the reason (``JobHeldUser``, captured on the lab cluster, Slurm 22.05):
+    read through either, a requeued job is held, so reconcile leaves it ``queued``."""
+    from types import SimpleNamespace
+
+    from slurm_mlsched.slurm.jobs import fold_components, pyslurm_status_rows
+
+    def job(reason: str) -> SimpleNamespace:
+        return SimpleNamespace(
+            id=141, heterogeneous_id=None, heterogeneous_offset=None, state="PENDING",
+            submit_time=None, start_time=None, end_time=None, allocated_nodes="",
+            comment="", admin_comment="", exit_code=0, user_name="root", state_reason=reason,
+        )  # fmt: skip
+
+    for reason in ("job requeued in held state", "JobHeldUser"):
+        module = SimpleNamespace(Jobs=SimpleNamespace(load=lambda r=reason: {141: job(r)}))
+        (status,) = fold_components(pyslurm_status_rows(module), "squeue").values()
+        assert status.held and status.reason == "JobHeldUser", reason
+    module = SimpleNamespace(Jobs=SimpleNamespace(load=lambda: {141: job("Resources")}))
+    (status,) = fold_components(pyslurm_status_rows(module), "squeue").values()
+    assert not status.held and status.reason == "Resources"
