@@ -14,7 +14,10 @@ if [ "${have%%+*}" = "$WANT" ]; then
   echo "[examples-deps] torch $have already installed"
   exit 0
 fi
-if "$PY" -m pip install -q --no-index "torch==$WANT" 2>/dev/null; then
+# torch alone from this machine's wheels (--no-index), then its dependencies from the index
+# (torch itself is then satisfied and stays the CPU build)
+if "$PY" -m pip install -q --no-index --no-deps "torch==$WANT" 2>/dev/null \
+    && "$PY" -m pip install -q "torch==$WANT"; then
   echo "[examples-deps] torch $WANT installed from the wheels on this machine"
 else
   "$PY" -m pip install -q "torch==$WANT" --index-url https://download.pytorch.org/whl/cpu
