@@ -260,12 +260,7 @@ def predicted_runtime_s(decision: Decision, request: JobRequest, slot_seconds: f
     (an allreduce job: each run at its layout's ring rate, docs/formulation.md §18.1)."""
     remaining = request.workload
     for run in decision.slots:
-        if request.is_allreduce:
-            per_slot = plan_rate(run, request, slot_seconds)
-        else:
-            profile = request.profile
-            theta = profile.theta_in if run.mode == Mode.COLOCATED else profile.theta_ex
-            per_slot = run.total_workers * slot_seconds / theta  # mini-batches in one slot
+        per_slot = plan_rate(run, request, slot_seconds)  # mini-batches in one slot
         if per_slot <= 0:
             continue
         if remaining <= per_slot * run.length + 1e-9:

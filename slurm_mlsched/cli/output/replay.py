@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from rich.progress import TaskID
+    from rich.progress import Progress, TaskID
 
     from ...api import ArraySubmission, CellRun, ReplayReport
 
@@ -25,19 +25,24 @@ from .common import (
 )
 
 
-@contextmanager
-def replay_progress(*, enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
-    """A progress bar per policy on stderr; yields ``update(policy, done, total)``."""
+def _progress_bar(enabled: bool) -> Progress:
+    """The one progress bar of the replay commands, on stderr (rich loads when used)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    with Progress(
+    return Progress(
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=_err(),
         disable=not enabled,
-    ) as bar:
+    )
+
+
+@contextmanager
+def replay_progress(*, enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
+    """A progress bar per policy on stderr; yields ``update(policy, done, total)``."""
+    with _progress_bar(enabled) as bar:
         tasks: dict[str, TaskID] = {}
 
         def update(policy: str, done: int, total: int) -> None:
@@ -100,16 +105,7 @@ def array_progress(
 ) -> Iterator[Callable[[int, int, int, int], None]]:
     """``mlsub replay --on-slurm``: one bar of cells ended / cells on stderr; yields
     ``update(done, total, running, pending)``."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=_err(),
-        disable=not enabled,
-    ) as bar:
+    with _progress_bar(enabled) as bar:
         task = bar.add_task(f"array job {job_id}", total=None)
 
         def update(done: int, total: int, running: int, pending: int) -> None:
