@@ -16,8 +16,8 @@ Layout (``sbatch_templates/hetjob.sh.j2``):
   components: srun refuses it in a job that is not heterogeneous):
   ``srun --het-group=K --ntasks=COUNT --exact --cpus-per-task=c --mem=COUNT·m`` with
   ``--gres=gpu:COUNT·g --gpus-per-task=g`` for a worker (each sees only its own GPUs;
-  ``gpu:TYPE:COUNT·g``, and the component's ``--gres=gpu:TYPE:G``, with the node's GPU
-  type when the job names types, so that Slurm enforces the type) and
+  untyped, also when the job names types: the component's ``--gres=gpu:TYPE:G``, with
+  the node's GPU type, makes Slurm enforce the type, and the step draws from it) and
   ``--gres=none`` for a PS; all in the background, then ``wait``; the script exits
   non-zero if any step failed;
 * every task runs a fixed launcher, ``bash -c "$mlsched_launcher" mlsched-task ROLE
@@ -144,11 +144,18 @@ class Step:
 
     @property
     def gpu_options(self) -> str:
-        """``--gres=gpu:N --gpus-per-task=g`` (``gpu:TYPE:N`` for a job that names GPU
-        types), or ``--gres=none`` without GPUs."""
+        """The step's ``--gres=gpu:N --gpus-per-task=g``, or ``--gres=none`` without GPUs.
+
+        Untyped also for a job that names GPU types: the component's ``#SBATCH`` line asks
+        for the type (:attr:`Component.gres`), so the allocation holds only GPUs of that
+        type and a step can draw no other. Typing the step breaks it on the lab's Slurm
+        22.05 (tests/integration/test_gpu_types_live.py): srun refuses ``gpu:TYPE:N``
+        beside an untyped ``--gpus-per-task`` ("Invalid GRES specification (with and
+        without type identification)"), and with ``--gpus-per-task=TYPE:g`` a step of
+        several tasks got no GPUs (no ``CUDA_VISIBLE_DEVICES``)."""
         if not self.gpus:
             return "--gres=none"
-        return f"--gres={gres(self.gpu_type, self.gpus)} --gpus-per-task={self.gpus_per_task}"
+        return f"--gres={gres(None, self.gpus)} --gpus-per-task={self.gpus_per_task}"
 
 
 def gres(gpu_type: str | None, count: int) -> str:
