@@ -268,6 +268,7 @@ def _node_dict(view: NodeView) -> dict[str, object]:
         "usable": view.usable,
         "reason": view.reason,
         "address": view.record.address,
+        "gpu_type": view.record.gpu_type,
         "total": _resources(view.total),
         "used_now": _resources(view.used_now),
         "free_now": _resources(view.free_now),

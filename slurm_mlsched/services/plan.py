@@ -313,6 +313,7 @@ def _job_dict(request: JobRequest, opts: JobOptions) -> dict[str, object]:
         "ps": "auto" if request.ps_count is None else request.ps_count,
         "per_worker": _resources(request.worker.as_dict()),
         "per_ps": _resources(request.ps.as_dict()),
+        "gpu_types": None if request.gpu_types is None else sorted(request.gpu_types),
         "epochs": opts.epochs,
         "batches_per_epoch": opts.batches_per_epoch,
         "workload": request.workload,

@@ -3,6 +3,7 @@ excluded nodes, and the ``mlsub cluster --json`` shape."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from slurm_mlsched.model import Reservation, Resources
@@ -88,9 +89,11 @@ def test_json_shape() -> None:
     assert data["excluded"] == [{"name": "n2", "reason": "drained"}]
     n1 = data["nodes"][0]
     assert set(n1) == {
-        "name", "state", "usable", "reason", "address", "total", "used_now", "free_now", "jobs"
+        "name", "state", "usable", "reason", "address", "gpu_type", "total", "used_now",
+        "free_now", "jobs",
     }  # fmt: skip
     assert n1["state"] == "MIXED" and n1["usable"] and n1["reason"] is None
+    assert n1["gpu_type"] is None  # untyped Gres=gpu:4
     job10 = data["jobs"][0]
     assert job10["end"] == (NOW + timedelta(seconds=560)).isoformat()
     assert job10["allocations"] == [{"node": "n1", "gpus": 2, "cpus": 2, "mem_mib": 4096.0}]
@@ -98,3 +101,12 @@ def test_json_shape() -> None:
         "node": "n1", "job_id": "10", "start_slot": 0, "end_slot": 10,
         "gpus": 2.0, "cpus": 2.0, "mem_mib": 4096.0,
     }  # fmt: skip
+
+
+def test_a_typed_node_shows_its_gpu_type_and_becomes_a_typed_machine() -> None:
+    typed = replace(node("t1"), gpu_type="t4")
+    state = build_cluster_state(
+        NodeState(nodes=(typed,), jobs=(), source="test"), now=NOW, slot_seconds=60
+    )
+    assert [m.gpu_type for m in state.snapshot.machines] == ["t4"]
+    assert state.to_json()["nodes"][0]["gpu_type"] == "t4"

@@ -47,7 +47,7 @@ def show_cluster(state: ClusterState, *, as_json: bool) -> None:
         table.add_row(
             node.record.name,
             node.record.state_text.lower() + ("" if node.usable else " (excluded)"),
-            f"{free.gpu:g}/{total.gpu:g}",
+            f"{free.gpu:g}/{total.gpu:g}" + _gpu_type(node.record.gpu_type),
             f"{free.cpu:g}/{total.cpu:g}",
             f"{format_mem_mib(free.mem)}/{format_mem_mib(total.mem)}",
             ", ".join(node.jobs) or "—",
@@ -69,6 +69,11 @@ def show_cluster(state: ClusterState, *, as_json: bool) -> None:
         )
     for note in state.notes:
         console.print(_assemble(("note", "bold yellow"), f": {note}"), soft_wrap=True)
+
+
+def _gpu_type(kind: str | None) -> str:
+    """`` t4`` after a typed node's GPU counts (nothing for an untyped node)."""
+    return "" if kind is None else f" {kind}"
 
 
 def show_plugin_check(report: CheckReport, *, as_json: bool) -> None:
