@@ -1,0 +1,247 @@
+"""GPU types (docs/formulation.md §17) end to end on the real lab cluster with typed GPUs.
+
+The module restarts the lab with ``SLURM_LAB_GPU_TYPES="v100 v100 t4 t4"`` (slurm.conf
+``Gres=gpu:TYPE:4``, gres.conf ``Type=``, typed TRES in accounting) and puts the untyped
+default back afterwards (scripts/slurm-lab/start-cluster.sh restarts slurmctld and the
+slurmd when the GRES change). Through the real ``mlsub``: the node types are read from
+Slurm by every node-state source; a ``--gpu-type t4`` job is placed on t4 nodes only, its
+script asks ``--gres=gpu:t4:N`` and Slurm gives it t4 GPUs there; a script's
+``#SBATCH --gres=gpu:v100:1`` puts it on v100 nodes; a type no node has is refused
+(``never-fits``, exit 4) with nothing submitted or stored; an untyped job uses both types.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slurm_mlsched.slurm.parse import parse_sinfo_text
+from slurm_mlsched.slurm.runner import LocalRunner, SlurmCommands
+from tests.conftest import require_or_skip
+from tests.integration.conftest import LAB, LabCluster, poll
+from tests.integration.mlsub_cli import SMALL_TASKS, Mlsub, probe_script
+from tests.task_probe import PROBE, probe_results
+
+pytestmark = pytest.mark.integration
+
+TYPES = {"node1": "v100", "node2": "v100", "node3": "t4", "node4": "t4"}
+OF_TYPE = {kind: {n for n, k in TYPES.items() if k == kind} for kind in set(TYPES.values())}
+#: A node-state source mlsub may be forced to (``MLSUB_SLURM_SOURCE``); "" = its own choice
+#: (pyslurm when it is built for this Slurm, else the commands' JSON).
+SOURCES = ("", "json", "text")
+
+
+def _lab_types() -> dict[str, str | None]:
+    """Each node's GPU type as ``sinfo`` reports the running lab's Gres."""
+    text = SlurmCommands(LocalRunner()).run(["sinfo", "-h", "-N", "-o", "%N|%T|%c|%m|%G"])
+    return {n.name: n.gpu_type for n in parse_sinfo_text(text)}
+
+
+def _start_lab(gpu_types: str | None) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_LAB_GPU_TYPES"}
+    if gpu_types:
+        env["SLURM_LAB_GPU_TYPES"] = gpu_types
+    started = subprocess.run(
+        ["bash", str(LAB / "start-cluster.sh")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if started.returncode != 0:
+        tail = "\n".join((started.stdout + started.stderr).strip().splitlines()[-15:])
+        raise AssertionError(f"start-cluster.sh (GPU types {gpu_types!r}) failed:\n{tail}")
+
+
+@pytest.fixture(scope="module")
+def typed_lab(lab_ready: None) -> Iterator[None]:
+    """The lab with the GPU types of ``TYPES`` for this module; unless it had them
+    already, the untyped default is put back afterwards."""
+    if os.geteuid() != 0:
+        require_or_skip("not root: the lab cluster cannot be restarted with GPU types")
+    had = _lab_types() == TYPES
+    if not had:
+        _start_lab(" ".join(TYPES[n] for n in sorted(TYPES)))
+    try:
+        poll("typed nodes", lambda: _lab_types() == TYPES, 60)
+        yield
+    finally:
+        if not had:
+            _start_lab(None)
+            poll("untyped nodes again", lambda: set(_lab_types().values()) == {None}, 60)
+
+
+@pytest.fixture
+def mlsub(tmp_path: Path) -> Mlsub:
+    return Mlsub(tmp_path)
+
+
+def _submit(mlsub: Mlsub, cluster: LabCluster, script: Path, *args: str) -> dict[str, Any]:
+    out: dict[str, Any] = mlsub.json(str(script), "--interpreter", sys.executable, *args)
+    assert out["slurm_job_id"], out
+    cluster.jobs.append(int(out["slurm_job_id"]))
+    return out
+
+
+def _asked_gres(script: str) -> list[str]:
+    """Every GPU ``--gres=`` the rendered script's ``#SBATCH`` lines ask Slurm for (the
+    allocation's; the steps inside it ask untyped and draw from it)."""
+    lines = "\n".join(line for line in script.splitlines() if line.startswith("#SBATCH"))
+    return re.findall(r"--gres=(gpu\S*)", lines)
+
+
+def _allocated_gres(job: str) -> dict[str, str]:
+    """Node -> the GRES Slurm allocated the job there (``scontrol -d show job``; every
+    hetjob component; ``""`` on a node where it holds no GRES)."""
+    shown = subprocess.run(
+        ["scontrol", "-d", "-o", "show", "job", job], capture_output=True, text=True, timeout=30
+    )
+    return {
+        node: gres
+        for node, gres in re.findall(r"\bNodes=(\S+) CPU_IDs=\S+ Mem=\S+ GRES=(\S*)", shown.stdout)
+    }
+
+
+def _gres_while_running(cluster: LabCluster, out: dict[str, Any]) -> dict[str, str]:
+    job = out["slurm_job_id"]
+    cluster.wait_running(int(job))
+    nodes = {p["node"] for p in out["placement"]}
+
+    def allocated() -> dict[str, str] | None:
+        gres = _allocated_gres(job)
+        return gres if set(gres) == nodes else None
+
+    return poll(f"job {job}'s allocated GRES on {sorted(nodes)}", allocated)
+
+
+def _worker_nodes(out: dict[str, Any]) -> set[str]:
+    return {p["node"] for p in out["placement"] if p["role"] == "worker"}
+
+
+def _gpu_type_of(gres: str) -> str | None:
+    """``gpu:t4:4(IDX:0-3)`` -> ``t4``; ``gpu:4(IDX:0-3)`` -> None."""
+    match = re.match(r"gpu:([^:(]+):\d+", gres)
+    return match.group(1) if match else None
+
+
+def _ran_where_decided(out: dict[str, Any], tasks_dir: Path) -> None:
+    ran = sorted((t["node"], t["env"]["MLSCHED_ROLE"]) for t in probe_results(tasks_dir))
+    decided = sorted((p["node"], p["role"]) for p in out["placement"] for _ in range(p["count"]))
+    assert ran == decided
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda s: s or "default")
+def test_mlsub_cluster_reads_each_nodes_gpu_type_from_slurm(
+    typed_lab: None, mlsub: Mlsub, source: str
+) -> None:
+    if source:
+        mlsub.extra_env["MLSUB_SLURM_SOURCE"] = source
+    view = mlsub.json("cluster")
+    assert {n["name"]: n["gpu_type"] for n in view["nodes"]} == TYPES, view["source"]
+    table = mlsub.run("cluster").stdout
+    for node, kind in TYPES.items():
+        assert re.search(rf"{node}\s.*\b4/4 {kind}\b", table), table
+
+
+def test_a_t4_job_runs_its_gpu_tasks_on_t4_nodes_with_t4_gpus(
+    typed_lab: None, mlsub: Mlsub, cluster: LabCluster, tmp_path: Path
+) -> None:
+    # two workers of 4 GPUs: the two t4 nodes, though the v100 nodes (listed first) are free
+    shape = f"{SMALL_TASKS} --workers 2 --gpus-per-worker 4 --batches-per-epoch 10000"
+    script = probe_script(tmp_path / "probe.py", shape)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    plan = mlsub.json("plan", str(script), "--gpu-type", "t4")
+    assert plan["job"]["gpu_types"] == ["t4"]
+    assert _worker_nodes(plan) == OF_TYPE["t4"], plan["placement"]
+    out = _submit(mlsub, cluster, script, "--gpu-type", "t4", "--", str(tasks), "3")
+    assert _worker_nodes(out) == OF_TYPE["t4"], out["placement"]
+    asked = _asked_gres(out["script"])
+    assert asked and all(g == "gpu:t4:4" for g in asked), asked
+    allocated = _gres_while_running(cluster, out)
+    for node in _worker_nodes(out):
+        assert _gpu_type_of(allocated[node]) == "t4", allocated
+    # a node that holds only the (GPU-less) PS may be of any type, and has no GRES there
+    assert all(_gpu_type_of(g) == "t4" for g in allocated.values() if g), allocated
+    job = out["slurm_job_id"]
+    assert set(cluster.wait_finished(int(job))) == {"COMPLETED"}
+    _ran_where_decided(out, tasks)
+
+    def accounted() -> list[list[str]] | None:
+        sacct = subprocess.run(
+            ["sacct", "-X", "-n", "-P", "-j", job, "-o", "NodeList,AllocTRES"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        rows = [r.split("|", 1) for r in sacct.stdout.splitlines() if r]
+        return rows if len(rows) == len({p["node"] for p in out["placement"]}) else None
+
+    for node, tres in poll("the job's components in sacct", accounted, timeout=60):
+        if node in _worker_nodes(out):
+            assert "gres/gpu:t4=4" in tres.split(","), (node, tres)
+        assert "gres/gpu:v100" not in tres, (node, tres)
+
+
+SBATCH_V100 = """#!/usr/bin/env python3
+#SBATCH --gres=gpu:v100:1
+# mlsub: {small} --workers 2 --batches-per-epoch 100
+import sys
+exec({probe!r})
+"""
+
+
+def test_a_scripts_typed_gres_line_puts_it_on_v100_nodes(
+    typed_lab: None, mlsub: Mlsub, cluster: LabCluster, tmp_path: Path
+) -> None:
+    script = tmp_path / "v100.py"
+    script.write_text(SBATCH_V100.format(small=SMALL_TASKS, probe=PROBE))
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    out = _submit(mlsub, cluster, script, "--", str(tasks))
+    assert out["job"]["gpu_types"] == ["v100"]
+    assert _worker_nodes(out) and _worker_nodes(out) <= OF_TYPE["v100"], out["placement"]
+    asked = _asked_gres(out["script"])
+    assert asked and all(re.fullmatch(r"gpu:v100:\d+", g) for g in asked), asked
+    assert set(cluster.wait_finished(int(out["slurm_job_id"]))) == {"COMPLETED"}
+    _ran_where_decided(out, tasks)
+    for task in probe_results(tasks):
+        if task["env"]["MLSCHED_ROLE"] == "worker":
+            assert task["node"] in OF_TYPE["v100"] and task["env"]["CUDA_VISIBLE_DEVICES"]
+
+
+def test_a_gpu_type_no_node_has_is_refused_and_nothing_is_submitted_or_stored(
+    typed_lab: None, mlsub: Mlsub, cluster: LabCluster, tmp_path: Path
+) -> None:
+    shape = f"{SMALL_TASKS} --workers 1 --batches-per-epoch 100"
+    script = probe_script(tmp_path / "a100probe.py", shape)
+    proc = mlsub.run(str(script), "--interpreter", sys.executable, "--gpu-type", "a100",
+                     check=False)  # fmt: skip
+    assert proc.returncode == 4, (proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    assert "error[never-fits]" in proc.stderr and "a100" in proc.stderr, proc.stderr
+    assert "the cluster has: t4, v100" in proc.stderr, proc.stderr
+    named = cluster.slurm.run(["squeue", "-h", "-t", "all", "-n", "a100probe", "-o", "%i"])
+    assert named.strip() == ""
+    assert mlsub.json("history") == []
+
+
+def test_an_untyped_job_may_use_nodes_of_every_type(
+    typed_lab: None, mlsub: Mlsub, cluster: LabCluster, tmp_path: Path
+) -> None:
+    # four workers of 4 GPUs: every node, v100 and t4 alike, asked untyped
+    shape = f"{SMALL_TASKS} --workers 4 --gpus-per-worker 4 --batches-per-epoch 10000"
+    script = probe_script(tmp_path / "probe.py", shape)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    out = _submit(mlsub, cluster, script, "--", str(tasks), "3")
+    assert out["job"]["gpu_types"] is None
+    assert _worker_nodes(out) == set(TYPES), out["placement"]
+    asked = _asked_gres(out["script"])
+    assert asked and all(g == "gpu:4" for g in asked), asked
+    allocated = _gres_while_running(cluster, out)
+    assert {n: _gpu_type_of(g) for n, g in allocated.items()} == TYPES, allocated
+    assert set(cluster.wait_finished(int(out["slurm_job_id"]))) == {"COMPLETED"}
+    _ran_where_decided(out, tasks)
