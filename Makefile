@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -60,7 +60,7 @@ cluster-down:
 # Each writes its own section of docs/benchmarks.md (bench/sections.py).
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md
-	$(MAKE) bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-queue bench-scale bench-reliability bench-report
+	$(MAKE) bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-queue bench-scale bench-reliability bench-report
 
 # Live planning latency: needs the local Slurm cluster (started here if it is not up).
 bench-live: venv
@@ -81,6 +81,9 @@ bench-preempt: venv
 		--cells philly-w10000,philly-w30000,philly-w50000,philly-w70000,pollux1,pollux2,pollux3,sia1,sia2,philly5k,mustang1,mustang2
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
+bench-widths: venv
+	$(PY) -m bench.width_ladder --out docs/benchmarks.md
+
 bench-queue: venv
 	$(PY) -m bench.queue_latency --out docs/benchmarks.md
 

@@ -138,6 +138,15 @@ def replay(
             "against the arrivals the recent past forecasts.",
         ),
     ] = True,
+    lookahead_widths: Annotated[
+        bool,
+        typer.Option(
+            "--lookahead-widths/--no-lookahead-widths",
+            help="yu-rr late binding: weigh a start now against the same job with a half, "
+            "a quarter, ... of its workers by the forecast (off by default: measured, not "
+            "kept).",
+        ),
+    ] = False,
     preempt: Annotated[
         bool,
         typer.Option(
@@ -268,6 +277,7 @@ def replay(
         binding=_choice(Binding, binding, "--binding"),
         queue_program=queue_program.strip().lower(),
         lookahead=lookahead,
+        lookahead_widths=lookahead_widths,
         preempt=preempt,
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,

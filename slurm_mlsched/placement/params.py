@@ -104,6 +104,12 @@ class PlacementParams:
     """A job that has waited this many times its narrow run is no longer held back."""
     lookahead_jobs: int = 16
     """Waiting jobs behind the one decided that the look-ahead's rollout includes."""
+    lookahead_widths: bool = False
+    """yu-rr late binding: a start now is weighed, by the look-ahead's rollout against the
+    forecast, against the same job's starts with at most W/2, W/4, … 1 of its W workers,
+    and the cheapest is taken (:func:`.yu_rr.lookahead.cheapest_width`; docs/formulation.md
+    §14.7). Off: measured on five cells it won on their average but lost on two and cost
+    3–5 × the decision time (docs/benchmarks.md, "Width look-ahead")."""
 
     preempt: bool = False
     """Late binding (replay only): checkpoint-restart preemption. At an event a running

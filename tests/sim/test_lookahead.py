@@ -110,3 +110,48 @@ def test_never_held_back_at_the_requested_width_or_on_an_idle_cluster() -> None:
     assert not _holds_back(12, running=True)  # it fits whole: the requested width
     assert not _holds_back(20, running=False)  # nothing runs: no event would start it later
     assert not _holds_back(16, running=True, waited=1000)  # its patience is used up
+
+
+def _wide_story() -> list[tuple[object, float]]:
+    # 24 GPUs. Short 4-GPU one-slot jobs come three a slot in bursts (slots 0-5 and 8-15);
+    # W (16 workers, 8 slots at full width distributed) arrives in the lull at slot 6. At
+    # full width it leaves 8 GPUs, two short jobs a slot, so the second burst queues
+    # behind it; with 8 workers it runs twice as long and the bursts never wait.
+    entries: list[tuple[object, float]] = [
+        (make_job("W", workers=16, workload=NX * 16 * 8), 6 * DELTA - 1),
+    ]
+    for slot in (*range(6), *range(8, 16)):
+        for k in range(3):
+            job = make_job(f"s{slot}.{k}", workers=4, workload=NU * 4)
+            entries.append((job, slot * DELTA - 1 if slot else 0.0))
+    return entries
+
+
+def _run_wide(params: PlacementParams) -> dict[str, object]:
+    jobs = sim_jobs(_wide_story(), DELTA)  # type: ignore[arg-type]
+    result = simulate(jobs, make_cluster(6, 4, 16), "yu-rr", params)
+    assert capacity_violations(result) == [] and decision_problems(result) == []
+    assert not result.rejected and len(result.decisions) == len(jobs)
+    return {d.job_id: d for d in result.decisions}
+
+
+def _widest(decision: object) -> int:
+    return max(p.total_workers for p in decision.slots)  # type: ignore[attr-defined]
+
+
+def test_a_wide_start_gives_way_to_a_narrower_one_when_the_forecast_pays() -> None:
+    alone = _run_wide(PlacementParams())
+    weighed = _run_wide(PlacementParams(lookahead_widths=True))
+    assert _widest(weighed["W"]) < _widest(alone["W"]), (_widest(weighed["W"]), _widest(alone["W"]))
+    assert _total(weighed) < _total(alone), (_total(weighed), _total(alone))
+    # the job itself pays for it with a longer run, bounded by its narrowest choice
+    assert weighed["W"].completion_slots >= alone["W"].completion_slots  # type: ignore[attr-defined]
+
+
+def test_no_forecast_no_width_choice() -> None:
+    # the same job with nothing seen before it: the decision stands as it is
+    jobs = sim_jobs([(make_job("W", workers=16, workload=NX * 16 * 8), 0.0)], DELTA)
+    cluster = make_cluster(4, 4, 16)
+    alone = simulate(jobs, cluster, "yu-rr", PlacementParams()).decisions
+    weighed = simulate(jobs, cluster, "yu-rr", PlacementParams(lookahead_widths=True)).decisions
+    assert [d.slots for d in alone] == [d.slots for d in weighed]

@@ -37,7 +37,9 @@ policies differ in the per-job decision they pass in (``yu-rr``'s LP + rounding 
 6. **look-ahead** (``chooses_width``): a narrow start — slower than the job's fastest
    shape — is committed only if the arrivals the recent past forecasts are not better
    off with the job waiting (:mod:`.lookahead`; ``lookahead``, bounded by
-   ``lookahead_patience``).
+   ``lookahead_patience``); with ``lookahead_widths`` a start now is first weighed
+   against the same job's starts with at most a half, a quarter, … of its workers
+   (:func:`.lookahead.cheapest_width`).
 
 A per-job decision that raises :class:`~slurm_mlsched.errors.MlschedError` rejects the
 job (the caller records the error). Pure: no clock, no I/O.
@@ -45,7 +47,7 @@ job (the caller records the error). Pure: no clock, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -56,7 +58,7 @@ from ...model import ClusterSnapshot, Decision, JobRequest, Reservation
 from ..params import PlacementParams
 from ..program.residual import FloatArray, Residual, residual_from
 from .list_schedule import arrival_of, later_start_ends_sooner
-from .lookahead import holds_back
+from .lookahead import cheapest_width, holds_back
 from .queue_order import largest_capacity, queue_key
 
 
@@ -163,6 +165,25 @@ def might_start(job: JobRequest, room: FloatArray) -> bool:
     return bool((room.sum(axis=0) >= alpha + beta - 1e-9).all())
 
 
+def _capped(
+    job: JobRequest,
+    snap: ClusterSnapshot,
+    res: Residual,
+    params: PlacementParams,
+    p: PendingJob,
+    decide: DecideFn,
+) -> Callable[[int], Decision | None]:
+    """The per-job decision of ``job`` with at most k workers (None if it fails)."""
+
+    def capped(k: int) -> Decision | None:
+        try:
+            return decide(replace(job, max_workers=k), snap, params.with_seed(p.seed), res)
+        except MlschedError:
+            return None
+
+    return capped
+
+
 def replan_queue(
     pending: Sequence[PendingJob],
     snapshot: ClusterSnapshot,
@@ -226,6 +247,17 @@ def replan_queue(
                 kept.append(job.job_id)
         behind = [q.request for q in queue[at + 1 : at + 1 + params.lookahead_jobs]]
         was_kept = bool(kept) and kept[-1] == job.job_id
+        if chooses_width and not was_kept and params.lookahead_widths:
+            d = cheapest_width(
+                job,
+                d,
+                snap,
+                res,
+                behind,
+                recent,
+                params,
+                _capped(job, snap, res, params, p, decide),
+            )
         if chooses_width and not was_kept and holds_back(job, d, snap, res, behind, recent, params):
             continue  # step 6: the forecast arrivals are better off if it waits
         if d.start_slot == now:

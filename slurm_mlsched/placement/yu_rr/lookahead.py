@@ -39,7 +39,7 @@ starts every job at its requested width and has no width to choose.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ...model import ClusterSnapshot, Decision, JobRequest
@@ -117,6 +117,37 @@ def holds_back(
     return not narrow_start_pays(job, decision, snapshot, res, others, params)
 
 
+def rollout_cost(
+    job: JobRequest,
+    decision: Decision,
+    snapshot: ClusterSnapshot,
+    res: Residual,
+    others: Sequence[JobRequest],
+    params: PlacementParams,
+) -> int:
+    """cost(A) of the module docstring for the start ``decision`` of ``job`` now: its
+    (end − now + 1) plus the terms of ``others`` list-scheduled in queue order on the room
+    it leaves."""
+    now, delta = snapshot.now_slot, snapshot.slot_seconds
+    rest = [arrival_of(j, delta, res, params, max(j.arrival_slot, now)) for j in others]
+    index = snapshot.machine_index()
+    after = res
+    for r in decision.reservations(job):
+        use = after.capacity * 0.0
+        use[index[r.machine]] = r.usage.as_tuple()
+        after = after.minus(use, max(r.start_slot, after.t0), r.end_slot)
+    started, _ = list_schedule(sorted(rest, key=_order(snapshot, params)), after)
+    return (decision.end_slot - now + 1) + sum(x.term for x in started)
+
+
+def _order(
+    snapshot: ClusterSnapshot, params: PlacementParams
+) -> Callable[[Arrival], tuple[float, int, str]]:
+    largest = largest_capacity(snapshot.machines)
+    delta = snapshot.slot_seconds
+    return lambda a: queue_key(a.job, delta, largest, params.aging)
+
+
 def narrow_start_pays(
     job: JobRequest,
     decision: Decision,
@@ -128,21 +159,48 @@ def narrow_start_pays(
     """cost(A) ≤ cost(B) of the module docstring; ``others``: the waiting jobs behind
     ``job`` and the forecast arrivals."""
     now, delta = snapshot.now_slot, snapshot.slot_seconds
-    largest = largest_capacity(snapshot.machines)
-
-    def key(a: Arrival) -> tuple[float, int, str]:
-        return queue_key(a.job, delta, largest, params.aging)
-
+    cost_a = rollout_cost(job, decision, snapshot, res, others, params)
     rest = [arrival_of(j, delta, res, params, max(j.arrival_slot, now)) for j in others]
-    index = snapshot.machine_index()
-    after = res
-    for r in decision.reservations(job):
-        use = after.capacity * 0.0
-        use[index[r.machine]] = r.usage.as_tuple()
-        after = after.minus(use, max(r.start_slot, after.t0), r.end_slot)
-    started, _ = list_schedule(sorted(rest, key=key), after)
-    cost_a = (decision.end_slot - now + 1) + sum(x.term for x in started)
     mine = arrival_of(job, delta, res, params, now)
-    waited, _ = list_schedule(sorted([*rest, mine], key=key), res)
+    waited, _ = list_schedule(sorted([*rest, mine], key=_order(snapshot, params)), res)
     cost_b = sum(x.term for x in waited)
     return cost_a <= cost_b
+
+
+def cheapest_width(
+    job: JobRequest,
+    decision: Decision,
+    snapshot: ClusterSnapshot,
+    res: Residual,
+    behind: Sequence[JobRequest],
+    recent: Sequence[JobRequest],
+    params: PlacementParams,
+    capped: Callable[[int], Decision | None],
+) -> Decision:
+    """The start now, among ``decision`` (W workers) and the decisions at most W/2, W/4,
+    … 1 workers give (``capped(k)``: the per-job decision with at most k workers, None
+    when it does not start now), with the least rollout cost (:func:`rollout_cost`, ties
+    to the wider) against the waiting jobs behind it and the forecast arrivals over the
+    longest of their runs (capped by ``lookahead_max_s``): ``lookahead_widths``
+    (docs/formulation.md §14.7). ``decision`` itself without a forecast."""
+    now = snapshot.now_slot
+    widest = max(p.total_workers for p in decision.slots)
+    cap = int(params.lookahead_max_s // snapshot.slot_seconds)
+    if not params.lookahead_widths or decision.start_slot != now or widest < 2:
+        return decision
+    if not forecast(recent, now, cap):
+        return decision
+    variants = [decision]
+    k = widest // 2
+    while k >= 1:
+        got = capped(k)
+        if got is not None and got.start_slot == now:
+            variants.append(got)
+        k //= 2
+    if len(variants) == 1:
+        return decision
+    run = max(v.end_slot - now + 1 for v in variants)
+    expected = forecast(recent, now, min(run, cap))
+    others = (*behind[: params.lookahead_jobs], *expected)
+    costs = [rollout_cost(job, v, snapshot, res, others, params) for v in variants]
+    return variants[min(range(len(variants)), key=lambda i: (costs[i], i))]

@@ -281,6 +281,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         restart_s=opts.restart_s,
         queue_program=opts.queue_program,
         lookahead=opts.lookahead,
+        lookahead_widths=opts.lookahead_widths,
         preempt=opts.preempt,
     )
 

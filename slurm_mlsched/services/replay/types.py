@@ -35,6 +35,7 @@ class ReplayOptions:
     binding: Binding = Binding.LATE
     queue_program: str = "per-job"
     lookahead: bool = True
+    lookahead_widths: bool = False  # weigh narrower starts now too (formulation §14.7)
     preempt: bool = False  # checkpoint-restart preemption under late binding (replay only;
     # off by default as on the live path, which cannot run it yet: formulation §16)
     restart_s: float = RESTART_S
