@@ -284,3 +284,14 @@ def test_a_table_of_ones_changes_nothing(tmp_path: Path) -> None:
     jobs = sim_jobs([(typed("a100"), 0.0), (replace(typed(), job_id="j2"), 300.0)], 600.0)
     admitted, _ = admit(jobs, mixed(table=None))
     assert all(a is j for a, j in zip(admitted, jobs, strict=True))  # the very requests
+
+
+def test_the_replay_option_travels_in_an_on_slurm_plan_only_when_set(tmp_path: Path) -> None:
+    from slurm_mlsched.services.replay.cells import options_as_dict, options_from_dict
+
+    opts = ReplayOptions(trace=tmp_path / "t.csv", policies=("yu-rr",), gpu_speed="a100=2")
+    data = json.loads(json.dumps(options_as_dict(opts)))
+    assert data["gpu_speed"] == "a100=2" and options_from_dict(data) == opts
+    plain = replace(opts, gpu_speed=None)
+    assert "gpu_speed" not in options_as_dict(plain)  # plans of the defaults read as before
+    assert options_from_dict(options_as_dict(plain)) == plain
