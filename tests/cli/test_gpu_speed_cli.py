@@ -64,3 +64,13 @@ def test_a_bad_table_is_exit_3_naming_the_file_and_field(
     assert result.exit_code == 3, result.stdout + result.stderr
     assert f"{path}: top level: field 'gpu_speed'" in result.stderr
     assert "must be a number > 0" in result.stderr
+
+
+def test_the_plan_table_shows_the_speed_only_when_not_1(env: dict[str, str], cluster: Path) -> None:
+    shown = run(env, "plan", "--cluster", cluster, "--gpu-type", "a100", *JOB)
+    assert shown.exit_code == 0, shown.stderr
+    assert "GPU speed" in shown.stdout and "×2 (the slowest GPU type" in shown.stdout
+    plain = cluster.parent / "plain.yaml"
+    plain.write_text(NODES)
+    shown = run(env, "plan", "--cluster", plain, "--gpu-type", "a100", *JOB)
+    assert shown.exit_code == 0 and "GPU speed" not in shown.stdout

@@ -26,7 +26,7 @@ from slurm_mlsched.model.gpu_speed import (
 )
 from slurm_mlsched.model.speed import worker_rates
 from slurm_mlsched.placement import PlacementParams
-from slurm_mlsched.services.replay.run import prepare_jobs, run_replay
+from slurm_mlsched.services.replay.run import prepare_jobs, replay_params, run_replay
 from slurm_mlsched.services.replay.types import ReplayOptions
 from slurm_mlsched.sim import admit, sim_jobs, simulate
 from slurm_mlsched.storage import codec
@@ -258,6 +258,8 @@ def test_the_replay_option_replaces_the_files_table(tmp_path: Path) -> None:
     assert info.value.exit_code == 3 and info.value.context["option"] == "--gpu-speed"
     assert "a100=2,t4=0.5" in info.value.hint
     _, job_file = write_inputs(tmp_path, None)
+    with pytest.raises(InputError, match="option --gpu-speed"):  # before any input is read
+        replay_params(ReplayOptions(trace=tmp_path / "none", policies=(), gpu_speed="t4"), 0)
     with pytest.raises(InputError, match="needs a cluster with GPU types"):
         prepare_jobs(ReplayOptions(trace=job_file, policies=("yu-rr",), gpu_speed="a100=2"))
 

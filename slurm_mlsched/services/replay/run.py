@@ -34,7 +34,7 @@ from ...errors import InputError
 from ...files.cluster_file import load_cluster
 from ...files.job_list import is_job_list, read_job_list
 from ...model import ClusterSnapshot, JobRequest, Machine
-from ...model.gpu_speed import parse_speed_text, with_gpu_speed
+from ...model.gpu_speed import GpuSpeeds, parse_speed_text, with_gpu_speed
 from ...placement import PlacementParams, policy_names
 from ...placement.registry import policy_function
 from ...sim import (
@@ -128,10 +128,13 @@ def replay_cluster(opts: ReplayOptions, epoch: datetime) -> tuple[ClusterSnapsho
 
 def _with_speed_option(machines: tuple[Machine, ...], text: str | None) -> tuple[Machine, ...]:
     """``--gpu-speed TYPE=F,…``: the speed table in place of the cluster file's."""
-    if text is None:
-        return machines
+    return machines if text is None else with_gpu_speed(machines, _speed_option(text))
+
+
+def _speed_option(text: str) -> GpuSpeeds:
+    """The table ``--gpu-speed`` gives, or an InputError naming the option."""
     try:
-        return with_gpu_speed(machines, parse_speed_text(text))
+        return parse_speed_text(text)
     except ValueError as exc:
         raise InputError(
             f"option --gpu-speed: {exc}",
@@ -295,6 +298,8 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             context={"option": "--restart-cost", "value": opts.restart_s},
         )
     _arch_reading(opts)
+    if opts.gpu_speed is not None:
+        _speed_option(opts.gpu_speed)
     if opts.cpu_jobs not in CPU_JOBS:
         raise InputError(
             f"option --cpu-jobs must be one of {', '.join(CPU_JOBS)}, got {opts.cpu_jobs!r}",
