@@ -20,6 +20,10 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
                                        # that consent (#SBATCH --signal); site file only
     preempt_wait_max_s = 120           # the longest wait for a job's checkpoint (site only)
 
+    [gpu_speed]                        # throughput per GPU type for live planning
+    a100 = 2.0                         # (1.0 = the profiles' reference GPU; unlisted
+    t4 = 0.5                           # types and untyped nodes 1.0; formulation §17)
+
     [job]                              # job option defaults (below the script header and
     partition = "gpu"                  # the command line); names as in JobOptions
     mem_per_worker = "16G"
@@ -35,8 +39,8 @@ honoured for root only (docs/admin-guide.md, trust model). ``slurm_admin_level``
 Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS``, ``MLSUB_SLURM_ADMIN_LEVEL``,
 ``MLSUB_PREEMPT`` and ``MLSUB_PREEMPT_WAIT_MAX_S`` (root only), ``MLSUB_CLUSTER_NAME``,
 ``MLSUB_RESERVATION_GRACE_S``, ``MLSUB_DB_BUSY_TIMEOUT_S``, ``MLSUB_SLOT_SECONDS``,
-``MLSUB_REMOTE``, ``MLSUB_REMOTE_DIR``. ``MLSUB_CONFIG`` names the user config file
-instead of the XDG one.
+``MLSUB_REMOTE``, ``MLSUB_REMOTE_DIR``, ``MLSUB_GPU_SPEED`` (``a100=2,t4=0.5``).
+``MLSUB_CONFIG`` names the user config file instead of the XDG one.
 
 :func:`load_config` is a function of its inputs (the environment, the flags and the two
 paths); it reads the two files and nothing else.
@@ -107,6 +111,9 @@ class Config:
     preempt_wait_max_s: float = DEFAULT_PREEMPT_WAIT_MAX_S
     """The longest a re-plan waits for a signalled job to checkpoint (its ``--signal``
     warning time, at most this) before it requeues it."""
+    gpu_speed: tuple[tuple[str, float], ...] = ()
+    """The speed table of live planning: (GPU type, throughput factor) sorted by type; ()
+    = every type at 1.0 (docs/formulation.md §17)."""
     job: tuple[tuple[str, object], ...] = ()
     """Job option defaults from the ``[job]`` table (field name, raw value)."""
     sources: tuple[str, ...] = ()
@@ -306,6 +313,23 @@ def _job_table(raw: object, where: str) -> tuple[tuple[str, object], ...]:
     return tuple(sorted((str(k), v) for k, v in raw.items()))
 
 
+def _gpu_speed(raw: object, where: str) -> tuple[tuple[str, float], ...]:
+    from .model.gpu_speed import parse_speed_text, speed_table
+
+    hint = (
+        "write a [gpu_speed] table of GPU type = factor (a number > 0, 1.0 = the profiles' "
+        "reference GPU), e.g. a100 = 2.0, or MLSUB_GPU_SPEED=a100=2,t4=0.5"
+    )
+    try:
+        if isinstance(raw, str):
+            return parse_speed_text(raw)
+        if isinstance(raw, Mapping):
+            return speed_table(raw)
+    except ValueError as exc:
+        raise InputError(f"{where}: {exc}", hint=hint, context={}) from None
+    raise InputError(f"{where} must be a table of GPU type = factor, got {raw!r}", hint=hint)
+
+
 def _admin_level(raw: object, where: str) -> str:
     text = raw.strip().lower() if isinstance(raw, str) else None
     if text not in ("", "operator", "administrator"):
@@ -346,4 +370,5 @@ _CONVERT = {
     "remote_dir": _text,
     "preempt": _flag,
     "preempt_wait_max_s": _seconds,
+    "gpu_speed": _gpu_speed,
 }

@@ -91,6 +91,16 @@ def replay(
             rich_help_panel=CLUSTER,
         ),
     ] = None,
+    gpu_speed: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-speed",
+            help="Throughput per GPU type, e.g. a100=2,t4=0.5 (1.0 = the profiles' "
+            "reference GPU; unlisted types 1.0), in place of the cluster file's gpu_speed; "
+            "each job runs at the slowest type it may use.",
+            rich_help_panel=CLUSTER,
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of rounding, synthesis, utility.")] = 0,
     form: Annotated[
         str, typer.Option(help="elastic | non-elastic (yu-rr; fifo-* are non-elastic).")
@@ -284,6 +294,7 @@ def replay(
         arch_reading=arch_reading,
         restart_s=restart_cost,
         slot_seconds=slot_seconds,
+        gpu_speed=gpu_speed,
         limit=limit,
         load=load,
         lp_max_jobs=lp_max_jobs,

@@ -10,11 +10,18 @@ Format (every field is checked; unknown fields are errors)::
       - {prefix: node, count: 4, gpus: 4, cpus: 8, mem_gb: 64}   # node1, node2, node3, node4
     reservations:                # usage already promised to other jobs (optional)
       - {node: node1, start: 0, end: 3, gpus: 2, cpus: 4, mem_gb: 32, job_id: "1234"}
+    gpu_speed: {a100: 2.0, v100: 1.0, t4: 0.5}   # throughput per GPU type (optional)
 
 * ``gpu_type`` (optional) is the type of the node's GPUs, the TYPE of Slurm's
   ``Gres=gpu:TYPE:N`` (matched exactly, as Slurm does; letters, digits, ``_ . -``); a job
   that names GPU types (``--gpu-type``) runs its GPU tasks only on nodes of those types. It
   needs ``gpus`` > 0. Untyped nodes take only jobs that name no type.
+* ``gpu_speed`` (optional) is the speed table: per GPU type its throughput relative to
+  the reference GPU of the speed profiles (1.0 = as the profile says, 2.0 = twice as
+  fast; a number > 0 and <= 1000). Types it does not list, and untyped nodes, run at 1.0;
+  a job is planned at the factor of the slowest node type it may run on
+  (docs/formulation.md §17). One table per file, by type: there is no per-node factor
+  (nodes of one type are one speed).
 * ``gpus`` (default 0) and ``cpus`` are whole numbers >= 0; ``mem_gb`` is a number of GiB
   (``64`` = 64 GiB) or a Slurm-style size with a unit (``"64G"``, ``"512000M"``); a string
   without a unit is rejected because Slurm would read it as MiB.
@@ -48,11 +55,12 @@ from .. import ranges
 from ..errors import InputError
 from ..model import ClusterSnapshot, Machine, Reservation, Resources
 from ..model.eligibility import GPU_TYPE_NAME
+from ..model.gpu_speed import GpuSpeeds, speed_table, with_gpu_speed
 from ..model.units import gib_to_mib
 from ..ranges import OutOfRange, Range
 
 DEFAULT_SLOT_SECONDS = 600.0
-TOP_FIELDS = ("nodes", "groups", "slot_seconds", "epoch", "reservations")
+TOP_FIELDS = ("nodes", "groups", "slot_seconds", "epoch", "reservations", "gpu_speed")
 NODE_FIELDS = ("name", "gpus", "cpus", "mem_gb", "gpu_type")
 GROUP_FIELDS = ("prefix", "count", "gpus", "cpus", "mem_gb", "gpu_type")
 RESERVATION_FIELDS = ("node", "start", "end", "gpus", "cpus", "mem_gb", "job_id")
@@ -98,7 +106,7 @@ def parse_cluster(data: object, source: str, *, now: datetime | None = None) -> 
     machines = _machines(fields, source)
     reservations = _reservations(fields, source, machines, epoch, slot_seconds, now_slot)
     return ClusterSnapshot(
-        machines=tuple(machines),
+        machines=with_gpu_speed(machines, _gpu_speed(fields, top)),
         reservations=tuple(reservations),
         slot_seconds=slot_seconds,
         epoch=epoch,
@@ -380,6 +388,23 @@ def _gpu_type(fields: Mapping[str, object], where: _Entry, capacity: Resources) 
             "gpu_type", value, "is given for a node without GPUs", "add 'gpus: N' or drop it"
         )
     return value.strip()
+
+
+def _gpu_speed(fields: Mapping[str, object], where: _Entry) -> GpuSpeeds:
+    """The top-level ``gpu_speed`` table (() when not given: every type at 1.0)."""
+    value = fields.get("gpu_speed")
+    hint = (
+        "write a mapping of GPU type to throughput factor (> 0, 1.0 = the profile's "
+        "reference GPU), e.g. 'gpu_speed: {a100: 2.0, t4: 0.5}'"
+    )
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        raise where.error("gpu_speed", value, "must be a mapping of GPU type to factor", hint)
+    try:
+        return speed_table(value)
+    except ValueError as exc:
+        raise where.error("gpu_speed", dict(value), f"is not a speed table ({exc})", hint) from None
 
 
 def _capacity(fields: Mapping[str, object], where: _Entry) -> Resources:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -49,7 +49,7 @@ OWN_FIELDS = ("id", "submit", "workload", "duration_s")
 OPTION_FIELDS = (
     "workers", "ps", "gpus_per_worker", "cpus_per_worker", "mem_per_worker", "cpus_per_ps",
     "mem_per_ps", "epochs", "batches_per_epoch", "model", "step_time", "model_size", "bw_ex",
-    "bw_in", "name",
+    "bw_in", "name", "gpu_type",
 )  # fmt: skip
 JOB_FIELDS = OWN_FIELDS + OPTION_FIELDS
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -164,15 +164,9 @@ def _job(entry: object, n: int, source: str) -> tuple[JobRequest, datetime | flo
         profile=profile,
         ps_count=None if opts.ps == "auto" else opts.ps,
         name=opts.name,
+        gpu_types=opts.gpu_type,
     )
-    workload = _workload(entry, base, source, where)
-    return (
-        JobRequest(
-            base.job_id, 0, workload, base.max_workers, base.worker, base.ps, base.profile,
-            ps_count=base.ps_count, name=base.name,
-        ),
-        submit,
-    )  # fmt: skip
+    return replace(base, workload=_workload(entry, base, source, where)), submit
 
 
 def parse_job_list(data: object, source: str) -> JobList:

@@ -8,6 +8,7 @@ over a half-open slot interval). Residual capacity is C̃[h][r][t] = C[h][r] −
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -17,12 +18,19 @@ from .resources import Resources
 
 @dataclass(frozen=True, slots=True)
 class Machine:
-    """A node: its name (Slurm NodeName), its capacity for managed jobs and the type of its
-    GPUs (Slurm's GRES type, ``gpu:v100:4`` → ``"v100"``; None = untyped or no GPUs)."""
+    """A node: its name (Slurm NodeName), its capacity for managed jobs, the type of its
+    GPUs (Slurm's GRES type, ``gpu:v100:4`` → ``"v100"``; None = untyped or no GPUs) and
+    its GPUs' throughput factor relative to the profiles' reference GPU (``gpu_speed``,
+    from the speed table by type: :mod:`.gpu_speed`, docs/formulation.md §17)."""
 
     name: str
     capacity: Resources
     gpu_type: str | None = None
+    gpu_speed: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (self.gpu_speed > 0 and math.isfinite(self.gpu_speed)):
+            raise ValueError(f"gpu_speed must be a finite number > 0, got {self.gpu_speed!r}")
 
 
 @dataclass(frozen=True, slots=True)

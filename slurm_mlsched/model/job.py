@@ -50,6 +50,9 @@ class JobRequest:
     ``ps_count`` 0 and a zero PS demand (``ps``), so no policy can count one; ``launcher``
     how its ranks start (None: :data:`.allreduce.DEFAULT_LAUNCHER`; placement never reads
     it, the script does, so a stored request re-renders the same way). A ps job has none.
+    ``gpu_speed``: the GPU-type factor its ``profile`` was scaled to when it met a cluster
+    (:func:`.gpu_speed.effective_request`, docs/formulation.md §17; 1.0 = the profile's
+    reference GPU); kept so the plan can say it and the request is not scaled twice.
     """
 
     job_id: str
@@ -64,9 +67,12 @@ class JobRequest:
     gpu_types: frozenset[str] | None = None
     arch: Architecture = Architecture.PS
     launcher: Launcher | None = None
+    gpu_speed: float = 1.0
 
     def __post_init__(self) -> None:
         self._check_arch()
+        if not (self.gpu_speed > 0 and math.isfinite(self.gpu_speed)):
+            raise ValueError(f"gpu_speed must be a finite number > 0, got {self.gpu_speed!r}")
         if self.gpu_types is not None:
             types = frozenset(self.gpu_types)
             if not types or any(not isinstance(t, str) or not t.strip() for t in types):

@@ -93,7 +93,9 @@ def sample_of(record: DecisionRecord) -> Sample | None:
         model=model,
         predicted_s=predicted,
         actual_s=(ended - started).total_seconds(),
-        factor=factor_of(record.request.profile, base),
+        # the calibration factor alone: the GPU type's speed (formulation §17) is applied
+        # on top of it at every plan, so it is divided out here
+        factor=factor_of(record.request.profile, base) * record.request.gpu_speed,
         user=record.summary.user,
     )
 

@@ -15,6 +15,8 @@ time ``now`` and the slot length Δ in, a :class:`ClusterState` out:
   not report) holds until ``UNKNOWN_END_HORIZON``;
 * ``extra`` reservations (e.g. decisions not yet running) are added as they are, those on
   usable nodes only;
+* ``gpu_speed``: the site's speed table (config ``[gpu_speed]``); each machine carries its
+  type's factor (docs/formulation.md §17);
 * ``partition``: only nodes of that partition are usable (others are listed as excluded,
   "not in partition P"); ``covered_jobs``: running jobs whose holdings are already in
   ``extra`` (mlsub's own jobs, whose decisions the store still reserves until their
@@ -35,6 +37,7 @@ from datetime import datetime, timedelta
 from .. import __version__
 from ..files.cluster_file import DEFAULT_SLOT_SECONDS, as_utc, floor_to_slot
 from ..model import ClusterSnapshot, Machine, Reservation, Resources
+from ..model.gpu_speed import GpuSpeeds, with_gpu_speed
 from ..model.narrowing import NodeFilter
 from ..sbatch.tag import find_tags
 from ..slurm.nodes import NodeState, NodeStateSource
@@ -128,6 +131,7 @@ def build_cluster_state(
     partition: str | None = None,
     covered_jobs: Collection[str] = (),
     narrowing: NodeFilter | None = None,
+    gpu_speed: GpuSpeeds = (),
 ) -> ClusterState:
     """The snapshot and per-node view of ``state`` at ``now`` (pure; see the module doc).
     ``narrowing``: the job's ``#SBATCH`` node filter; the nodes it refuses are left out,
@@ -151,8 +155,9 @@ def build_cluster_state(
         if node in usable
         for job, usage in held
     ]
-    machines = tuple(
-        Machine(n.name, _capacity(n), n.gpu_type) for n in state.nodes if n.name in usable
+    machines = with_gpu_speed(
+        (Machine(n.name, _capacity(n), n.gpu_type) for n in state.nodes if n.name in usable),
+        gpu_speed,
     )
     snapshot = ClusterSnapshot(
         machines=machines,

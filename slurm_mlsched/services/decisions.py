@@ -19,6 +19,7 @@ from ..files.job_options import merge_options, read_script_header
 from ..files.sbatch_lines import read_sbatch_header
 from ..model import RESOURCE_NAMES, ClusterSnapshot, Decision, Form, JobRequest, SlotPlan
 from ..model.allreduce import layout_of, ring_summary
+from ..model.gpu_speed import slowest_machine
 from ..placement import place
 from ..storage import (
     DecisionRecord,
@@ -349,7 +350,20 @@ def _why(d: Decision, record: DecisionRecord) -> list[str]:
         lines.extend(wait_reasons(d, record))
     lines.extend(f"repair: {a}" for a in d.repair_actions)
     lines.extend(f"note: {n}" for n in notes)
+    if req.gpu_speed != 1.0:
+        lines.append(_speed_line(req, record.snapshot))
     return lines
+
+
+def _speed_line(req: JobRequest, snap: ClusterSnapshot) -> str:
+    """The GPU speed the job was planned at (docs/formulation.md §17)."""
+    slowest = slowest_machine(req, snap)
+    where = ""
+    if slowest is not None and slowest.gpu_speed == req.gpu_speed:
+        kind = slowest.gpu_type or "untyped"
+        where = f" of GPU type {kind} (node {slowest.name}), the slowest it may run on"
+    what = "compute time τ" if req.is_allreduce else "time per mini-batch"
+    return f"GPU speed ×{req.gpu_speed:g}{where}: its {what} is the profile's ÷ {req.gpu_speed:g}"
 
 
 def _ring_line(req: JobRequest, plan: SlotPlan) -> str:

@@ -22,6 +22,7 @@ from typing import Protocol
 from ..errors import InputError, MlschedError
 from ..files.job_script import JobScript
 from ..model import ClusterSnapshot, Decision, JobRequest
+from ..model.gpu_speed import GpuSpeeds
 from ..model.narrowing import NodeFilter
 from ..placement.params import Binding, PlacementParams
 from ..placement.policy_table import QueueFn
@@ -90,6 +91,10 @@ class LiveWiring:
     submission): such a job is booked at its planned start (``--begin``), as before."""
     env_dir: Path | None = None
     """Where a queued job's environment is kept (private to the user) until it starts."""
+    gpu_speed: GpuSpeeds = ()
+    """The site's speed table (config ``[gpu_speed]``): the machines of the live snapshot
+    carry their type's factor, and a new job is planned at its slowest eligible type's
+    (docs/formulation.md §17)."""
 
 
 def tag_of(cluster_name: str, s: DecisionSummary) -> DecisionTag:
@@ -112,10 +117,12 @@ def stored_and_running(
     *,
     partition: str | None = None,
     narrowing: NodeFilter | None = None,
+    gpu_speed: GpuSpeeds = (),
 ) -> ClusterState:
     """The live snapshot inside the lock: Slurm's running jobs, minus those the store's
     open decisions already reserve, plus those reservations; only the nodes of
-    ``partition`` that ``narrowing`` (the job's #SBATCH lines) allows are usable."""
+    ``partition`` that ``narrowing`` (the job's #SBATCH lines) allows are usable; the
+    machines carry their factors of ``gpu_speed``."""
     grid = build_cluster_state(state, now=now, slot_seconds=slot_seconds)
     epoch = grid.snapshot.epoch
     stored = tx.reservations(now, epoch=epoch, slot_seconds=slot_seconds)
@@ -131,6 +138,7 @@ def stored_and_running(
         partition=partition,
         covered_jobs=set(covered),
         narrowing=narrowing,
+        gpu_speed=gpu_speed,
     )
 
 

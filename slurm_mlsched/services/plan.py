@@ -29,6 +29,7 @@ from ..model import ClusterSnapshot, Decision, JobRequest, Mode, NodeCount, Slot
 from ..model.allreduce import RingSummary, layout_of, ring_summary
 from ..model.calibration import ProfileFit, fit_for
 from ..model.decision import placement_json
+from ..model.gpu_speed import effective_request
 from ..model.narrowing import NodeFilter
 from ..model.speed import plan_rate
 from ..placement import PlacementParams, place
@@ -181,6 +182,7 @@ def plan_job(
     fit = fit_for(calibration or {}, opts.model, user) if opts.model else None
     if fit is not None:  # the site's calibrated speed for this model (mlsub calibrate)
         request = replace(request, profile=fit.apply(request.profile))
+    request = effective_request(request, snapshot)  # its GPU type's speed (formulation §17)
     planned_at = clock.now()
     started = clock.monotonic()
     decision = place(request, snapshot, opts.policy, params)
@@ -305,7 +307,9 @@ def slot_runs(runs: tuple[SlotPlan, ...], snap: ClusterSnapshot) -> tuple[SlotRu
 
 def _job_dict(request: JobRequest, opts: JobOptions) -> dict[str, object]:
     profile = request.profile
+    speed = {} if request.gpu_speed == 1.0 else {"gpu_speed": request.gpu_speed}
     return {
+        **speed,  # only when not 1.0 (formulation §17): the profile below is at that speed
         "id": request.job_id,
         "name": request.name,
         "arrival_slot": request.arrival_slot,

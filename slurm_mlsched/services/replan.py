@@ -301,6 +301,7 @@ def replan(
                 wiring.cluster_name,
                 partition=partition,
                 narrowing=narrowing,
+                gpu_speed=wiring.gpu_speed,
             )  # with the starts of the groups before
             entries = [rebased(r, cluster.snapshot) for r in group]
             if runs:

@@ -411,6 +411,7 @@ def _live_cluster(
         wiring.cluster_name,
         partition=opts.partition,
         narrowing=opts.narrowing,
+        gpu_speed=wiring.gpu_speed,
     )
 
 

@@ -7,7 +7,10 @@ slot, completions come before arrivals, and arrivals are taken in submission ord
 (submit time, then job id). Each arrival goes through the one loop of STYLE.md:
 
 * **admit**: the job was checked once, before the run, to fit the empty cluster at all
-  (:func:`admit`; the others are reported as unplaceable, never dropped silently);
+  (:func:`admit`; the others are reported as unplaceable, never dropped silently), and
+  given the rate of the slowest GPU type it may run on there
+  (:func:`~slurm_mlsched.model.gpu_speed.effective_request`: every policy, the checks and
+  the bound read the job at that rate; docs/formulation.md §17);
 * **schedule + place**: the policy, looked up in the registry, gets the job, a snapshot
   at the arrival slot holding only the *active* reservations (those of jobs not yet
   completed, in commit order; the book never grows with the history of the trace) and the
@@ -43,6 +46,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import MlschedError, NeverFitsError
 from ..model import ClusterSnapshot, Decision, Form, JobRequest, SlotPlan
+from ..model.gpu_speed import effective_request
 from ..model.reservation_book import ReservationBook
 from ..placement.params import PlacementParams, derive_seed
 from ..placement.program.feasibility import check_could_ever_fit
@@ -88,7 +92,9 @@ def admit(
     jobs: Sequence[SimJob], cluster: ClusterSnapshot
 ) -> tuple[list[SimJob], list[Unplaceable]]:
     """Split jobs into those that could ever run on ``cluster`` and those that could not
-    (``placement.check_could_ever_fit``). Jobs of the same shape are checked once."""
+    (``placement.check_could_ever_fit``). Jobs of the same shape are checked once. An
+    admitted job's request is its :func:`~slurm_mlsched.model.gpu_speed.effective_request`
+    on ``cluster``: the replay's one place where a job meets the cluster's GPU speeds."""
     ok: list[SimJob] = []
     bad: list[Unplaceable] = []
     seen: dict[tuple[object, ...], str] = {}
@@ -104,7 +110,8 @@ def admit(
         if seen[key]:
             bad.append(Unplaceable(job, seen[key].replace(repr(r.job_id), "the job")))
         else:
-            ok.append(job)
+            fast = effective_request(r, cluster)
+            ok.append(job if fast is r else replace(job, request=fast))
     return ok, bad
 
 

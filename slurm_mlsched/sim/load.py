@@ -8,7 +8,8 @@ different load. The load is stated here the way the pooled-resource bound of
 
 * job i's least work on resource r is its workers' share of r times its fastest training
   time per worker, w_i^r = V_i · α_i[r] · θ_in,i (seconds × units of r: the work of
-  :func:`.bounds.pooled_srpt` before dividing by the capacity);
+  :func:`.bounds.pooled_srpt` before dividing by the capacity), θ_in,i at the job's GPU
+  speed on the cluster (docs/formulation.md §17), as the replay runs it;
 * the **offered load** of jobs submitted over the span S = max_i s_i − min_i s_i is the
   largest, over the resources r of positive capacity C_r, of ρ_r = Σ_i w_i^r / (C_r · S).
 
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model import ClusterSnapshot, JobRequest
+from ..model.gpu_speed import effective_request
 from ..model.speed import worker_thetas
 
 #: The offered loads ``--load`` accepts (a target outside makes no sense as a replay).
@@ -73,8 +75,8 @@ def offered_load(entries: Sequence[tuple[JobRequest, float]], cluster: ClusterSn
         )
     capacity = cluster.total_capacity().as_tuple()
     totals = [0.0] * len(capacity)
-    for job, _ in entries:
-        for r, w in enumerate(job_work(job)):
+    for job, _ in entries:  # at the rate the replay runs it (its GPU speed on the cluster)
+        for r, w in enumerate(job_work(effective_request(job, cluster))):
             totals[r] += w
     loads = [t / (c * span) for t, c in zip(totals, capacity, strict=True) if c > 0 and t > 0]
     if not loads:

@@ -132,10 +132,13 @@ def encode_snapshot(s: ClusterSnapshot) -> Json:
 
 
 def _encode_machine(x: Machine) -> Json:
-    """A machine; ``gpu_type`` only when set (older rows have none: untyped)."""
+    """A machine; ``gpu_type`` and ``gpu_speed`` only when set (older rows have neither:
+    untyped, at 1.0)."""
     out: dict[str, Any] = {"name": x.name, "capacity": encode_resources(x.capacity)}
     if x.gpu_type is not None:
         out["gpu_type"] = x.gpu_type
+    if x.gpu_speed != 1.0:
+        out["gpu_speed"] = x.gpu_speed
     return out
 
 
@@ -145,13 +148,14 @@ def _decode_machine(x: Json) -> Machine:
         _str(x, "name"),
         decode_resources(x.get("capacity")),
         None if gpu_type is None else _str(x, "gpu_type"),
+        _num(x, "gpu_speed") if "gpu_speed" in x else 1.0,
     )
 
 
 def decode_snapshot(d: Json) -> ClusterSnapshot:
     m = _obj(d, "snapshot")
-    machines = tuple(_decode_machine(_obj(e, "machine")) for e in _list(m, "machines"))
     try:
+        machines = tuple(_decode_machine(_obj(e, "machine")) for e in _list(m, "machines"))
         return ClusterSnapshot(
             machines=machines,
             reservations=tuple(decode_reservation(r) for r in _list(m, "reservations")),
@@ -211,6 +215,8 @@ def encode_request(j: JobRequest) -> Json:
         out["arch"] = j.arch.value
     if j.launcher is not None:
         out["launcher"] = j.launcher.value
+    if j.gpu_speed != 1.0:  # only when set: older rows are at the reference GPU
+        out["gpu_speed"] = j.gpu_speed
     return out
 
 
@@ -232,6 +238,7 @@ def decode_request(d: Json) -> JobRequest:
             gpu_types=None if types is None else _gpu_types(types),
             arch=Architecture(_str(m, "arch")) if "arch" in m else Architecture.PS,
             launcher=Launcher(_str(m, "launcher")) if "launcher" in m else None,
+            gpu_speed=_num(m, "gpu_speed") if "gpu_speed" in m else 1.0,
         )
     except ValueError as exc:
         raise CodecError(f"request: {exc}") from None

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slurm_mlsched.model import Architecture, ClusterSnapshot, Resources
+from slurm_mlsched.model import Architecture, ClusterSnapshot, Machine, Resources
+from slurm_mlsched.model.gpu_speed import job_speed, with_gpu_speed
 from slurm_mlsched.placement import PlacementParams, policy_names
 from slurm_mlsched.placement.program.integer_program import Outcome, solve_exact
 from slurm_mlsched.sim import (
@@ -137,3 +138,66 @@ def test_bound_below_every_policy_with_allreduce_jobs(
                 continue
             total = sum(d.completion_slots for d in result.decisions)
             assert total >= bound.value - 1e-6, (policy, restart)
+
+
+TYPES = ("a100", "t4")
+
+
+@st.composite
+def speed_replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
+    """Typed machines, a random speed table (docs/formulation.md §17) and jobs that name a
+    type, both or none: every job runs at the slowest type it may use (``admit``)."""
+    gpus = draw(st.sampled_from([2, 4]))
+    kinds = [draw(st.sampled_from((*TYPES, None))) for _ in range(draw(st.integers(1, 2)))]
+    table = tuple((t, draw(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0]))) for t in TYPES)
+    machines = tuple(
+        Machine(f"node{i + 1}", Resources(gpus, 16, 65536), kind) for i, kind in enumerate(kinds)
+    )
+    cluster = ClusterSnapshot(with_gpu_speed(machines, table))
+    entries = []
+    for i in range(draw(st.integers(1, 4))):
+        w = draw(st.integers(1, 4))
+        slots = draw(st.floats(0.3, 2.5))
+        submit = draw(st.sampled_from([0.0, 300.0, 600.0, 1500.0]))
+        names = draw(st.sampled_from([None, ("a100",), ("t4",), TYPES]))
+        job = make_job(f"j{i}", workers=w, workload=NU * w * slots)
+        job = replace(job, gpu_types=None if names is None else frozenset(names))
+        if draw(st.booleans()):
+            job = replace(job, ps=Resources(), ps_count=0, arch=Architecture.ALLREDUCE)
+        entries.append((job, submit))
+    return cluster, sim_jobs(entries, DELTA)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(speed_replays())
+def test_bound_below_every_policy_with_gpu_speeds(
+    case: tuple[ClusterSnapshot, list[SimJob]],
+) -> None:
+    """R_i and c_i^r read a job at the rate ``admit`` gave it, the rate every policy plans
+    and the simulator runs it at, so the proof of §15 holds unchanged."""
+    cluster, jobs = case
+    admitted, _ = admit(jobs, cluster)
+    if not admitted:
+        return
+    for j in admitted:
+        assert j.request.gpu_speed == job_speed(j.request, cluster)
+    requests = [j.request for j in admitted]
+    bound = lower_bound(admitted, cluster)
+    scalable, _ = scalable_bound(requests, cluster)
+    assert bound.value is not None and bound.value >= scalable - 1e-9
+    exact = solve_exact(requests, cluster, PlacementParams(time_limit_s=30.0))
+    assert exact.outcome in (Outcome.OPTIMAL, Outcome.FEASIBLE_TIME_LIMIT)
+    optimum = sum(d.completion_slots for d in exact.decisions)
+    assert bound.value <= optimum + 1e-6
+    # with ps jobs alone the optimum is the true one (proven optimal at these sizes), below
+    # every policy; an allreduce job's linearized optimum is not (§18.2)
+    ps_only = exact.outcome is Outcome.OPTIMAL and not any(r.is_allreduce for r in requests)
+    utilities = draw_utilities((j.job_id for j in admitted), 0)
+    for policy in policy_names():
+        result = simulate(admitted, cluster, policy, PlacementParams(restart_s=30.0))
+        compute_metrics(result, utilities, bound.value)  # BelowBoundError if below
+        if result.rejected:
+            continue
+        total = sum(d.completion_slots for d in result.decisions)
+        assert total >= bound.value - 1e-6, policy
+        assert not ps_only or total >= optimum - 1e-6, policy

@@ -93,6 +93,11 @@ def _summary_table(plan: PlanResult) -> Table:
         ("LP deadline", deadline),
         ("workload", f"{job.workload:g} mini-batches, model {job.profile.name}"),
         *(
+            (("GPU speed", f"×{job.gpu_speed:g} (the slowest GPU type it may run on)"),)
+            if job.gpu_speed != 1.0
+            else ()
+        ),
+        *(
             (("architecture", f"allreduce (no PS): {plan.ring.describe()}"),)
             if plan.ring is not None
             else ()

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING
 from ...errors import InputError
 from ...files.cluster_file import load_cluster
 from ...files.job_list import is_job_list, read_job_list
-from ...model import ClusterSnapshot, JobRequest
+from ...model import ClusterSnapshot, JobRequest, Machine
+from ...model.gpu_speed import GpuSpeeds, parse_speed_text, with_gpu_speed
 from ...placement import PlacementParams, policy_names
 from ...placement.registry import policy_function
 from ...sim import (
@@ -101,8 +102,17 @@ def replay_cluster(opts: ReplayOptions, epoch: datetime) -> tuple[ClusterSnapsho
                 "a replay starts from an empty cluster"
             )
         delta = opts.slot_seconds or snap.slot_seconds
-        cluster = ClusterSnapshot(snap.machines, slot_seconds=delta, epoch=epoch)
+        machines = _with_speed_option(snap.machines, opts.gpu_speed)
+        notes += _speed_note(machines)
+        cluster = ClusterSnapshot(machines, slot_seconds=delta, epoch=epoch)
         return cluster, str(opts.cluster), notes
+    if opts.gpu_speed is not None:
+        raise InputError(
+            "option --gpu-speed needs a cluster with GPU types: a --nodes grid is untyped "
+            "(every node at 1.0)",
+            hint="describe the nodes with --cluster FILE (gpu_type per node or group)",
+            context={"option": "--gpu-speed", "value": opts.gpu_speed},
+        )
     spec = opts.nodes or DEFAULT_NODES
     try:
         nodes, gpus = parse_nodes_spec(spec)
@@ -114,6 +124,36 @@ def replay_cluster(opts: ReplayOptions, epoch: datetime) -> tuple[ClusterSnapsho
         ) from None
     delta = opts.slot_seconds or DEFAULT_SLOT_SECONDS
     return node_grid(nodes, gpus, slot_seconds=delta, epoch=epoch), spec, notes
+
+
+def _with_speed_option(machines: tuple[Machine, ...], text: str | None) -> tuple[Machine, ...]:
+    """``--gpu-speed TYPE=F,…``: the speed table in place of the cluster file's."""
+    return machines if text is None else with_gpu_speed(machines, _speed_option(text))
+
+
+def _speed_option(text: str) -> GpuSpeeds:
+    """The table ``--gpu-speed`` gives, or an InputError naming the option."""
+    try:
+        return parse_speed_text(text)
+    except ValueError as exc:
+        raise InputError(
+            f"option --gpu-speed: {exc}",
+            hint="write TYPE=FACTOR pairs, e.g. --gpu-speed a100=2,t4=0.5 (a factor > 0; "
+            "1.0 = the profiles' reference GPU)",
+            context={"option": "--gpu-speed", "value": text},
+        ) from None
+
+
+def _speed_note(machines: tuple[Machine, ...]) -> list[str]:
+    """The GPU speeds the replay runs at, when any type is not at 1.0."""
+    speeds = dict.fromkeys(sorted((m.gpu_type, m.gpu_speed) for m in machines if m.gpu_type))
+    if all(f == 1.0 for _, f in speeds):
+        return []
+    table = ", ".join(f"{kind} ×{f:g}" for kind, f in speeds)
+    return [
+        f"GPU speed by type: {table}; each job runs at the slowest type it may use "
+        "(docs/formulation.md §17)"
+    ]
 
 
 def _prepared(policy: str, given: PlacementParams, used: PlacementParams) -> list[str]:
@@ -258,6 +298,8 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             context={"option": "--restart-cost", "value": opts.restart_s},
         )
     _arch_reading(opts)
+    if opts.gpu_speed is not None:
+        _speed_option(opts.gpu_speed)
     if opts.cpu_jobs not in CPU_JOBS:
         raise InputError(
             f"option --cpu-jobs must be one of {', '.join(CPU_JOBS)}, got {opts.cpu_jobs!r}",

@@ -47,6 +47,8 @@ class ReplayOptions:
     arch_reading: str = "ps"  # ps: as synthesized; allreduce: jobs of >= 2 GPUs read as
     # all-reduce jobs (sim.as_allreduce, docs/formulation.md §18.5)
     cores_per_worker: int = 8
+    gpu_speed: str | None = None  # --gpu-speed TYPE=F,…: the speed table in place of the
+    # cluster file's (docs/formulation.md §17); None: the cluster file's, if any
     trace_format: str = "auto"
     columns: str | None = None
     skip_bad: bool = False
