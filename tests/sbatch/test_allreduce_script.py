@@ -109,9 +109,9 @@ def test_one_job_no_hetjob_with_exact_per_node_counts_when_equal() -> None:
 def test_unequal_counts_ask_per_rank_and_say_when_slurm_lays_them_out_otherwise() -> None:
     text = render_sbatch(UNEQUAL, ddp_job(), ADDRESSES, spec(comment=None)).text
     assert sbatch_lines(text)[1:] == [
-        "#SBATCH --nodelist=node1,node3 --nodes=2 --ntasks=4 --ntasks-per-node=3 "
+        "#SBATCH --nodelist=node1,node3 --nodes=2 --ntasks=4 "
         "--cpus-per-task=4 --mem-per-cpu=4096M --gpus-per-task=1"
-    ]
+    ]  # no --ntasks-per-node=3: Slurm would then want 3 ranks' room on node3 too
     assert "export MLSCHED_LAYOUT=node1:3,node3:1\n" in text
     assert "scontrol show hostnames" in text
 

@@ -7,7 +7,7 @@
 #SBATCH --account=ml
 #SBATCH --time=90
 #SBATCH --output=/tmp/%x-%j.out
-#SBATCH --nodelist=node1,node3 --nodes=2 --ntasks=4 --ntasks-per-node=3 --cpus-per-task=4 --mem-per-cpu=4096M --gpus-per-task=1 --partition=gpu --comment=mlsched:decision=17:0123456789ab --qos=high
+#SBATCH --nodelist=node1,node3 --nodes=2 --ntasks=4 --cpus-per-task=4 --mem-per-cpu=4096M --gpus-per-task=1 --partition=gpu --comment=mlsched:decision=17:0123456789ab --qos=high
 
 export MLSCHED_JOB_ID=ddp-1
 export MLSCHED_DECISION_ID=17
