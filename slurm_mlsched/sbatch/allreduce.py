@@ -42,7 +42,13 @@ Layout (``sbatch_templates/allreduce.sh.j2``):
     ``env://`` initialization reads: ``MASTER_ADDR`` (the first node's address),
     ``MASTER_PORT``, ``WORLD_SIZE`` (= ``SLURM_NTASKS``), ``RANK`` (= ``SLURM_PROCID``),
     ``LOCAL_RANK`` (= ``SLURM_LOCALID``), ``LOCAL_WORLD_SIZE`` (the node's ranks). Every
-    rank sees all of its node's GPUs, as under torchrun (select ``cuda:LOCAL_RANK``);
+    rank sees all of its node's GPUs, as under torchrun (select ``cuda:LOCAL_RANK``). With
+    unequal counts the step asks no GPUs of its own: the script unsets the job's
+    ``SLURM_GPUS_PER_TASK`` before ``srun``, so the step draws all the allocation holds on
+    each node, as with equal counts (the allocation asks the type, the step untyped, as in
+    :mod:`.render`). Inherited, it bound each rank to one GPU, and the typed
+    ``TYPE:G`` of a job that names GPU types gave the ranks no GPUs at all on the lab's
+    Slurm 22.05 (no ``CUDA_VISIBLE_DEVICES``; tests/integration/test_gpu_types_live.py);
 
 * the program and its arguments are passed verbatim to a fixed launcher, ``bash -c
   "$mlsched_launcher" NAME PROGRAM ARGS…``: no user value is pasted into shell code.
@@ -212,6 +218,7 @@ def template_values(
         "n_nodes": len(ring.nodes),
         "nodelist": ",".join(n.node for n in ring.nodes),
         "equal": ring.equal,
+        "per_rank_gpus": not ring.equal and ring.gpus_per_rank > 0,
         "layout": ring.layout,
         "master_addr": first.address,
         "master_port": port,
