@@ -9,17 +9,20 @@ Layout (``sbatch_templates/allreduce.sh.j2``):
 
   - **equal** ranks per node (g on every node): ``--ntasks-per-node=g --mem=g·m
     --gres=gpu:g·G``, exact: Slurm gives every node what the decision booked there;
-  - **unequal** ranks per node: ``--ntasks-per-node=max g_j --mem-per-cpu=⌈m/c⌉
-    --gpus-per-task=G`` (``TYPE:G`` when the job names GPU types and the nodes share one).
-    A job that is not heterogeneous has no per-node request of its own (``--ntasks-per-node``,
-    ``--mem``, ``--gres`` apply to every node alike), so Slurm lays the N ranks out itself,
-    1 … max g_j on each of the K nodes: the decision's layout is one such layout, so the job
-    fits wherever the decision does, but Slurm may choose another (its allocation is
-    cyclic over the nodes). The launch therefore follows the layout Slurm made
-    (``SLURM_TASKS_PER_NODE``), and the script says so on stderr when it differs from the
-    decision's (``MLSCHED_LAYOUT``). docs/formulation.md §18: the ring's time is the same
-    for every layout of the same n and k, so placement loses nothing by preferring equal
-    counts, which are exact;
+  - **unequal** ranks per node: ``--cpus-per-task=c --mem-per-cpu=⌈m/c⌉
+    --gpus-per-task=G`` (``TYPE:G`` when the job names GPU types and the nodes share one),
+    and no ``--ntasks-per-node``. A job that is not heterogeneous has no per-node request
+    of its own (``--ntasks-per-node``, ``--mem``, ``--gres`` apply to every node alike), so
+    Slurm lays the N ranks out itself, at least one on each of the K nodes and as many as a
+    node's free room holds: the decision's layout is one such layout, so the job fits
+    wherever the decision does, but Slurm may choose another. (``--ntasks-per-node=max g_j``
+    would not fit: on the lab's Slurm 22.05 it makes every node need max g_j ranks' room, so
+    a 3 + 4 job whose node of 3 has 3 free GPUs pended for ``Resources`` until that node had
+    4, and Slurm's ``SLURM_TASKS_PER_NODE`` then said ``4(x2)`` for 7 ranks.) The launch
+    therefore follows the layout Slurm made (``SLURM_TASKS_PER_NODE``), and the script says
+    so on stderr when it differs from the decision's (``MLSCHED_LAYOUT``).
+    docs/formulation.md §18: the ring's time is the same for every layout of the same n and
+    k, so placement loses nothing by preferring equal counts, which are exact;
 
 * the ranks start in one job step over the allocation, never one per node: one step sees
   every node's share of the allocation as Slurm made it, so no per-node count has to be
@@ -39,7 +42,13 @@ Layout (``sbatch_templates/allreduce.sh.j2``):
     ``env://`` initialization reads: ``MASTER_ADDR`` (the first node's address),
     ``MASTER_PORT``, ``WORLD_SIZE`` (= ``SLURM_NTASKS``), ``RANK`` (= ``SLURM_PROCID``),
     ``LOCAL_RANK`` (= ``SLURM_LOCALID``), ``LOCAL_WORLD_SIZE`` (the node's ranks). Every
-    rank sees all of its node's GPUs, as under torchrun (select ``cuda:LOCAL_RANK``);
+    rank sees all of its node's GPUs, as under torchrun (select ``cuda:LOCAL_RANK``). With
+    unequal counts the step asks no GPUs of its own: the script unsets the job's
+    ``SLURM_GPUS_PER_TASK`` before ``srun``, so the step draws all the allocation holds on
+    each node, as with equal counts (the allocation asks the type, the step untyped, as in
+    :mod:`.render`). Inherited, it bound each rank to one GPU, and the typed
+    ``TYPE:G`` of a job that names GPU types gave the ranks no GPUs at all on the lab's
+    Slurm 22.05 (no ``CUDA_VISIBLE_DEVICES``; tests/integration/test_gpu_types_live.py);
 
 * the program and its arguments are passed verbatim to a fixed launcher, ``bash -c
   "$mlsched_launcher" NAME PROGRAM ARGS…``: no user value is pasted into shell code.
@@ -135,8 +144,7 @@ class RingJob:
                 out += f" --gres={_gres(self.gpu_type, per_node * self.gpus_per_rank)}"
             return out
         per_cpu = math.ceil(self.mem_per_rank_mib / self.cpus_per_rank)
-        out = f"--ntasks-per-node={self.max_per_node} --cpus-per-task={self.cpus_per_rank}"
-        out += f" --mem-per-cpu={per_cpu}M"
+        out = f"--cpus-per-task={self.cpus_per_rank} --mem-per-cpu={per_cpu}M"
         if self.gpus_per_rank:
             kind = f"{self.gpu_type}:" if self.gpu_type else ""
             out += f" --gpus-per-task={kind}{self.gpus_per_rank}"
@@ -210,6 +218,7 @@ def template_values(
         "n_nodes": len(ring.nodes),
         "nodelist": ",".join(n.node for n in ring.nodes),
         "equal": ring.equal,
+        "per_rank_gpus": not ring.equal and ring.gpus_per_rank > 0,
         "layout": ring.layout,
         "master_addr": first.address,
         "master_port": port,

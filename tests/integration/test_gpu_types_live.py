@@ -7,11 +7,14 @@ slurmd when the GRES change). Through the real ``mlsub``: the node types are rea
 Slurm by every node-state source; a ``--gpu-type t4`` job is placed on t4 nodes only, its
 script asks ``--gres=gpu:t4:N`` and Slurm gives it t4 GPUs there; a script's
 ``#SBATCH --gres=gpu:v100:1`` puts it on v100 nodes; a type no node has is refused
-(``never-fits``, exit 4) with nothing submitted or stored; an untyped job uses both types.
+(``never-fits``, exit 4) with nothing submitted or stored; an untyped job uses both types;
+a typed all-reduce job (equal and unequal ranks per node) runs on t4 nodes only and every
+rank sees its node's GPUs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -245,3 +248,71 @@ def test_an_untyped_job_may_use_nodes_of_every_type(
     assert {n: _gpu_type_of(g) for n, g in allocated.items()} == TYPES, allocated
     assert set(cluster.wait_finished(int(out["slurm_job_id"]))) == {"COMPLETED"}
     _ran_where_decided(out, tasks)
+
+
+#: An all-reduce job of up to 8 one-GPU ranks started by srun (no torch); each rank writes
+#: its node and the GPUs it sees to ``DIR/rank-RANK.json``.
+ALLREDUCE_RANKS = """#!/usr/bin/env python3
+# mlsub: --arch allreduce --launcher srun --workers 8 --gpus-per-worker 1 --cpus-per-worker 1
+# mlsub: --mem-per-worker 1G --step-time 0.05 --model-size 1 --batches-per-epoch 10000
+import json, os, sys
+e = os.environ
+keys = ("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "WORLD_SIZE", "CUDA_VISIBLE_DEVICES")
+with open(os.path.join(sys.argv[1], "rank-" + e["RANK"] + ".json"), "x") as out:
+    json.dump({"node": e.get("SLURMD_NODENAME"), **{k: e.get(k) for k in keys}}, out)
+"""
+
+
+@pytest.mark.parametrize("counts", ["equal", "unequal"])
+def test_a_typed_allreduce_job_runs_on_t4_nodes_only_and_every_rank_sees_its_gpus(
+    typed_lab: None, mlsub: Mlsub, cluster: LabCluster, tmp_path: Path, counts: str
+) -> None:
+    # 8 one-GPU ranks on the t4 nodes: 4 + 4 on free nodes; with one of node3's GPUs held
+    # by another job, 3 + 4 (the job then asks per rank, --gpus-per-task=t4:1)
+    held = {"node3": 1} if counts == "unequal" else {}
+    for node, gpus in held.items():
+        other = cluster.sbatch(
+            "-w", node, "-n1", "-c1", "--mem=1G", f"--gres=gpu:t4:{gpus}",
+            "-J", "holder", "-o", "/dev/null", "--wrap", "sleep 300",
+        )  # fmt: skip
+        cluster.wait_running(other)
+    script = tmp_path / "ranks.py"
+    script.write_text(ALLREDUCE_RANKS)
+    ranks_dir = tmp_path / "ranks"
+    ranks_dir.mkdir()
+    out = _submit(mlsub, cluster, script, "--gpu-type", "t4", "--", str(ranks_dir))
+    decided = {p["node"]: p["count"] for p in out["placement"]}
+    assert {p["role"] for p in out["placement"]} == {"worker"}, out["placement"]
+    want = {"node3": 4 - held.get("node3", 0), "node4": 4}
+    assert decided == want, out["placement"]
+    (line,) = [ln for ln in out["script"].splitlines() if ln.startswith("#SBATCH --nodelist=")]
+    if counts == "equal":
+        assert "--ntasks-per-node=4 " in line and "--gres=gpu:t4:4" in line, line
+    else:  # the allocation asks the type per rank; the rank step untyped
+        assert "--gpus-per-task=t4:1" in line and "--ntasks-per-node" not in line, line
+        assert "\nunset SLURM_GPUS_PER_TASK\n" in out["script"]
+    assert "v100" not in out["script"]
+    job = out["slurm_job_id"]
+    assert set(cluster.wait_finished(int(job))) == {"COMPLETED"}
+    ranks = [json.loads(p.read_text()) for p in sorted(ranks_dir.glob("rank-*.json"))]
+    assert sorted(int(r["RANK"]) for r in ranks) == list(range(sum(want.values()))), ranks
+    ran: dict[str, int] = {}
+    for r in ranks:
+        ran[r["node"]] = ran.get(r["node"], 0) + 1
+    assert ran == want, ranks  # on the t4 nodes only, as the decision laid them out
+    for r in ranks:
+        # every rank sees all the GPUs the job holds on its node, as with torchrun
+        seen = (r["CUDA_VISIBLE_DEVICES"] or "").split(",")
+        assert r["CUDA_VISIBLE_DEVICES"] and len(set(seen)) == want[r["node"]], r
+        assert r["LOCAL_WORLD_SIZE"] == str(want[r["node"]]), r
+
+    def accounted() -> str | None:
+        sacct = subprocess.run(
+            ["sacct", "-X", "-n", "-P", "-j", job, "-o", "AllocTRES"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        return sacct.stdout.strip() or None
+
+    tres = poll("the job in sacct", accounted, timeout=60).split(",")
+    assert f"gres/gpu:t4={sum(want.values())}" in tres, tres
+    assert not any(t.startswith("gres/gpu:v100") for t in tres), tres

@@ -109,9 +109,9 @@ def test_one_job_no_hetjob_with_exact_per_node_counts_when_equal() -> None:
 def test_unequal_counts_ask_per_rank_and_say_when_slurm_lays_them_out_otherwise() -> None:
     text = render_sbatch(UNEQUAL, ddp_job(), ADDRESSES, spec(comment=None)).text
     assert sbatch_lines(text)[1:] == [
-        "#SBATCH --nodelist=node1,node3 --nodes=2 --ntasks=4 --ntasks-per-node=3 "
+        "#SBATCH --nodelist=node1,node3 --nodes=2 --ntasks=4 "
         "--cpus-per-task=4 --mem-per-cpu=4096M --gpus-per-task=1"
-    ]
+    ]  # no --ntasks-per-node=3: Slurm would then want 3 ranks' room on node3 too
     assert "export MLSCHED_LAYOUT=node1:3,node3:1\n" in text
     assert "scontrol show hostnames" in text
 
@@ -130,6 +130,34 @@ def test_gpu_types_are_asked_for_when_the_nodes_share_one() -> None:
     assert "--gpus-per-task=1" in mixed and "v100" not in mixed  # the nodelist pins them
     with pytest.raises(InputError, match="GPU type"):
         render_sbatch(EQUAL, job, {}, spec(), {"node1": "v100", "node2": "k80"})
+
+
+def test_a_typed_unequal_job_asks_the_type_per_rank_and_its_rank_step_untyped(
+    tmp_path: Path,
+) -> None:
+    # the allocation asks the type; the step must not inherit it: on Slurm 22.05 a step
+    # under a job's --gpus-per-task=t4:1 gave its ranks no GPUs (test_gpu_types_live.py)
+    job = ddp_job(gpu_types=frozenset({"v100"}), launcher=Launcher.SRUN)
+    kinds = {"node1": "v100", "node3": "v100"}
+    command = (sys.executable, "-c", PROBE)
+    text = render_sbatch(UNEQUAL, job, ADDRESSES, spec(command=command, comment=None), kinds).text
+    assert sbatch_lines(text)[-1].endswith("--mem-per-cpu=4096M --gpus-per-task=v100:1")
+    steps = [line for line in text.splitlines() if line.startswith("srun ")]
+    assert steps == ["srun --ntasks=4 --cpus-per-task=4 --kill-on-bad-exit=1 \\"]
+    assert text.index("\nunset SLURM_GPUS_PER_TASK\n") < text.index("\nsrun ")
+    run_script(text, tmp_path, "3,1", SLURM_GPUS_PER_TASK="v100:1")
+    ranks = outputs(tmp_path, "rank-")
+    assert len(ranks) == 4 and all(r["env"]["SLURM_GPUS_PER_TASK"] is None for r in ranks)
+
+
+def test_only_an_unequal_srun_step_over_per_rank_gpus_drops_the_jobs_gpus_per_task() -> None:
+    unset = "unset SLURM_GPUS_PER_TASK"
+    srun = ddp_job(launcher=Launcher.SRUN)
+    assert unset in render_sbatch(UNEQUAL, srun, {}, spec()).text
+    assert unset not in render_sbatch(EQUAL, srun, {}, spec()).text  # --gres per node
+    no_gpus = ddp_job(Resources(0, 1, 1024), launcher=Launcher.SRUN)
+    assert unset not in render_sbatch(UNEQUAL, no_gpus, {}, spec()).text
+    assert unset not in render_sbatch(UNEQUAL, ddp_job(), {}, spec()).text  # torchrun
 
 
 def test_tasks_are_the_ranks_with_the_rendezvous_endpoint() -> None:
@@ -224,12 +252,15 @@ PROBE = (
     "import json, os, sys; e = os.environ; "
     "open(os.path.join(e['PROBE_DIR'], 'rank-' + e['RANK'] + '.json'), 'x').write(json.dumps("
     "{'env': {k: e.get(k) for k in ('MASTER_ADDR', 'MASTER_PORT', 'WORLD_SIZE', 'RANK', "
-    "'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'MLSCHED_ARCH', 'MLSCHED_LAYOUT')}, "
+    "'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'MLSCHED_ARCH', 'MLSCHED_LAYOUT', "
+    "'SLURM_GPUS_PER_TASK')}, "
     "'argv': sys.argv[1:]}))"
 )
 
 
-def run_script(text: str, tmp_path: Path, tasks_per_node: str) -> subprocess.CompletedProcess[str]:
+def run_script(
+    text: str, tmp_path: Path, tasks_per_node: str, **slurm_env: str
+) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "job.sh"
     script.write_text(text, encoding="utf-8")
     check = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
@@ -249,6 +280,7 @@ def run_script(text: str, tmp_path: Path, tasks_per_node: str) -> subprocess.Com
         "SLURM_JOB_NUM_NODES": "2",
         "SLURM_JOB_NODELIST": "node[1,3]",
         "SLURM_TASKS_PER_NODE": tasks_per_node,
+        **slurm_env,
     }
     done = subprocess.run(
         ["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60

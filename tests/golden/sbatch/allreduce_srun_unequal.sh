@@ -7,7 +7,7 @@
 #SBATCH --account=ml
 #SBATCH --time=90
 #SBATCH --output=/tmp/%x-%j.out
-#SBATCH --nodelist=node1,node3 --nodes=2 --ntasks=4 --ntasks-per-node=3 --cpus-per-task=4 --mem-per-cpu=4096M --gpus-per-task=1 --partition=gpu --comment=mlsched:decision=17:0123456789ab --qos=high
+#SBATCH --nodelist=node1,node3 --nodes=2 --ntasks=4 --cpus-per-task=4 --mem-per-cpu=4096M --gpus-per-task=1 --partition=gpu --comment=mlsched:decision=17:0123456789ab --qos=high
 
 export MLSCHED_JOB_ID=ddp-1
 export MLSCHED_DECISION_ID=17
@@ -52,6 +52,10 @@ export LOCAL_WORLD_SIZE="${counts[$SLURM_NODEID]}" GROUP_RANK="$SLURM_NODEID"
 exec "$@"
 '
 
+# The job asks its GPUs per rank (--gpus-per-task, typed when the job names a GPU type); the
+# step asks none of its own and so gets all the allocation holds on each node. Inherited, a
+# typed one gave the ranks no GPUs (Slurm 22.05) and an untyped one one GPU each.
+unset SLURM_GPUS_PER_TASK
 # One task per rank: RANK = SLURM_PROCID, LOCAL_RANK = SLURM_LOCALID.
 srun --ntasks=4 --cpus-per-task=4 --kill-on-bad-exit=1 \
   bash -c "$mlsched_launcher" mlsched-rank python3 ddp_train.py --epochs 2
