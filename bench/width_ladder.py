@@ -1,8 +1,9 @@
 """The width look-ahead, measured (``lookahead_widths``, docs/formulation.md §14.7;
 ``make bench-widths``).
 
-On a few cells of the robustness sweep (``bench.sweep.cells``: the ones where `yu-rr`
-lost to the best baseline or sat far above the bound, and some where it won), `yu-rr` at
+On cells of the robustness sweep (``bench.sweep.cells``: by default ``KEYS``, chosen
+where `yu-rr` lost to the best baseline or sat far above the bound, and some where it
+won; ``--all``: every cell but the 2,000-job Philly ones), `yu-rr` at
 its defaults is replayed beside `yu-rr` with ``lookahead_widths`` on: the same jobs,
 cluster, Δ, restart cost and seed (``services.replay.prepare_jobs``, ``sim.simulate``).
 The section gives each cell's avg JCT both ways, the ratio, the decision wall time both
@@ -61,7 +62,7 @@ def avg_jct_h(cell: Cell, widths: bool) -> tuple[float, float]:
 
 def render(res: dict[str, Any]) -> str:
     m = res["machine"]
-    rows = [res["cells"][k] for k in KEYS if k in res["cells"]]
+    rows = sorted(res["cells"].values(), key=lambda r: r["key"])
     lines = [
         "## Width look-ahead (`lookahead_widths`, docs/formulation.md §14.7)",
         "",
@@ -78,8 +79,9 @@ def render(res: dict[str, Any]) -> str:
     for r in rows:
         ratio = r["widths_h"] / r["plain_h"]
         ratios.append(ratio)
+        label = r["key"].replace("|", ", ")
         lines.append(
-            f"| {r['key']} | {r['plain_h']:.3f} | {r['widths_h']:.3f} | {ratio:.3f} | "
+            f"| {label} | {r['plain_h']:.3f} | {r['widths_h']:.3f} | {ratio:.3f} | "
             f"{r['plain_wall_s']:.1f} / {r['widths_wall_s']:.1f} |"
         )
     if ratios:
@@ -97,11 +99,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--raw", default="bench/out/widths")
+    ap.add_argument(
+        "--all",
+        action="store_true",
+        help="Every sweep cell but the 2,000-job Philly ones (mostly 1-GPU jobs: few widths "
+        "to choose), not only KEYS.",
+    )
     args = ap.parse_args()
     saved = Path(args.raw) / "all.json"
     res: dict[str, Any] = {"machine": machine_facts(), "cells": {}}
     by_key = {c.key: c for c in cells()}
-    for n, key in enumerate(KEYS, 1):
+    keys = [k for k, c in by_key.items() if c.limit is None] if args.all else list(KEYS)
+    for n, key in enumerate(keys, 1):
         plain, plain_wall = avg_jct_h(by_key[key], False)
         widths, widths_wall = avg_jct_h(by_key[key], True)
         res["cells"][key] = {
@@ -113,7 +122,7 @@ def main() -> None:
         }
         saved.parent.mkdir(parents=True, exist_ok=True)
         saved.write_text(json.dumps(res, indent=1))
-        print(f"[{n}/{len(KEYS)}] {key}: {plain:.3f} h -> {widths:.3f} h", flush=True)
+        print(f"[{n}/{len(keys)}] {key}: {plain:.3f} h -> {widths:.3f} h", flush=True)
     write_section(Path(args.out), "widths", render(res))
     print(render(res))
 
