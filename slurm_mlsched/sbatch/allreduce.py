@@ -37,7 +37,15 @@ Layout (``sbatch_templates/allreduce.sh.j2``):
     that interpreter's own, ``PYTHON -m torch.distributed.run`` (the ranks run with the
     torch they were written for, whatever the node's ``PATH``); else ``torchrun`` on the
     node's ``PATH`` (sbatch propagates the submitting shell's). Ranks may differ per node:
-    the c10d rendezvous numbers the ranks from each node's local world size;
+    the c10d rendezvous numbers the ranks from each node's local world size. Each node's
+    torchrun sees all the GPUs the job holds on its node, and its ranks with it. With
+    unequal counts the script unsets the job's ``SLURM_GPUS_PER_TASK`` and the step asks
+    the job's total, untyped: ``--gpus=N·G``; the allocation holds no more, so Slurm gives
+    each node's task all it holds there, whatever layout it made. Inherited, the per-rank
+    request gave each node's torchrun ONE GPU (Slurm 22.05, typed or not: 3 + 4 ranks ran
+    with ``CUDA_VISIBLE_DEVICES=1`` and ``0``), and ``--gpus`` does not override it; a
+    step per node with ``--gres=gpu:COUNT`` was refused for the node of 4 ("Invalid
+    generic resource (gres) specification") though the job held 4 GPUs there;
   - ``--launcher srun``: ``srun --ntasks=N`` runs every rank, exporting what PyTorch's
     ``env://`` initialization reads: ``MASTER_ADDR`` (the first node's address),
     ``MASTER_PORT``, ``WORLD_SIZE`` (= ``SLURM_NTASKS``), ``RANK`` (= ``SLURM_PROCID``),
@@ -219,6 +227,7 @@ def template_values(
         "nodelist": ",".join(n.node for n in ring.nodes),
         "equal": ring.equal,
         "per_rank_gpus": not ring.equal and ring.gpus_per_rank > 0,
+        "step_gpus": ring.world_size * ring.gpus_per_rank,
         "layout": ring.layout,
         "master_addr": first.address,
         "master_port": port,

@@ -316,3 +316,98 @@ def test_a_typed_allreduce_job_runs_on_t4_nodes_only_and_every_rank_sees_its_gpu
     tres = poll("the job in sacct", accounted, timeout=60).split(",")
     assert f"gres/gpu:t4={sum(want.values())}" in tres, tres
     assert not any(t.startswith("gres/gpu:v100") for t in tres), tres
+
+
+#: A torchrun stand-in (the interpreter below has a name torchrun's launcher does not take
+#: for Python, so the node's ``torchrun`` on ``PATH`` is this): it writes its options and
+#: the GPUs it sees to ``DIR/torchrun-NODE.json`` and starts ``--nproc-per-node`` local
+#: ranks with torchrun's ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``.
+FAKE_TORCHRUN = """#!/bin/bash
+for arg in "$@"; do
+  case "$arg" in
+    --nproc-per-node=*) nproc=${arg#--nproc-per-node=} ;;
+    --no-python) break ;;
+  esac
+done
+options=()
+while [ "$1" != --no-python ]; do options+=("$1"); shift; done
+shift
+dir=$3
+{ printf '{"node": "%s", "cvd": "%s", "options": [' "$SLURMD_NODENAME" "${CUDA_VISIBLE_DEVICES-}"
+  sep=; for o in "${options[@]}"; do printf '%s"%s"' "$sep" "$o"; sep=,; done
+  printf ']}'; } > "$dir/torchrun-$SLURMD_NODENAME.json"
+pids=()
+for ((i = 0; i < nproc; i++)); do
+  LOCAL_RANK=$i LOCAL_WORLD_SIZE=$nproc "$@" & pids+=("$!")
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+exit "$status"
+"""
+
+#: The ranks under torchrun: each writes its node, local rank and GPUs to
+#: ``DIR/rank-NODE-LOCAL_RANK.json``.
+ALLREDUCE_TORCHRUN = """#!/usr/bin/env python3
+# mlsub: --arch allreduce --launcher torchrun --workers 8 --gpus-per-worker 1
+# mlsub: --cpus-per-worker 1 --mem-per-worker 1G --step-time 0.05 --model-size 1
+# mlsub: --batches-per-epoch 10000
+import json, os, sys
+e = os.environ
+name = "rank-" + e["SLURMD_NODENAME"] + "-" + e["LOCAL_RANK"] + ".json"
+keys = ("LOCAL_RANK", "LOCAL_WORLD_SIZE", "CUDA_VISIBLE_DEVICES")
+with open(os.path.join(sys.argv[1], name), "x") as out:
+    json.dump({"node": e.get("SLURMD_NODENAME"), **{k: e.get(k) for k in keys}}, out)
+"""
+
+
+def test_a_typed_unequal_torchrun_job_gives_each_nodes_torchrun_that_nodes_gpus(
+    typed_lab: None, mlsub: Mlsub, cluster: LabCluster, tmp_path: Path
+) -> None:
+    # 7 one-GPU ranks 3 + 4 on the t4 nodes (one of node3's GPUs held by another job): the
+    # job asks --gpus-per-task=t4:1, its one-task-per-node torchrun step --gpus=7 untyped.
+    # Inherited, the per-rank request gave each node's torchrun ONE GPU (Slurm 22.05).
+    other = cluster.sbatch(
+        "-w", "node3", "-n1", "-c1", "--mem=1G", "--gres=gpu:t4:1",
+        "-J", "holder", "-o", "/dev/null", "--wrap", "sleep 300",
+    )  # fmt: skip
+    cluster.wait_running(other)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "torchrun").write_text(FAKE_TORCHRUN)
+    (bin_dir / "torchrun").chmod(0o755)
+    interpreter = bin_dir / "rank-interpreter"  # not python*: torchrun from PATH
+    interpreter.write_text(f'#!/bin/bash\nexec {sys.executable!r} "$@"\n')
+    interpreter.chmod(0o755)
+    mlsub.extra_env["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    script = tmp_path / "ranks.py"
+    script.write_text(ALLREDUCE_TORCHRUN)
+    ranks_dir = tmp_path / "ranks"
+    ranks_dir.mkdir()
+    out: dict[str, Any] = mlsub.json(
+        str(script), "--interpreter", str(interpreter), "--gpu-type", "t4", "--", str(ranks_dir)
+    )
+    assert out["slurm_job_id"], out
+    cluster.jobs.append(int(out["slurm_job_id"]))
+    want = {"node3": 3, "node4": 4}
+    assert {p["node"]: p["count"] for p in out["placement"]} == want, out["placement"]
+    (line,) = [ln for ln in out["script"].splitlines() if ln.startswith("#SBATCH --nodelist=")]
+    assert "--gpus-per-task=t4:1" in line and "--ntasks-per-node" not in line, line
+    assert "\nunset SLURM_GPUS_PER_TASK\n" in out["script"]
+    assert "--ntasks-per-node=1 --gpus=7 " in out["script"]
+    job = out["slurm_job_id"]
+    assert set(cluster.wait_finished(int(job))) == {"COMPLETED"}
+    nodes = {p.stem: json.loads(p.read_text()) for p in ranks_dir.glob("torchrun-*.json")}
+    assert set(nodes) == {f"torchrun-{n}" for n in want}, nodes
+    for run in nodes.values():
+        # that node's torchrun sees as many GPUs as it starts ranks
+        assert f"--nproc-per-node={want[run['node']]}" in run["options"], run
+        assert "--nnodes=2" in run["options"], run
+        assert len(set(run["cvd"].split(","))) == want[run["node"]], run
+    ranks = [json.loads(p.read_text()) for p in ranks_dir.glob("rank-*.json")]
+    assert sorted((r["node"], int(r["LOCAL_RANK"])) for r in ranks) == [
+        (node, i) for node in sorted(want) for i in range(want[node])
+    ], ranks
+    for r in ranks:
+        seen = set((r["CUDA_VISIBLE_DEVICES"] or "").split(","))
+        assert r["CUDA_VISIBLE_DEVICES"] and len(seen) == want[r["node"]], r
+        assert r["LOCAL_WORLD_SIZE"] == str(want[r["node"]]), r

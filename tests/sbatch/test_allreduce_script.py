@@ -85,6 +85,11 @@ def test_golden_torchrun_equal() -> None:
     check_golden("allreduce_torchrun.sh", render_sbatch(EQUAL, ddp_job(), ADDRESSES, spec()).text)
 
 
+def test_golden_torchrun_unequal() -> None:
+    text = render_sbatch(UNEQUAL, ddp_job(), ADDRESSES, spec()).text
+    check_golden("allreduce_torchrun_unequal.sh", text)
+
+
 def test_golden_srun_unequal_with_header_options() -> None:
     script = render_sbatch(
         UNEQUAL, ddp_job(launcher=Launcher.SRUN), ADDRESSES,
@@ -150,14 +155,36 @@ def test_a_typed_unequal_job_asks_the_type_per_rank_and_its_rank_step_untyped(
     assert len(ranks) == 4 and all(r["env"]["SLURM_GPUS_PER_TASK"] is None for r in ranks)
 
 
-def test_only_an_unequal_srun_step_over_per_rank_gpus_drops_the_jobs_gpus_per_task() -> None:
+@pytest.mark.parametrize("launcher", [Launcher.SRUN, Launcher.TORCHRUN])
+def test_only_an_unequal_step_over_per_rank_gpus_drops_the_jobs_gpus_per_task(
+    launcher: Launcher,
+) -> None:
     unset = "unset SLURM_GPUS_PER_TASK"
-    srun = ddp_job(launcher=Launcher.SRUN)
-    assert unset in render_sbatch(UNEQUAL, srun, {}, spec()).text
-    assert unset not in render_sbatch(EQUAL, srun, {}, spec()).text  # --gres per node
-    no_gpus = ddp_job(Resources(0, 1, 1024), launcher=Launcher.SRUN)
-    assert unset not in render_sbatch(UNEQUAL, no_gpus, {}, spec()).text
-    assert unset not in render_sbatch(UNEQUAL, ddp_job(), {}, spec()).text  # torchrun
+    assert unset in render_sbatch(UNEQUAL, ddp_job(launcher=launcher), {}, spec()).text
+    equal = render_sbatch(EQUAL, ddp_job(launcher=launcher), {}, spec()).text
+    assert unset not in equal and "--gpus=" not in equal  # --gres per node
+    no_gpus = ddp_job(Resources(0, 1, 1024), launcher=launcher)
+    text = render_sbatch(UNEQUAL, no_gpus, {}, spec()).text
+    assert unset not in text and "--gpus=" not in text
+
+
+def test_an_unequal_torchrun_step_asks_all_the_jobs_gpus_untyped_as_a_total(
+    tmp_path: Path,
+) -> None:
+    # one task per node under the job's --gpus-per-task: each node's torchrun got ONE GPU
+    # on Slurm 22.05; asking the job's total (--gpus=N*G) gives it all the node's
+    job = ddp_job(Resources(2, 4, 16384), gpu_types=frozenset({"v100"}))
+    kinds = {"node1": "v100", "node3": "v100"}
+    text = render_sbatch(UNEQUAL, job, ADDRESSES, spec(comment=None), kinds).text
+    assert sbatch_lines(text)[-1].endswith("--mem-per-cpu=4096M --gpus-per-task=v100:2")
+    steps = [line for line in text.splitlines() if line.startswith("srun ")]
+    assert steps == ["srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --gpus=8 "
+                     "--kill-on-bad-exit=1 \\"]  # fmt: skip
+    assert text.index("\nunset SLURM_GPUS_PER_TASK\n") < text.index("\nsrun ")
+    run_script(text, tmp_path, "3,1", SLURM_GPUS_PER_TASK="v100:2")
+    nodes = outputs(tmp_path, "torchrun-")
+    assert [n["gpus_per_task"] for n in nodes] == [None, None]
+    assert [n["options"][1] for n in nodes] == ["--nproc-per-node=3", "--nproc-per-node=1"]
 
 
 def test_tasks_are_the_ranks_with_the_rendezvous_endpoint() -> None:
@@ -240,7 +267,9 @@ args = sys.argv[1:]
 command = args[args.index("--no-python") + 1:]
 options = args[:args.index("--no-python")]
 path = os.path.join(os.environ["PROBE_DIR"], "torchrun-" + os.environ["SLURM_NODEID"] + ".json")
-open(path, "x").write(json.dumps({"options": options, "command": command}))
+gpus_per_task = os.environ.get("SLURM_GPUS_PER_TASK")
+open(path, "x").write(json.dumps({"options": options, "command": command,
+                                  "gpus_per_task": gpus_per_task}))
 """
 
 FAKE_SCONTROL = """#!/bin/bash
