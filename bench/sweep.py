@@ -65,7 +65,7 @@ class Cell:
     def key(self) -> str:
         return f"{self.label}|{self.shape}|load {self.load:g}|seed {self.seed}"
 
-    def options(self, preempt: bool = False) -> ReplayOptions:
+    def options(self, preempt: bool = True) -> ReplayOptions:
         mixed = self.shape == "mixed"
         return ReplayOptions(
             trace=TRACES / self.trace,
@@ -109,7 +109,7 @@ def bound_avg_jct_s(opts: ReplayOptions) -> float:
     return (value * delta + offsets) / len(jobs)
 
 
-def run_cell(cell: Cell, preempt: bool = False) -> dict[str, Any]:
+def run_cell(cell: Cell, preempt: bool = True) -> dict[str, Any]:
     opts = cell.options(preempt)
     began = time.perf_counter()
     report = run_replay(opts, WallClock())
@@ -169,21 +169,25 @@ def _spread(values: list[float]) -> str:
     return f"{_r(min(values))} / {_r(statistics.median(values))} / {_r(max(values))}"
 
 
-def render(res: dict[str, Any], preempt: bool = False) -> str:
+def render(res: dict[str, Any], preempt: bool = True) -> str:
     m = res["machine"]
     done = sorted(
         res["cells"].values(), key=lambda c: (c["shape"], c["label"], c["load"], c["seed"])
     )
     verdicts = [verdict(c) for c in done]
     title = "## Robustness sweep: workloads nobody tuned on"
-    how = "`make bench-sweep` (`python -m bench.sweep`); raw results in `bench/out/sweep/"
-    if preempt:
-        title += ", with `--preempt`"
+    how = (
+        "`make bench-sweep` (`python -m bench.sweep`: the replay's defaults, so late binding "
+        "with checkpoint-restart preemption, docs/formulation.md §16, for `yu-rr` and "
+        "`qssf`); raw results in `bench/out/sweep/"
+    )
+    if not preempt:
+        title += ", without preemption (`--no-preempt`)"
         how = (
-            "`python -m bench.sweep --preempt` (late binding with checkpoint-restart "
-            "preemption, docs/formulation.md §16, for `yu-rr` and `qssf`; the re-sharing "
-            "baselines pause and resize as always, at the same restart cost); raw results in "
-            "`bench/out/sweep-preempt/"
+            "`python -m bench.sweep --no-preempt` (late binding without checkpoint-restart "
+            "preemption, docs/formulation.md §16, for `yu-rr` and `qssf`: the default until "
+            "2026-12-04; the re-sharing baselines pause and resize as always, at the same "
+            "restart cost); raw results in `bench/out/sweep-no-preempt/"
         )
     lines = [
         title,
@@ -253,12 +257,17 @@ def render(res: dict[str, Any], preempt: bool = False) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="docs/benchmarks.md")
-    ap.add_argument("--raw", default=None, help="bench/out/sweep (-preempt) by default")
-    ap.add_argument("--preempt", action="store_true", help="Replay with --preempt.")
+    ap.add_argument("--raw", default=None, help="bench/out/sweep (-no-preempt) by default")
+    ap.add_argument(
+        "--no-preempt",
+        dest="preempt",
+        action="store_false",
+        help="Replay with --no-preempt (the defaults preempt).",
+    )
     ap.add_argument("--only", default="", help="Run only cells whose key contains this text.")
     ap.add_argument("--render-only", action="store_true", help="Rewrite the section only.")
     args = ap.parse_args()
-    raw = Path(args.raw or ("bench/out/sweep-preempt" if args.preempt else "bench/out/sweep"))
+    raw = Path(args.raw or ("bench/out/sweep" if args.preempt else "bench/out/sweep-no-preempt"))
     saved = raw / "all.json"
     res: dict[str, Any] = {"machine": machine_facts(), "cells": {}}
     if saved.exists():
@@ -278,7 +287,7 @@ def main() -> None:
                 f"({res['cells'][c.key]['wall_s']} s)",
                 flush=True,
             )
-    section = "sweep-preempt" if args.preempt else "sweep"
+    section = "sweep" if args.preempt else "sweep-no-preempt"
     write_section(Path(args.out), section, render(res, args.preempt))
     print(render(res, args.preempt))
 

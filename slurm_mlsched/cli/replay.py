@@ -162,10 +162,12 @@ def replay(
         typer.Option(
             "--preempt/--no-preempt",
             help="Late binding: pause (checkpoint, requeue) a running job when the waiting "
-            "jobs that start in its place gain more than its restart cost (replay only; "
-            "the live queue cannot run it yet, so it is off by default as there).",
+            "jobs that start in its place gain more than its restart cost (on: the "
+            "replay models a site with `preempt = true` whose jobs consent by "
+            "`#SBATCH --signal`; the re-sharing baselines re-allocate at the same cost "
+            "either way).",
         ),
-    ] = False,
+    ] = True,
     restart_cost: Annotated[
         float,
         typer.Option(

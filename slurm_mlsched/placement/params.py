@@ -112,13 +112,14 @@ class PlacementParams:
     3–5 × the decision time (docs/benchmarks.md, "Width look-ahead")."""
 
     preempt: bool = False
-    """Late binding (replay only): checkpoint-restart preemption. At an event a running
-    job is paused and requeued when the waiting jobs that would start in its place gain
-    more completion time than its restart cost (:mod:`.preemption`; docs/formulation.md
-    §16). Off by default, in ``mlsub replay`` as on the live path, whose queue cannot
-    pause a running job yet (it refuses the parameter): a replay's defaults describe what
-    mlsub does live. It won on the average of the cells measured (docs/benchmarks.md
-    "Preemption ladder"); ``mlsub replay --preempt`` turns it on."""
+    """Late binding: checkpoint-restart preemption. At an event a running job is paused
+    and requeued when the waiting jobs that would start in its place gain more completion
+    time than its restart cost (:mod:`.preemption`; docs/formulation.md §16). False here,
+    so that nothing is paused unless asked: ``mlsub replay`` turns it on by default (it
+    won on the average of the preemption ladder and of the robustness sweep,
+    docs/benchmarks.md; ``--no-preempt`` turns it off), and live a site turns it on with
+    ``preempt = true`` in its configuration, for the jobs that consent by
+    ``#SBATCH --signal``."""
     preempt_max: int = 2
     """At most this many preemptions of one job (no thrash)."""
     preempt_jobs: int = 32

@@ -321,6 +321,7 @@ def options_from_dict(data: Mapping[str, Any]) -> ReplayOptions:
     kw["policies"] = tuple(kw["policies"])
     kw["form"] = Form(kw["form"])
     kw["binding"] = Binding(kw.get("binding", Binding.LATE))
+    kw.setdefault("preempt", False)  # plans written before preemption was the default
     return ReplayOptions(**kw)
 
 

@@ -36,8 +36,8 @@ class ReplayOptions:
     queue_program: str = "per-job"
     lookahead: bool = True
     lookahead_widths: bool = False  # weigh narrower starts now too (formulation §14.7)
-    preempt: bool = False  # checkpoint-restart preemption under late binding (replay only;
-    # off by default as on the live path, which cannot run it yet: formulation §16)
+    preempt: bool = True  # checkpoint-restart preemption under late binding (formulation
+    # §16): on, as a site with `preempt = true` runs it live; it won on the sweep's average
     restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
