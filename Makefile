@@ -82,7 +82,7 @@ bench-preempt: venv
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv
-	$(PY) -m bench.width_ladder --out docs/benchmarks.md
+	$(PY) -m bench.width_ladder --all --out docs/benchmarks.md
 
 bench-queue: venv
 	$(PY) -m bench.queue_latency --out docs/benchmarks.md

@@ -45,7 +45,7 @@ KEYS = (
 def avg_jct_h(cell: Cell, widths: bool) -> tuple[float, float]:
     """`yu-rr`'s avg JCT (h) on ``cell`` with ``lookahead_widths`` as given, and the
     replay's wall time (s)."""
-    opts = cell.options()
+    opts = cell.options(preempt=True)
     prepared = prepare_jobs(opts)
     params = replace(replay_params(opts, cell.seed), lookahead_widths=widths)
     began = time.perf_counter()
@@ -68,9 +68,11 @@ def render(res: dict[str, Any]) -> str:
         "",
         "Written by `make bench-widths` (`python -m bench.width_ladder`); raw results in "
         f"`bench/out/widths/all.json`. Machine: {m['cpu']}, {m['cores']} cores (shared with "
-        f"other work); date: {m['date']}. Cells of the robustness sweep, Δ = 600 s, seed 0, "
-        "restart cost 30 s; `yu-rr` at its defaults beside `yu-rr` whose start now is also "
-        "weighed against the same job with W/2, W/4, … 1 workers by the look-ahead's rollout.",
+        f"other work); date: {m['date']}. {len(rows)} cells of the robustness sweep, Δ = "
+        "600 s, each cell's seed, restart cost 30 s, preemption "
+        f"{'on' if res.get('preempt', False) else 'off'}; `yu-rr` at its defaults beside "
+        "`yu-rr` whose start now is also weighed against the same job with W/2, W/4, … 1 "
+        "workers by the look-ahead's rollout.",
         "",
         "| cell | yu-rr avg JCT (h) | + widths (h) | ÷ | wall yu-rr / + widths (s) |",
         "|---|---|---|---|---|",
@@ -107,7 +109,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     saved = Path(args.raw) / "all.json"
-    res: dict[str, Any] = {"machine": machine_facts(), "cells": {}}
+    res: dict[str, Any] = {"machine": machine_facts(), "cells": {}, "preempt": True}
     by_key = {c.key: c for c in cells()}
     keys = [k for k, c in by_key.items() if c.limit is None] if args.all else list(KEYS)
     for n, key in enumerate(keys, 1):

@@ -108,8 +108,9 @@ class PlacementParams:
     """yu-rr late binding: a start now is weighed, by the look-ahead's rollout against the
     forecast, against the same job's starts with at most W/2, W/4, … 1 of its W workers,
     and the cheapest is taken (:func:`.yu_rr.lookahead.cheapest_width`; docs/formulation.md
-    §14.7). Off: measured on five cells it won on their average but lost on two and cost
-    3–5 × the decision time (docs/benchmarks.md, "Width look-ahead")."""
+    §14.7). Off: on the 76 cells of the robustness sweep it measured 1.05 × the avg JCT
+    without it (better in 16, worse in 60), at several times the decision time
+    (docs/benchmarks.md, "Width look-ahead")."""
 
     preempt: bool = False
     """Late binding: checkpoint-restart preemption. At an event a running job is paused
