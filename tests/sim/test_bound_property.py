@@ -98,16 +98,24 @@ def test_bound_below_the_optimum_below_every_policy(
 def mixed_small_replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
     """Both architectures in one queue (issue 31): an allreduce job has no PS."""
     cluster = make_cluster(draw(st.integers(1, 2)), draw(st.sampled_from([2, 4])), 16)
+    return cluster, _mixed_jobs(draw)
+
+
+def _mixed_jobs(draw: st.DrawFn, types: tuple[str, ...] = ()) -> list[SimJob]:
+    """1-4 small ps or allreduce jobs; with ``types``, each names one of them, all or none."""
     entries = []
     for i in range(draw(st.integers(1, 4))):
         w = draw(st.integers(1, 4))
         slots = draw(st.floats(0.3, 2.5))
         submit = draw(st.sampled_from([0.0, 300.0, 600.0, 1500.0]))
         job = make_job(f"j{i}", workers=w, workload=NU * w * slots)
+        if types:
+            names = draw(st.sampled_from([None, *((t,) for t in types), types]))
+            job = replace(job, gpu_types=None if names is None else frozenset(names))
         if draw(st.booleans()):
             job = replace(job, ps=Resources(), ps_count=0, arch=Architecture.ALLREDUCE)
         entries.append((job, submit))
-    return cluster, sim_jobs(entries, DELTA)
+    return sim_jobs(entries, DELTA)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -154,18 +162,7 @@ def speed_replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
         Machine(f"node{i + 1}", Resources(gpus, 16, 65536), kind) for i, kind in enumerate(kinds)
     )
     cluster = ClusterSnapshot(with_gpu_speed(machines, table))
-    entries = []
-    for i in range(draw(st.integers(1, 4))):
-        w = draw(st.integers(1, 4))
-        slots = draw(st.floats(0.3, 2.5))
-        submit = draw(st.sampled_from([0.0, 300.0, 600.0, 1500.0]))
-        names = draw(st.sampled_from([None, ("a100",), ("t4",), TYPES]))
-        job = make_job(f"j{i}", workers=w, workload=NU * w * slots)
-        job = replace(job, gpu_types=None if names is None else frozenset(names))
-        if draw(st.booleans()):
-            job = replace(job, ps=Resources(), ps_count=0, arch=Architecture.ALLREDUCE)
-        entries.append((job, submit))
-    return cluster, sim_jobs(entries, DELTA)
+    return cluster, _mixed_jobs(draw, TYPES)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from slurm_mlsched.model import Reservation, Resources
@@ -61,9 +62,13 @@ def _story() -> list[tuple[object, float]]:
     return entries
 
 
-def _run(params: PlacementParams) -> dict[str, object]:
-    jobs = sim_jobs(_story(), DELTA)  # type: ignore[arg-type]
-    result = simulate(jobs, make_cluster(4, 4, 16), "yu-rr", params)
+def _run(
+    params: PlacementParams,
+    story: Callable[[], list[tuple[object, float]]] = _story,
+    nodes: int = 4,
+) -> dict[str, object]:
+    jobs = sim_jobs(story(), DELTA)  # type: ignore[arg-type]
+    result = simulate(jobs, make_cluster(nodes, 4, 16), "yu-rr", params)
     assert capacity_violations(result) == [] and decision_problems(result) == []
     assert not result.rejected and len(result.decisions) == len(jobs)
     return {d.job_id: d for d in result.decisions}
@@ -127,21 +132,13 @@ def _wide_story() -> list[tuple[object, float]]:
     return entries
 
 
-def _run_wide(params: PlacementParams) -> dict[str, object]:
-    jobs = sim_jobs(_wide_story(), DELTA)  # type: ignore[arg-type]
-    result = simulate(jobs, make_cluster(6, 4, 16), "yu-rr", params)
-    assert capacity_violations(result) == [] and decision_problems(result) == []
-    assert not result.rejected and len(result.decisions) == len(jobs)
-    return {d.job_id: d for d in result.decisions}
-
-
 def _widest(decision: object) -> int:
     return max(p.total_workers for p in decision.slots)  # type: ignore[attr-defined]
 
 
 def test_a_wide_start_gives_way_to_a_narrower_one_when_the_forecast_pays() -> None:
-    alone = _run_wide(PlacementParams())
-    weighed = _run_wide(PlacementParams(lookahead_widths=True))
+    alone = _run(PlacementParams(), _wide_story, nodes=6)
+    weighed = _run(PlacementParams(lookahead_widths=True), _wide_story, nodes=6)
     assert _widest(weighed["W"]) < _widest(alone["W"]), (_widest(weighed["W"]), _widest(alone["W"]))
     assert _total(weighed) < _total(alone), (_total(weighed), _total(alone))
     # the job itself pays for it with a longer run, bounded by its narrowest choice

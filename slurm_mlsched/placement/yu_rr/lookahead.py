@@ -117,27 +117,37 @@ def holds_back(
     return not narrow_start_pays(job, decision, snapshot, res, others, params)
 
 
+def queued(
+    others: Sequence[JobRequest],
+    snapshot: ClusterSnapshot,
+    res: Residual,
+    params: PlacementParams,
+) -> list[Arrival]:
+    """``others`` as arrivals from now (or their own arrival), in queue order: what every
+    rollout of one decision list-schedules."""
+    now, delta = snapshot.now_slot, snapshot.slot_seconds
+    rest = [arrival_of(j, delta, res, params, max(j.arrival_slot, now)) for j in others]
+    return sorted(rest, key=_order(snapshot, params))
+
+
 def rollout_cost(
     job: JobRequest,
     decision: Decision,
     snapshot: ClusterSnapshot,
     res: Residual,
-    others: Sequence[JobRequest],
-    params: PlacementParams,
+    rest: Sequence[Arrival],
 ) -> int:
     """cost(A) of the module docstring for the start ``decision`` of ``job`` now: its
-    (end − now + 1) plus the terms of ``others`` list-scheduled in queue order on the room
-    it leaves."""
-    now, delta = snapshot.now_slot, snapshot.slot_seconds
-    rest = [arrival_of(j, delta, res, params, max(j.arrival_slot, now)) for j in others]
+    (end − now + 1) plus the terms of ``rest`` (:func:`queued`) list-scheduled in that
+    order on the room it leaves."""
     index = snapshot.machine_index()
     after = res
     for r in decision.reservations(job):
         use = after.capacity * 0.0
         use[index[r.machine]] = r.usage.as_tuple()
         after = after.minus(use, max(r.start_slot, after.t0), r.end_slot)
-    started, _ = list_schedule(sorted(rest, key=_order(snapshot, params)), after)
-    return (decision.end_slot - now + 1) + sum(x.term for x in started)
+    started, _ = list_schedule(rest, after)
+    return (decision.end_slot - snapshot.now_slot + 1) + sum(x.term for x in started)
 
 
 def _order(
@@ -158,10 +168,9 @@ def narrow_start_pays(
 ) -> bool:
     """cost(A) ≤ cost(B) of the module docstring; ``others``: the waiting jobs behind
     ``job`` and the forecast arrivals."""
-    now, delta = snapshot.now_slot, snapshot.slot_seconds
-    cost_a = rollout_cost(job, decision, snapshot, res, others, params)
-    rest = [arrival_of(j, delta, res, params, max(j.arrival_slot, now)) for j in others]
-    mine = arrival_of(job, delta, res, params, now)
+    rest = queued(others, snapshot, res, params)
+    cost_a = rollout_cost(job, decision, snapshot, res, rest)
+    mine = arrival_of(job, snapshot.slot_seconds, res, params, snapshot.now_slot)
     waited, _ = list_schedule(sorted([*rest, mine], key=_order(snapshot, params)), res)
     cost_b = sum(x.term for x in waited)
     return cost_a <= cost_b
@@ -201,6 +210,6 @@ def cheapest_width(
         return decision
     run = max(v.end_slot - now + 1 for v in variants)
     expected = forecast(recent, now, min(run, cap))
-    others = (*behind[: params.lookahead_jobs], *expected)
-    costs = [rollout_cost(job, v, snapshot, res, others, params) for v in variants]
+    rest = queued((*behind[: params.lookahead_jobs], *expected), snapshot, res, params)
+    costs = [rollout_cost(job, v, snapshot, res, rest) for v in variants]
     return variants[min(range(len(variants)), key=lambda i: (costs[i], i))]
