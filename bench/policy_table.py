@@ -186,13 +186,18 @@ def _ok(flag: bool) -> str:
     return "✓" if flag else "✗"
 
 
-def render(res: dict[str, Any]) -> str:
+def render(res: dict[str, Any], tag: str = "", how: str = "", raw: str = "") -> str:
+    """The section: ``tag`` is added to its headings (a second section of the same tables,
+    e.g. a re-run of the main rows under newer defaults), ``how`` names the command that
+    wrote it and ``raw`` the raw file."""
     m = res["machine"]
+    how = how or "`make bench-policies` (`python -m bench.policy_table`)"
+    raw = raw or "bench/out/policies/all.json"
     lines = [
-        "## All policies on public traces, under the same rules",
+        "## All policies on public traces, under the same rules" + tag,
         "",
-        "Written by `make bench-policies` (`python -m bench.policy_table`); raw summaries in "
-        f"`bench/out/policies/all.json`. Machine: {m['cpu']}, {m['cores']} cores. Date of the "
+        f"Written by {how}; raw summaries in "
+        f"`{raw}`. Machine: {m['cpu']}, {m['cores']} cores. Date of the "
         f"last cell: {m['date']}. One run per cell, seed 0. Every policy replays the same "
         "synthesized jobs (MODEL.md §7) on the same cluster and slot length Δ, with the same "
         "time model: a running job whose allocation changes (resize, migration, preemption "
@@ -206,7 +211,7 @@ def render(res: dict[str, Any]) -> str:
         "`oasis-x0.5`/`-x2` are left "
         "out: they took the same decisions as `oasis` on these workloads.",
         "",
-        "### Summary: the target of issue 28",
+        "### Summary: the target of issue 28" + tag,
         "",
         "Target (docs/formulation.md §15.5): `yu-rr`'s avg JCT ≤ max(0.90 × best of optimus, "
         "drf, tiresias, oasis, fifo-bf; 1.05 × bound), its p50 and p99 ≤ `fifo-bf`'s, and its "
@@ -260,7 +265,7 @@ def render(res: dict[str, Any]) -> str:
         bound = c.get("bound_avg_jct_s")
         lines += [
             "",
-            f"### {c['label']}, Δ = {c['delta']:g} s",
+            f"### {c['label']}, Δ = {c['delta']:g} s{tag}",
             "",
             f"{c['jobs']} jobs replayed, {c['skipped']} skipped, {c['unplaceable']} unplaceable. "
             f"Lower bound on the avg JCT: {_h(bound)} h.",
@@ -298,6 +303,13 @@ def main() -> None:
         action="store_true",
         help="Recompute the lower bound of every saved cell (cheap: no policy is replayed).",
     )
+    ap.add_argument(
+        "--section",
+        default="policies",
+        help="The docs section to write (a second one keeps the first, e.g. main rows "
+        "re-run under newer defaults with --runs 1).",
+    )
+    ap.add_argument("--tag", default="", help="Text added to the section's headings.")
     args = ap.parse_args()
     raw = Path(args.raw)
     saved_path = raw / "all.json"
@@ -318,8 +330,15 @@ def main() -> None:
                 res["cells"][f"{key}@{delta:g}"] = cell(key, delta, args.runs)
                 raw.mkdir(parents=True, exist_ok=True)
                 saved_path.write_text(json.dumps(res, indent=1))
-    write_section(Path(args.out), "policies", render(res))
-    print(render(res))
+    how = "`make bench-policies` (`python -m bench.policy_table`)"
+    if args.section != "policies" or args.runs != len(RUNS):
+        how = (
+            f"`python -m bench.policy_table --runs {args.runs} --raw {args.raw} "
+            f"--section {args.section}`"
+        )
+    text = render(res, args.tag, how, str(saved_path))
+    write_section(Path(args.out), args.section, text)
+    print(text)
 
 
 if __name__ == "__main__":

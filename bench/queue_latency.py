@@ -14,6 +14,12 @@ the machines, 4 or 6 on the rest) and 1,000 jobs wait, so most of the queue cann
 and the re-plan reserves for it; there the estimate ``mlsub queue`` shows (the waiting
 jobs list-scheduled forward, :func:`slurm_mlsched.sim.queue_estimate.estimate_queue`) is
 timed too, since the user waits for both.
+
+Scenarios *running* and *preempt*: the light instance's running jobs as runs that
+started before now (one in five long), timed without and with checkpoint-restart
+preemption (the replay's default; live, a site's ``preempt = true``): with it, the call
+timed is the whole re-plan with preemption (``preemption.replan_preempting``), which the
+same targets bound.
 """
 
 from __future__ import annotations
@@ -27,14 +33,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from slurm_mlsched.model import ClusterSnapshot, Machine, Reservation, Resources
+from slurm_mlsched.model import (
+    ClusterSnapshot,
+    Decision,
+    Form,
+    JobRequest,
+    Machine,
+    Mode,
+    Reservation,
+    Resources,
+    SlotPlan,
+)
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.params import derive_seed
 from slurm_mlsched.placement.yu_rr.joint import replan_yu_rr
 from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
+from slurm_mlsched.placement.yu_rr.preemption import RunningRun, replan_preempting
 from slurm_mlsched.sim.queue_estimate import QueuedJob, estimate_queue
 
-from .instances import SLOT_S, latency_job
+from .instances import PROFILES, SLOT_S, latency_job
 from .run import machine_facts, pct
 from .sections import write_section
 
@@ -103,17 +120,63 @@ def _fits(snap: ClusterSnapshot) -> ClusterSnapshot:
     return replace(snap, reservations=tuple(keep))
 
 
+def running_runs(
+    snap: ClusterSnapshot, seed: int
+) -> tuple[ClusterSnapshot, tuple[RunningRun, ...]]:
+    """The running jobs of the *running* and *preempt* scenarios: each reservation of
+    ``snap`` becomes a co-located run of g one-GPU workers (3 CPUs, 16 GiB) and one PS
+    (2 CPUs, 8 GiB) that started 1–20 slots ago, as the preemption rule sees running jobs
+    (docs/formulation.md §16); one in five is long (100–400 slots left, the others keep
+    their reservation's 1–39), so that some are worth pausing. The snapshot holds their
+    reservations."""
+    rng = random.Random(seed)
+    prof = PROFILES[0]
+    runs = []
+    for r in snap.reservations:
+        g = int(r.usage.gpu)
+        ran = rng.randrange(1, 21)
+        left = r.end_slot - r.start_slot
+        if rng.random() < 0.2:
+            left = rng.randrange(100, 401)
+            r = replace(r, end_slot=r.start_slot + left)
+        job = JobRequest(
+            r.job_id,
+            0,
+            g * prof.nu_in(SLOT_S) * (ran + left),
+            g,
+            Resources(1, 3, 16384),
+            Resources(0, 2, 8192),
+            prof,
+        )
+        start = r.start_slot - ran
+        plan = SlotPlan(start, Mode.COLOCATED, ((r.machine, g),), ((r.machine, 1),), ran + left)
+        decision = Decision(
+            r.job_id, "yu-rr", Form.NON_ELASTIC, 0, (plan,), start, r.end_slot - 1, job.workload
+        )
+        runs.append(RunningRun(job, derive_seed(seed, r.job_id), decision))
+    held = tuple(x for run in runs for x in run.decision.reservations(run.request))
+    return replace(snap, reservations=held), tuple(runs)
+
+
 def measure(machines: int, program: str, runs: int, scenario: str = "light") -> dict[str, Any]:
-    times, started, estimates = [], [], []
+    times, started, estimates, paused = [], [], [], []
     for k in range(runs):
         if scenario == "full":
             snap, pending = full_instance(machines, 1000 + k)
         else:
             snap, pending = instance(machines, 1000 + k)
-        params = PlacementParams(queue_program=program)
-        began = time.perf_counter()
+        preempt = scenario == "preempt"
+        params = PlacementParams(queue_program=program, preempt=preempt)
+        running: tuple[RunningRun, ...] = ()
+        if scenario in ("running", "preempt"):
+            snap, running = running_runs(snap, 1000 + k)
         recent = tuple(p.request for p in pending)  # they arrived over the last 50 slots
-        step = replan_yu_rr(pending, snap, params, recent)
+        began = time.perf_counter()
+        if preempt:
+            step, chosen = replan_preempting(pending, running, snap, params, replan_yu_rr, recent)
+            paused.append(len(chosen))
+        else:
+            step = replan_yu_rr(pending, snap, params, recent)
         times.append(time.perf_counter() - began)
         started.append(len(step.started))
         if scenario == "full":
@@ -140,6 +203,7 @@ def measure(machines: int, program: str, runs: int, scenario: str = "light") -> 
         "p99_s": pct(times, 0.99),
         "max_s": max(times),
         "started_mean": sum(started) / len(started),
+        "paused_mean": sum(paused) / len(paused) if paused else None,
         "estimate_p50_s": pct(estimates, 0.5) if estimates else None,
         "estimate_max_s": max(estimates) if estimates else None,
     }
@@ -162,11 +226,18 @@ def render(res: dict[str, Any]) -> str:
         "started (mean). Targets (issue 14): p99 ≤ 0.25 s at 64 machines, ≤ 2 s at 1,024. "
         "Scenario *full*: one running job on every machine (8 GPUs on 90 % of them) and "
         "1,000 waiting jobs, most of which cannot start; there *estimate* is the time of the "
-        "queue estimate `mlsub queue` shows beside the re-plan (p50 / max, no target).",
+        "queue estimate `mlsub queue` shows beside the re-plan (p50 / max, no target). "
+        "Scenarios *running* and *preempt*: the *light* instance's running jobs as runs "
+        "that started 1–20 slots ago, each with one PS, one in five with 100–400 slots "
+        "left; *running* times the plain re-plan on it, *preempt* the re-plan with "
+        "checkpoint-restart preemption on (docs/formulation.md §16; the replay's default, "
+        "live a site's `preempt = true`: `replan_preempting`, the rule, then the re-plan, "
+        "repeated when a pause would not pay), so the two rows differ by preemption "
+        "alone; *paused* = running jobs it paused (mean).",
         "",
         "| scenario | machines | program | runs | waiting | running jobs | started | p50 (s) | "
-        "p99 (s) | max (s) | target | met | estimate p50 / max (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "p99 (s) | max (s) | target | met | estimate p50 / max (s) | paused |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in res["rows"]:
         target = TARGET.get(r["machines"])
@@ -180,7 +251,9 @@ def render(res: dict[str, Any]) -> str:
             f"| {r.get('scenario', 'light')} | {r['machines']} | {r['program']} | {r['runs']} | "
             f"{r.get('waiting', 200)} | {r['running']} | {r['started_mean']:.1f} | "
             f"{r['p50_s']:.3f} | {r['p99_s']:.3f} | {r['max_s']:.3f} | "
-            f"{target if target is not None else '—'} | {met} | {est} |"
+            f"{target if target is not None else '—'} | {met} | {est} | "
+            + ("—" if r.get("paused_mean") is None else f"{r['paused_mean']:.1f}")
+            + " |"
         )
     return "\n".join(lines) + "\n"
 
@@ -192,15 +265,24 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--full-runs", type=int, default=5, help="runs of the *full* scenario")
     args = ap.parse_args()
-    rows = [
-        measure(machines, program, args.runs)
-        for machines in (64, 1024)
-        for program in ("per-job", "joint")
-    ] + [
-        measure(machines, program, args.full_runs, "full")
-        for machines in (64, 1024)
-        for program in ("per-job", "joint")
-    ]
+    rows = (
+        [
+            measure(machines, program, args.runs)
+            for machines in (64, 1024)
+            for program in ("per-job", "joint")
+        ]
+        + [
+            measure(machines, program, args.full_runs, "full")
+            for machines in (64, 1024)
+            for program in ("per-job", "joint")
+        ]
+        + [
+            measure(machines, program, args.runs, scenario)
+            for machines in (64, 1024)
+            for program in ("per-job", "joint")
+            for scenario in ("running", "preempt")
+        ]
+    )
     res = {"machine": machine_facts(), "rows": rows}
     Path(args.raw).parent.mkdir(parents=True, exist_ok=True)
     Path(args.raw).write_text(json.dumps(res, indent=1))

@@ -28,7 +28,8 @@ import argparse
 import json
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -109,19 +110,32 @@ def bound_avg_jct_s(opts: ReplayOptions) -> float:
     return (value * delta + offsets) / len(jobs)
 
 
-def run_cell(cell: Cell, preempt: bool = True) -> dict[str, Any]:
-    opts = cell.options(preempt)
+def run_cell(
+    cell: Cell,
+    preempt: bool = True,
+    policies: tuple[str, ...] = POLICIES,
+    old: dict[str, Any] | None = None,
+    run: str = "",
+) -> dict[str, Any]:
+    """One cell's replay: every policy, or only ``policies`` with the other rows kept
+    from ``old`` (the same cell's earlier result: the rows of policies whose code did not
+    change). Each row records the run that measured it (``run``: when that run began)."""
+    opts = replace(cell.options(preempt), policies=policies)
     began = time.perf_counter()
     report = run_replay(opts, WallClock())
-    rows = {
-        name: {
-            "avg_jct_s": m.avg_jct_s,
-            "p50_jct_s": m.p50_jct_s,
-            "p99_jct_s": m.p99_jct_s,
-            "gpu_util": m.gpu_util,
+    rows = dict(old["rows"]) if old is not None else {}
+    rows.update(
+        {
+            name: {
+                "avg_jct_s": m.avg_jct_s,
+                "p50_jct_s": m.p50_jct_s,
+                "p99_jct_s": m.p99_jct_s,
+                "gpu_util": m.gpu_util,
+                "measured": run,
+            }
+            for name, m in report.metrics.items()
         }
-        for name, m in report.metrics.items()
-    }
+    )
     return {
         "label": cell.label,
         "shape": cell.shape,
@@ -169,6 +183,22 @@ def _spread(values: list[float]) -> str:
     return f"{_r(min(values))} / {_r(statistics.median(values))} / {_r(max(values))}"
 
 
+def _dates(done: list[dict[str, Any]]) -> str:
+    """A sentence naming when each policy's rows were measured, when they differ (a
+    ``--policies`` run re-measures only the policies a change touched)."""
+    by_date: dict[str, set[str]] = {}
+    for c in done:
+        for name, row in c["rows"].items():
+            by_date.setdefault(row.get("measured", "?"), set()).add(name)
+    if len(by_date) < 2:
+        return ""
+    parts = [
+        f"{', '.join(sorted(names, key=POLICIES.index))} in {date}"
+        for date, names in sorted(by_date.items())
+    ]
+    return " Rows measured (same code for each policy's rows): " + "; ".join(parts) + "."
+
+
 def render(res: dict[str, Any], preempt: bool = True) -> str:
     m = res["machine"]
     done = sorted(
@@ -198,7 +228,7 @@ def render(res: dict[str, Any], preempt: bool = True) -> str:
         "capacity over their submit span) × seed, Δ = 600 s, every policy at its defaults "
         "(restart cost 30 s for all; nothing set per workload). *target* = avg JCT ≤ "
         "max(0.90 × best of optimus, drf, tiresias, oasis, fifo-bf; 1.05 × lower bound), "
-        "p50 and p99 ≤ `fifo-bf`'s, ≤ 0.97 × `qssf` (issue 28).",
+        "p50 and p99 ≤ `fifo-bf`'s, ≤ 0.97 × `qssf` (issue 28)." + _dates(done),
         "",
         "### Summary (min / median / max over the cells)",
         "",
@@ -266,6 +296,12 @@ def main() -> None:
     )
     ap.add_argument("--only", default="", help="Run only cells whose key contains this text.")
     ap.add_argument("--render-only", action="store_true", help="Rewrite the section only.")
+    ap.add_argument(
+        "--policies",
+        default="",
+        help="Re-run only these policies (comma-separated) and keep the other rows of "
+        "each cell from the saved results (for a change that touches only these).",
+    )
     args = ap.parse_args()
     raw = Path(args.raw or ("bench/out/sweep" if args.preempt else "bench/out/sweep-no-preempt"))
     saved = raw / "all.json"
@@ -273,12 +309,27 @@ def main() -> None:
     if saved.exists():
         old = json.loads(saved.read_text())
         res["cells"] = old.get("cells", {})
+        for cell in res["cells"].values():  # rows of runs before rows were dated
+            for row in cell["rows"].values():
+                row.setdefault("measured", "the run ending " + old["machine"]["date"])
         if args.render_only:
             res["machine"] = old["machine"]
     if not args.render_only:
         todo = [c for c in cells() if args.only in c.key]
+        policies = POLICIES
+        if args.policies:
+            policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+            unknown = sorted(set(policies) - set(POLICIES))
+            missing = [c.key for c in todo if c.key not in res["cells"]]
+            if unknown or missing:
+                ap.error(
+                    f"--policies re-runs some rows of cells already measured: unknown "
+                    f"{unknown or '—'}, cells never measured {missing[:3] or '—'}"
+                )
+        run = "the run begun " + datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         for n, c in enumerate(todo, 1):
-            res["cells"][c.key] = run_cell(c, args.preempt)
+            old = res["cells"].get(c.key) if args.policies else None
+            res["cells"][c.key] = run_cell(c, args.preempt, policies, old, run)
             raw.mkdir(parents=True, exist_ok=True)
             saved.write_text(json.dumps(res, indent=1))
             v = verdict(res["cells"][c.key])

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -72,6 +74,27 @@ def test_a_long_job_is_paused_for_many_short_ones_when_the_gain_exceeds_the_cost
     assert p.resumed.arrival_slot == 0  # it keeps its place in the aging
 
 
+def test_a_blocked_jobs_alternative_start_is_the_same_whatever_caps_came_before() -> None:
+    # victims ask one blocked job for its start without the preemption, each with its own
+    # cap (its end + 1); the scan is kept between them, which must not change an answer
+    from slurm_mlsched.placement.program.residual import residual_from
+    from slurm_mlsched.placement.yu_rr.preemption import _Blocked
+
+    run = _long_running(40)  # holds the node to slot 39: a 4-worker job fits from 40
+    snap = _at(5, run)
+    res = residual_from(snap, 5)
+    wide = PendingJob(make_job("w", workers=4, workload=NU * 8, arrival=5), 1)
+    params = PlacementParams(preempt=True)
+
+    def fresh(cap: int) -> int:
+        return _Blocked(wide, (0.0, 0, "w"), res).alt_start(params, DELTA, 5, cap)
+
+    assert fresh(30) == 30 and fresh(41) == 40 and fresh(40) == 40
+    kept = _Blocked(wide, (0.0, 0, "w"), res)
+    for cap in (12, 30, 20, 41, 40, 200, 39, 6):
+        assert kept.alt_start(params, DELTA, 5, cap) == fresh(cap), cap
+
+
 def test_no_preemption_when_the_restart_cost_is_larger_than_the_gain() -> None:
     run = _long_running(100)
     expensive = PlacementParams(preempt=True, aging=0.0, restart_s=379 * DELTA)
@@ -100,8 +123,11 @@ def test_the_queue_order_and_the_preemption_bound_protect_the_running_job() -> N
     assert choose(late, (longer,), _at(5000, longer), aged) == ()
     assert choose(late, (longer,), _at(5000, longer), PlacementParams(preempt=True, aging=0.0))
     # preempted preempt_max times already: not again
-    tired = RunningRun(run.request, run.seed, run.decision, preemptions=2)
-    assert choose(_shorts(4), (tired,), _at(5, tired), PlacementParams(preempt=True)) == ()
+    params = PlacementParams(preempt=True)
+    tired = RunningRun(run.request, run.seed, run.decision, preemptions=params.preempt_max)
+    assert choose(_shorts(4), (tired,), _at(5, tired), params) == ()
+    once_less = replace(tired, preemptions=params.preempt_max - 1)
+    assert choose(_shorts(4), (once_less,), _at(5, once_less), params)
     # off: never
     assert choose(_shorts(4), (run,), _at(5, run), PlacementParams()) == ()
 

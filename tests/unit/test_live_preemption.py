@@ -317,14 +317,22 @@ def test_who_may_be_preempted(store: SqlDecisionStore, tmp_path: Path) -> None:
 def test_a_job_preempted_preempt_max_times_is_not_preempted_again(
     store: SqlDecisionStore, tmp_path: Path
 ) -> None:
-    from slurm_mlsched.storage.records import Transition
+    from slurm_mlsched.storage.records import DecisionRecord, Transition
 
     sc = scene(store, tmp_path)
     rec = store.get(sc.long)
-    twice = tuple(Transition(s, NOW) for s in (S.PREEMPTING, S.QUEUED, S.STARTING, S.SUBMITTED) * 2)
-    worn = replace(rec, transitions=rec.transitions + twice)
-    assert worn.preemptions == 2 == worn.params.preempt_max
+    cycle = (S.PREEMPTING, S.QUEUED, S.STARTING, S.SUBMITTED)
+    limit = rec.params.preempt_max
+
+    def paused(times: int) -> DecisionRecord:
+        steps = tuple(Transition(s, NOW) for s in cycle * times)
+        return replace(rec, transitions=rec.transitions + steps)
+
+    worn = paused(limit)
+    assert worn.preemptions == limit
     assert candidates([worn], sc.slurm.jobs(), "lab", lambda owner: True) == ()
+    (c,) = candidates([paused(limit - 1)], sc.slurm.jobs(), "lab", lambda owner: True)
+    assert c.record.preemptions == limit - 1
 
 
 def test_signal_and_requeue_run_as_the_jobs_owner_from_root() -> None:

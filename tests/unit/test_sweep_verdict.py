@@ -41,3 +41,17 @@ def test_the_sweep_has_at_least_30_workloads_and_every_baseline() -> None:
     assert {c.shape for c in cells()} == {"16x4", "6x8", "64x8", "mixed"}
     assert {c.load for c in cells()} == {0.5, 1.0, 1.5}
     assert set(BEST_OF) < set(POLICIES) and "qssf" in POLICIES
+
+
+def test_rows_re_run_under_a_change_are_dated_apart_from_the_others() -> None:
+    from bench.sweep import _dates
+
+    def cell(dates: dict[str, str]) -> dict[str, Any]:
+        return {"rows": {n: {"measured": dates.get(n, "run A")} for n in POLICIES}}
+
+    assert _dates([cell({}), cell({})]) == ""  # one run: nothing to say
+    again = {"yu-rr": "run B", "qssf": "run B"}
+    text = _dates([cell(again), cell(again)])
+    assert "yu-rr, qssf in run B" in text
+    assert f"{', '.join(BEST_OF)} in run A" in text
+    assert "yu-rr" not in text.split("run B")[1]  # each policy under one run only

@@ -148,16 +148,30 @@ class _Blocked:
     pending: PendingJob
     key: tuple[float, int, str]
     res: Residual  # the room it was found not to start in (after the starts ahead of it)
+    found: int | None = None  # the earliest start found so far (``res`` never changes)
+    scanned: int = 0  # starts before this slot were tried (and failed, unless ``found``)
 
     def alt_start(self, params: PlacementParams, slot_seconds: float, now: int, cap: int) -> int:
         """t_i: its earliest start at the requested width without the preemption, capped
-        at ``cap`` (the gain counts min(t_i, the victim's end + 1) only)."""
+        at ``cap`` (the gain counts min(t_i, the victim's end + 1) only). Several victims
+        ask for one blocked job with their own caps; the scan is kept, so each start slot
+        is tried once per event."""
+        if self.found is not None:
+            return min(self.found, cap)
+        if cap <= self.scanned:
+            return cap
         arr = arrival_of(self.pending.request, slot_seconds, self.res, params, now)
         for sigma in self.res.increase_slots():
             if sigma >= cap:
                 break
-            if sigma > now and requested_at(arr, self.res, sigma) is not None:
+            if (
+                sigma > now
+                and sigma >= self.scanned
+                and requested_at(arr, self.res, sigma) is not None
+            ):
+                self.found = sigma
                 return sigma
+        self.scanned = max(self.scanned, cap)
         return cap
 
 
