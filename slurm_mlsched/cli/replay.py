@@ -168,6 +168,16 @@ def replay(
             "either way).",
         ),
     ] = True,
+    preempt_resize: Annotated[
+        bool,
+        typer.Option(
+            "--preempt-resize/--no-preempt-resize",
+            help="With preemption: also resize a running job by checkpoint-restart (grow "
+            "a job slower than its fastest shape, start a job that waits for its width "
+            "narrow and grow it), each at the restart cost (a prototype, off: replay "
+            "only, docs/formulation.md §16).",
+        ),
+    ] = False,
     restart_cost: Annotated[
         float,
         typer.Option(
@@ -291,6 +301,7 @@ def replay(
         lookahead=lookahead,
         lookahead_widths=lookahead_widths,
         preempt=preempt,
+        preempt_resize=preempt_resize,
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,
         arch_reading=arch_reading,

@@ -130,6 +130,16 @@ class PlacementParams:
     measured the same as 8 (the gain rule limits itself; docs/benchmarks.md)."""
     preempt_jobs: int = 32
     """Waiting jobs (in queue order) the preemption rule considers per event."""
+    preempt_resize: bool = False
+    """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
+    A running job slower than its fastest shape is re-decided (its work left + the
+    restart charge, by the same per-job decision) in the room freed, its own included,
+    and restarted so when that ends it more than the restart cost sooner (after the
+    event's re-plan, in the room it leaves: its started and reserved jobs keep theirs);
+    and a reserved job that waits for its width starts narrow now in the idle room when that and
+    a grow at its planned start end more than the restart cost sooner. Each resize counts
+    towards ``preempt_max``. Off: a prototype (measured on the robustness sweep,
+    docs/formulation.md §16)."""
 
     # --- the time model shared by every policy (MODEL.md §6) ---
     restart_s: float = 30.0

@@ -251,8 +251,8 @@ def simulate(
             seen.append(job.request)
         while seen and seen[0].arrival_slot < slot - lookback:
             seen.popleft()
-        if not waiting:
-            continue
+        if not waiting and not (params.preempt_resize and params.preempt and runs):
+            continue  # (with preempt_resize a running job may grow into the room freed)
         snapshot = ClusterSnapshot(
             base.machines, book.view(slot), base.slot_seconds, base.epoch, now_slot=slot
         )

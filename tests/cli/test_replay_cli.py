@@ -130,3 +130,18 @@ def test_bad_load_is_an_input_error(tmp_path: Path) -> None:
     assert "option --load cannot be applied: every job is submitted at the same time" in (
         result.stderr
     )
+
+
+def test_preempt_resize_is_recorded_and_needs_preemption(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = invoke(
+        jobs_file(tmp_path), "-p", "yu-rr", "--nodes", "2x4", "--preempt-resize",
+        "--out", out, "--json", "--lp-max-jobs", "0",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    params = json.loads((out / "metrics.json").read_text())["params"]
+    assert params["preempt"] is True and params["preempt_resize"] is True
+    refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--no-preempt", "--preempt-resize")
+    assert refused.exit_code == 3, refused.stderr
+    assert "option --preempt-resize" in refused.stderr and "--no-preempt" in refused.stderr
+    assert "Traceback" not in refused.stderr

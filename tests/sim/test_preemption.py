@@ -8,7 +8,8 @@
   the restart charge; off by default;
 * property: over random replays with preemption, capacity is never exceeded, every job
   runs from its arrival, and work is conserved (its runs cover its workload plus the
-  restart charges, and less than one slot more);
+  restart charges, and less than one slot more), with and without ``preempt_resize``
+  (tests/sim/test_preempt_resize.py);
 * the live queue refuses the parameter.
 """
 
@@ -186,13 +187,13 @@ def replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(replays(), st.sampled_from([0.0, 0.3]), st.sampled_from([0.0, 30.0, 900.0]))
+@given(replays(), st.sampled_from([0.0, 0.3]), st.sampled_from([0.0, 30.0, 900.0]), st.booleans())
 def test_preemption_keeps_capacity_and_conserves_work(
-    case: tuple[ClusterSnapshot, list[SimJob]], aging: float, restart_s: float
+    case: tuple[ClusterSnapshot, list[SimJob]], aging: float, restart_s: float, resize: bool
 ) -> None:
     cluster, jobs = case
     admitted, _ = admit(jobs, cluster)
-    params = PlacementParams(preempt=True, aging=aging, restart_s=restart_s)
+    params = PlacementParams(preempt=True, aging=aging, restart_s=restart_s, preempt_resize=resize)
     result = simulate(admitted, cluster, "yu-rr", params)
     assert capacity_violations(result) == []
     assert decision_problems(result) == []  # from arrival on, PS rules, work ≥ workload

@@ -310,6 +310,13 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             f"option --cores-per-worker must be between 1 and 100000, got {opts.cores_per_worker}",
             context={"option": "--cores-per-worker", "value": opts.cores_per_worker},
         )
+    if opts.preempt_resize and not opts.preempt:
+        raise InputError(
+            "option --preempt-resize resizes running jobs by checkpoint-restart, which "
+            "needs preemption, but --no-preempt was given",
+            hint="drop --no-preempt (preemption is the replay's default) or --preempt-resize",
+            context={"option": "--preempt-resize"},
+        )
     if opts.queue_program not in QUEUE_PROGRAMS:
         raise InputError(
             f"option --queue-program must be one of {', '.join(QUEUE_PROGRAMS)}, "
@@ -325,6 +332,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         lookahead=opts.lookahead,
         lookahead_widths=opts.lookahead_widths,
         preempt=opts.preempt,
+        preempt_resize=opts.preempt_resize,
     )
 
 

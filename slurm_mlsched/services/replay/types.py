@@ -38,6 +38,8 @@ class ReplayOptions:
     lookahead_widths: bool = False  # weigh narrower starts now too (formulation §14.7)
     preempt: bool = True  # checkpoint-restart preemption under late binding (formulation
     # §16): on, as a site with `preempt = true` runs it live; it won on the sweep's average
+    preempt_resize: bool = False  # resize a running job by checkpoint-restart (formulation
+    # §16, "Resize"; a prototype: measured, off, replay only)
     restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
