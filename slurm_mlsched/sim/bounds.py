@@ -34,7 +34,6 @@ resource is the bottleneck of a busy cluster.
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,73 +42,28 @@ import numpy.typing as npt
 
 from ..errors import BelowBoundError
 from ..model import ClusterSnapshot, JobRequest
-from ..model.speed import upper_rate, upper_worker_rate
-from ..placement.program.packing import fit_counts
+from .capped_bound import capped_bound
+from .job_bounds import SLACK, Widths, cost_per_batch, fewest_slots, max_rate, widths
 
 FloatArray = npt.NDArray[np.float64]
 
-#: Relative slack for work a schedule may leave uncovered in floating point
-#: (``placement.verify`` accepts V·(1 − 10⁻⁹) − 10⁻⁶): every rounding up here gives way
-#: by this much, so a bound never exceeds a schedule that the checks accept.
-SLACK = 1e-8
-
-
-@dataclass(frozen=True)
-class Widths:
-    """A job's widest shapes on a cluster: w_c co-located (0: no machine holds a worker
-    beside a PS), w_d distributed (0: below the PS rule's minimum)."""
-
-    colocated: int
-    distributed: int
-
-
-def widths(job: JobRequest, capacity: FloatArray) -> Widths:
-    """:class:`Widths` of ``job`` on machines of ``capacity`` (H, 3), the same counting as
-    ``placement.list_schedule.fastest_run_slots``."""
-    alpha = np.array(job.worker.as_tuple())
-    beta = np.array(job.ps.as_tuple())
-    beside = capacity - beta
-    fits_ps = (beside >= -1e-9).all(axis=1)
-    colo = int(np.where(fits_ps, fit_counts(beside, alpha), 0).max(initial=0))
-    dist = int(min(job.max_distributed_workers(), fit_counts(capacity, alpha).sum()))
-    return Widths(min(colo, job.max_workers), dist if dist >= job.min_distributed_workers() else 0)
-
-
-def fewest_slots(job: JobRequest, w: Widths, slot_seconds: float) -> int:
-    """d_i = ⌈V / max(w_c·ν_in, w_d·ν_ex)⌉ ≥ 1, rounded up with :data:`SLACK`."""
-    if job.is_allreduce:  # no layout of at most max(w_c, w_d) workers is faster
-        rate = upper_rate(job, max(w.colocated, w.distributed), slot_seconds)
-    else:
-        rate = max(
-            w.colocated * job.profile.nu_in(slot_seconds),
-            w.distributed * job.profile.nu_ex(slot_seconds),
-        )
-    if rate <= 0:  # never runs on this cluster (not admitted): the weakest true bound
-        return 1
-    runs = job.workload / rate
-    return max(1, math.ceil(runs * (1 - SLACK) - 1e-9))
-
-
-def cost_per_batch(job: JobRequest, w: Widths, slot_seconds: float) -> tuple[float, ...]:
-    """c_i^r: the least of resource r held per mini-batch trained, over the modes the job
-    can run in (module docstring), per r in (gpu, cpu, mem)."""
-    alpha, beta = job.worker.as_tuple(), job.ps.as_tuple()
-    if job.is_allreduce:  # no PS; a worker trains at most Δ/τ per slot in any layout
-        if max(w.colocated, w.distributed) < 1:
-            return (0.0, 0.0, 0.0)
-        nu = upper_worker_rate(job, slot_seconds)
-        return tuple(a / nu for a in alpha)
-    options: list[tuple[float, ...]] = []
-    if w.colocated >= 1:
-        nu = job.profile.nu_in(slot_seconds)
-        options.append(tuple((a + b / w.colocated) / nu for a, b in zip(alpha, beta, strict=True)))
-    if w.distributed >= 1:
-        nu = job.profile.nu_ex(slot_seconds)
-        ps_share = max(job.profile.ps_per_worker * (1 - SLACK), 1.0 / w.distributed)
-        options.append(tuple((a + b * ps_share) / nu for a, b in zip(alpha, beta, strict=True)))
-    if not options:
-        return (0.0, 0.0, 0.0)
-    return tuple(min(o[r] for o in options) for r in range(3))
+__all__ = [
+    "SLACK",
+    "BoundParts",
+    "Widths",
+    "bound_parts",
+    "check_not_below",
+    "cost_per_batch",
+    "fewest_slots",
+    "max_rate",
+    "pooled_srpt",
+    "rank_bound",
+    "scalable_bound",
+    "shortest_runs",
+    "srpt_completions",
+    "srpt_total",
+    "widths",
+]
 
 
 def _capacity(cluster: ClusterSnapshot) -> FloatArray:
@@ -181,11 +135,15 @@ class BoundParts:
         return float(ends.sum() - sum(self.arrivals))
 
 
-def bound_parts(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> BoundParts:
-    """:class:`BoundParts` of ``jobs`` on ``cluster`` (each job's widths counted once)."""
-    capacity = _capacity(cluster)
+def bound_parts(
+    jobs: Sequence[JobRequest], cluster: ClusterSnapshot, shapes: Sequence[Widths] | None = None
+) -> BoundParts:
+    """:class:`BoundParts` of ``jobs`` on ``cluster`` (each job's widths counted once, or
+    given as ``shapes``)."""
     delta = cluster.slot_seconds
-    shapes = [widths(j, capacity) for j in jobs]
+    if shapes is None:
+        capacity = _capacity(cluster)
+        shapes = [widths(j, capacity) for j in jobs]
     arrivals = tuple(float(j.arrival_slot) for j in jobs)
     costs = [cost_per_batch(j, w, delta) for j, w in zip(jobs, shapes, strict=True)]
     srpt = []
@@ -215,10 +173,17 @@ def rank_bound(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> float:
 
 
 def scalable_bound(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> tuple[float, str]:
-    """The largest of the rank bound and the two sums it combines (the rank bound is at
-    least each, but for the slack of its rounding), and which one it was."""
-    parts = bound_parts(jobs, cluster)
+    """The largest of the rank bound, the two sums it combines (the rank bound is at
+    least each, but for the slack of its rounding) and the pooled LP with rate caps
+    (:mod:`.capped_bound`), and which one it was."""
+    capacity = _capacity(cluster)
+    shapes = [widths(j, capacity) for j in jobs]
+    parts = bound_parts(jobs, cluster, shapes)
     short, pooled, rank = parts.shortest_runs, parts.pooled, parts.by_rank
+    beat = max(short, pooled, rank)
+    capped, how = capped_bound(jobs, cluster, beat, shapes) if jobs else (0.0, "")
+    if capped > max(short, pooled, rank) + 1e-9:
+        return capped, how
     if rank > max(short, pooled) + 1e-9:
         return rank, "shortest runs and pooled SRPT by rank"
     if pooled > short:

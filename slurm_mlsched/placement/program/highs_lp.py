@@ -6,7 +6,7 @@ built as COO arrays with numpy and handed to HiGHS directly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
 from importlib import metadata
@@ -33,6 +33,9 @@ class LpResult:
     x: FloatArray
     objective: float
     detail: str
+    row_dual: FloatArray = field(default_factory=lambda: np.zeros(0))
+    """The rows' dual values (HiGHS's sign: ≤ 0 on a binding upper bound of a
+    minimization), with ``duals=True`` and an optimal status; else empty."""
 
 
 @dataclass
@@ -69,8 +72,9 @@ _STATUS = {
 }
 
 
-def solve_lp(lp: SparseLp, time_limit_s: float = 60.0) -> LpResult:
-    """Solve ``lp`` with HiGHS in-process (single thread, quiet)."""
+def solve_lp(lp: SparseLp, time_limit_s: float = 60.0, duals: bool = False) -> LpResult:
+    """Solve ``lp`` with HiGHS in-process (single thread, quiet); ``duals``: also return
+    the rows' dual values."""
     nrow, ncol = lp.shape
     mat = sparse.csc_matrix((lp.vals, (lp.rows, lp.cols)), shape=(nrow, ncol))
     mat.sum_duplicates()
@@ -110,4 +114,9 @@ def solve_lp(lp: SparseLp, time_limit_s: float = 60.0) -> LpResult:
     objective = (
         float(h.getInfo().objective_function_value) if status == LpStatus.OPTIMAL else float("nan")
     )
-    return LpResult(status, x, objective, h.modelStatusToString(model_status))
+    row_dual = (
+        np.asarray(h.getSolution().row_dual, dtype=np.float64)
+        if duals and status == LpStatus.OPTIMAL
+        else np.zeros(0)
+    )
+    return LpResult(status, x, objective, h.modelStatusToString(model_status), row_dual)

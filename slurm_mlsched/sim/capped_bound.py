@@ -1,0 +1,440 @@
+r"""The pooled LP with rate caps: a lower bound that knows a job cannot use the whole
+cluster (pure; docs/formulation.md §15.3, "Theorem 2").
+
+The rank bound (:mod:`.bounds`) pools each resource into one machine on which any job may
+use all of it: a 1-GPU job of a week counts as 1/48 of a week on 48 GPUs. On traces of
+many long narrow jobs (Philly on 6 × 8) that is where it is weak. This bound keeps both
+the pool and each job's own speed limit, as a linear program over slots t:
+
+* job i may not train before its arrival a_i, trains at most R_i mini-batches a slot
+  (its fastest shape, :func:`.job_bounds.max_rate`) and must train
+  V_i' = V_i·(1 − 10⁻⁸) − 10⁻⁶ (the least work the checks accept); x_it ∈ [0, 1/d_i'] is
+  the share of V_i' it trains in slot t, d_i' = V_i'/R_i, Σ_t x_it = 1;
+* in every slot the jobs together hold at most the cluster's capacity C_r of every
+  resource r, and job i holds at least c_i^r per mini-batch (:func:`.job_bounds.cost_per_batch`):
+  Σ_i P_i^r x_it ≤ 1 with P_i^r = V_i'·c_i^r / C_r;
+* spread each slot's share evenly over the slot: job i's training then has a density of at
+  most 1/d_i' on [a_i, C_i] and mass 1, so its mean busy time M_i = Σ_t x_it (t + ½) is at
+  most C_i − d_i'/2 (the mean is largest with all the mass at the end), and
+
+      T_i = C_i − a_i ≥ φ_i(x) := M_i + d_i'/2 − a_i,      and T_i ≥ d_i (Lemma 1).
+
+The LP  min Σ_i φ_i(x)  over those constraints is a relaxation of every schedule the
+simulator accepts, so its optimum is ≤ Σ_i T_i. It has jobs × slots columns, too many to
+solve on a trace of weeks, so the bound is computed through its **Lagrangian**: for any
+prices λ_tr ≥ 0 on the capacity rows,
+
+    L(λ) = Σ_i max(d_i, min_{x_i} [φ_i(x_i) + Σ_t μ_it x_it]) − Σ_{t,r} λ_tr,
+    μ_it = Σ_r λ_tr P_i^r,
+
+is ≤ Σ_i T_i for **every** feasible schedule (its x satisfies every capacity row, so the
+priced rows only subtract, and max(d_i, ·) is below both of T_i's bounds since μ ≥ 0). Each
+job's inner minimum is a fractional knapsack: the ⌊d_i'⌋ cheapest slots at 1/d_i' and the
+rest on the next cheapest (:func:`job_minimum`). Lowering some slots' costs only lowers
+L, so slots past a window of each job are costed without their price (t + ½): still a
+bound, and cheap.
+
+So validity does not depend on how λ is found. :func:`find_prices` takes them from the
+duals of a coarse LP (slots grouped into blocks so that the LP keeps at most
+``max_columns`` columns, each job's columns within a window around a feasible greedy
+schedule of the same relaxation, :func:`greedy_schedule`), then adds the columns the
+Lagrangian's own choices leave outside the windows and solves again (column
+generation, at most ``rounds`` times). L at those prices is the bound
+(:func:`capped_bound`); it is at most the LP's optimum and, when the blocks are single
+slots and no column is missing, equal to it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ..model import ClusterSnapshot, JobRequest
+from ..placement.program.highs_lp import LpStatus, SparseLp, solve_lp
+from .job_bounds import SLACK, Widths, cost_per_batch, fewest_slots, max_rate, widths
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: The coarse LP of :func:`find_prices` keeps at most this many columns (blocks grow).
+MAX_COLUMNS = 150_000
+#: Column-generation rounds of :func:`find_prices` after the first solve.
+ROUNDS = 2
+#: Each job's priced window in :func:`lagrangian_bound` is at most this many slots …
+MAX_WINDOW = 20_000
+#: … and all windows together at most this many (longer ones are cut, still a bound).
+MAX_WINDOW_TOTAL = 40_000_000
+#: HiGHS's time limit for one solve of the coarse LP (s); past it no price is used.
+LP_TIME_LIMIT_S = 60.0
+#: Absolute work the checks may leave uncovered (``placement.verify``).
+WORK_ABS = 1e-6
+
+
+@dataclass(frozen=True)
+class CappedJobs:
+    """The data of the LP (module docstring), one row per job: arrival a_i, fewest whole
+    slots d_i, least slots d_i' (real, > 0; 0 for a job with no work to count) and the
+    pool shares P_i^r, one column per pooled resource (capacity > 0)."""
+
+    arrival: IntArray
+    fewest: IntArray
+    least: FloatArray
+    share: FloatArray  # (n, resources)
+
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+    def subset(self, keep: npt.NDArray[np.bool_]) -> CappedJobs:
+        """The jobs where ``keep`` is true."""
+        return CappedJobs(self.arrival[keep], self.fewest[keep], self.least[keep], self.share[keep])
+
+
+def capped_jobs(
+    jobs: Sequence[JobRequest], cluster: ClusterSnapshot, shapes: Sequence[Widths] | None = None
+) -> CappedJobs:
+    """:class:`CappedJobs` of ``jobs`` on the empty ``cluster`` (``shapes``: their
+    :func:`.job_bounds.widths` there, when the caller has them)."""
+    if shapes is None:
+        capacity = np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64)
+        shapes = [widths(j, capacity.reshape(-1, 3)) for j in jobs]
+    totals = cluster.total_capacity().as_tuple()
+    pooled = [r for r, c in enumerate(totals) if c > 0]
+    delta = cluster.slot_seconds
+    n = len(jobs)
+    arrival = np.zeros(n, dtype=np.int64)
+    fewest = np.zeros(n, dtype=np.int64)
+    least = np.zeros(n, dtype=np.float64)
+    share = np.zeros((n, len(pooled)), dtype=np.float64)
+    for i, (job, w) in enumerate(zip(jobs, shapes, strict=True)):
+        arrival[i] = job.arrival_slot
+        fewest[i] = fewest_slots(job, w, delta)
+        rate = max_rate(job, w, delta)
+        work = job.workload * (1 - SLACK) - WORK_ABS
+        if rate <= 0 or work <= 0:
+            continue  # counted by d_i alone
+        least[i] = work / rate
+        cost = cost_per_batch(job, w, delta)
+        share[i] = [work * cost[r] / totals[r] for r in pooled]
+    return CappedJobs(arrival, fewest, least, share)
+
+
+def job_minimum(costs: FloatArray, least: float) -> float:
+    """min Σ_t x_t·costs_t over 0 ≤ x_t ≤ 1/least, Σ_t x_t = 1 (``least`` > 0; costs
+    holds at least ⌈least⌉ entries): the ⌊least⌋ cheapest at 1/least, the rest on the
+    next cheapest."""
+    k = math.floor(least)
+    frac = 1.0 - k / least
+    take = min(k + (1 if frac > 0 else 0), len(costs))
+    part = np.sort(np.partition(costs, take - 1)[:take] if take < len(costs) else costs)
+    total = float(part[:k].sum()) / least
+    if frac > 0 and k < len(part):
+        total += frac * float(part[k])
+    return total
+
+
+def lagrangian_bound(
+    jobs: CappedJobs, prices: FloatArray, windows: IntArray | None = None
+) -> float:
+    """L(λ) of the module docstring for ``prices`` λ (slots 0 … T−1 × pooled resources,
+    every entry ≥ 0; no price from slot T on): a lower bound on Σ_i T_i of every schedule.
+    ``windows``: the slots past each job's arrival it is priced on (default: up to T;
+    each cut to :data:`MAX_WINDOW` and all to :data:`MAX_WINDOW_TOTAL`)."""
+    prices = np.maximum(np.asarray(prices, dtype=np.float64), 0.0)
+    horizon = prices.shape[0]
+    span = np.clip(horizon - jobs.arrival, 0, None) if windows is None else windows
+    span = np.minimum(span, MAX_WINDOW)
+    if span.sum() > MAX_WINDOW_TOTAL:
+        span = (span * (MAX_WINDOW_TOTAL / span.sum())).astype(np.int64)
+    total = -float(prices.sum())
+    for i in range(len(jobs)):
+        d = float(jobs.least[i])
+        a = int(jobs.arrival[i])
+        if d <= 0:
+            total += float(jobs.fewest[i])
+            continue
+        m = max(1, math.ceil(d))
+        w = int(min(span[i], max(0, horizon - a)))
+        priced = np.arange(a, a + w, dtype=np.float64) + 0.5
+        if w:
+            priced += prices[a : a + w] @ jobs.share[i]
+        tail = np.arange(a + w, a + w + m, dtype=np.float64) + 0.5
+        inner = job_minimum(np.concatenate([priced, tail]), d)
+        total += max(float(jobs.fewest[i]), inner + d / 2 - a)
+    return total
+
+
+@dataclass(frozen=True)
+class Greedy:
+    """:func:`greedy_schedule`'s result: each job's completion slot (its last slot + 1)
+    and, per slot from 0 to the last completion, whether some pooled resource was full."""
+
+    done: IntArray
+    busy: npt.NDArray[np.bool_]
+
+
+def greedy_schedule(jobs: CappedJobs) -> Greedy:
+    """A feasible schedule of the LP (the pool, the caps, no start before arrival): in
+    each slot the jobs by least remaining pool share first, each at its cap while room is
+    left. In a slot where no resource is full every job present runs at its cap."""
+    n, res = len(jobs), jobs.share.shape[1]
+    done = np.zeros(n, dtype=np.int64)
+    rem = [1.0] * n
+    cap = [1.0 / d if d > 0 else 1.0 for d in jobs.least.tolist()]
+    shares = [tuple(row) for row in jobs.share.tolist()]
+    size = [max(row, default=0.0) for row in shares]
+    order = np.argsort(jobs.arrival, kind="stable").tolist()
+    arrival = jobs.arrival.tolist()
+    full: list[tuple[int, int]] = []  # (first slot, slots) of busy stretches
+    active: list[int] = []
+    k = 0
+    t = int(arrival[order[0]]) if n else 0
+    while k < n or active:
+        if not active:
+            t = max(t, arrival[order[k]])
+        while k < n and arrival[order[k]] <= t:
+            active.append(order[k])
+            k += 1
+        active.sort(key=lambda i: (rem[i] * size[i], i))
+        left = [1.0] * res
+        rate: list[float] = []
+        for i in active:
+            room = min((left[r] / c for r, c in enumerate(shares[i]) if c > 0), default=math.inf)
+            f = max(0.0, min(cap[i], rem[i], room))
+            rate.append(f)
+            for r, c in enumerate(shares[i]):
+                left[r] -= f * c
+        # the same rates hold until a job ends or one arrives (a served job only moves up
+        # the order): take the whole slots before that at once
+        span = arrival[order[k]] - t if k < n else 1 << 62
+        for i, f in zip(active, rate, strict=True):
+            if f > 0:
+                span = min(span, max(1, math.floor((rem[i] - 1e-12) / f)))
+        span = max(1, span)
+        if min(left, default=1.0) <= 1e-9:
+            full.append((t, span))
+        still: list[int] = []
+        for i, f in zip(active, rate, strict=True):
+            rem[i] -= f * span
+            if rem[i] <= 1e-12:
+                done[i] = t + span
+            else:
+                still.append(i)
+        active = still
+        t += span
+    busy = np.zeros(int(done.max(initial=0)) + 1, dtype=np.bool_)
+    for first, slots in full:
+        busy[first : first + slots] = True
+    return Greedy(done, busy)
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Prices found for the capacity rows (slots × pooled resources), the bound
+    L(prices) they give and how they were found."""
+
+    prices: FloatArray
+    value: float
+    note: str
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Slots grouped for the coarse LP: block j is [edges[j], edges[j + 1])."""
+
+    edges: IntArray
+
+    @property
+    def count(self) -> int:
+        return len(self.edges) - 1
+
+    def of(self, slots: IntArray) -> IntArray:
+        """The block of each slot."""
+        out: IntArray = np.searchsorted(self.edges, slots, side="right") - 1
+        return out
+
+    def sums(self, per_slot: FloatArray) -> FloatArray:
+        """Per-slot rows summed over each block (``per_slot`` covers edges[-1] slots)."""
+        out: FloatArray = np.add.reduceat(per_slot, self.edges[:-1], axis=0)
+        return out
+
+    def spread(self, per_block: FloatArray) -> FloatArray:
+        """Each block's row repeated over its slots."""
+        out: FloatArray = np.repeat(per_block, np.diff(self.edges), axis=0)
+        return out
+
+
+def blocks_for(busy: npt.NDArray[np.bool_], horizon: int, fine: int, coarse: int) -> Blocks:
+    """Blocks of ``fine`` slots where the greedy schedule filled some resource and of
+    ``coarse`` slots elsewhere (prices matter where capacity binds), over 0 … horizon."""
+    flags = np.zeros(horizon, dtype=np.bool_)
+    flags[: min(horizon, len(busy))] = busy[:horizon]
+    change = np.flatnonzero(np.diff(flags.astype(np.int8))) + 1
+    starts = np.concatenate([[0], change])
+    stops = np.concatenate([change, [horizon]])
+    edges = [
+        np.arange(a, b, fine if flags[a] else coarse)
+        for a, b in zip(starts.tolist(), stops.tolist(), strict=True)
+    ]
+    return Blocks(np.concatenate([*edges, [horizon]]).astype(np.int64))
+
+
+def _coarse_lp(jobs: CappedJobs, ends: IntArray, blocks: Blocks, room: FloatArray) -> SparseLp:
+    """The LP of the module docstring over ``blocks``, job i's columns on its blocks from
+    its arrival's to ``ends[i]``, and ``room`` (blocks × resources) the pool left in each
+    block; the capacity rows come first (block-major, then resource), then one row per
+    job."""
+    res = room.shape[1]
+    n = len(jobs)
+    firsts = blocks.of(jobs.arrival)
+    counts = np.maximum(ends - firsts + 1, 1)
+    job_of = np.repeat(np.arange(n), counts)
+    k = np.concatenate([np.arange(f, f + c) for f, c in zip(firsts, counts, strict=True)])
+    start = np.maximum(blocks.edges[k], jobs.arrival[job_of])
+    stop = blocks.edges[k + 1]
+    ncol = len(k)
+    rows = [(k[:, None] * res + np.arange(res)[None, :]).reshape(-1), blocks.count * res + job_of]
+    cols = [np.repeat(np.arange(ncol), res), np.arange(ncol)]
+    return SparseLp(
+        c=((start + stop) / 2.0).astype(np.float64),
+        lb=np.zeros(ncol),
+        ub=((stop - start) / jobs.least[job_of]).astype(np.float64),
+        rows=np.concatenate(rows).astype(np.int64),
+        cols=np.concatenate(cols).astype(np.int64),
+        vals=np.concatenate([jobs.share[job_of].reshape(-1), np.ones(ncol)]),
+        row_lo=np.concatenate([np.full(blocks.count * res, -np.inf), np.ones(n)]),
+        row_hi=np.concatenate([room.reshape(-1), np.ones(n)]),
+    )
+
+
+def _at_cap_usage(jobs: CappedJobs, horizon: int) -> FloatArray:
+    """The pool (slots × resources) that ``jobs`` hold when each runs at its cap from its
+    arrival: 1/d' of its share for ⌊d'⌋ slots, the rest in the next."""
+    res = jobs.share.shape[1]
+    diff = np.zeros((horizon + 2, res))
+    whole = np.floor(jobs.least).astype(np.int64)
+    per = jobs.share / jobs.least[:, None]
+    np.add.at(diff, np.minimum(jobs.arrival, horizon + 1), per)
+    np.add.at(diff, np.minimum(jobs.arrival + whole, horizon + 1), -per)
+    tail = jobs.share * (1.0 - whole / jobs.least)[:, None]
+    np.add.at(diff, np.minimum(jobs.arrival + whole, horizon + 1), tail)
+    np.add.at(diff, np.minimum(jobs.arrival + whole + 1, horizon + 1), -tail)
+    out: FloatArray = np.cumsum(diff, axis=0)[:horizon]
+    return out
+
+
+def _chosen_last(jobs: CappedJobs, prices: FloatArray) -> IntArray:
+    """The last slot each job's inner minimum of L(prices) uses (column generation)."""
+    horizon = prices.shape[0]
+    out = np.array(jobs.arrival, copy=True)
+    for i in range(len(jobs)):
+        d = float(jobs.least[i])
+        if d <= 0:
+            continue
+        a = int(jobs.arrival[i])
+        m = max(1, math.ceil(d))
+        w = max(0, min(horizon - a, MAX_WINDOW))
+        costs = np.arange(a, a + w + m, dtype=np.float64) + 0.5
+        if w:
+            costs[:w] += prices[a : a + w] @ jobs.share[i]
+        pick = np.argpartition(costs, min(m, len(costs)) - 1)[:m]
+        out[i] = a + int(pick.max())
+    return out
+
+
+def _counted(jobs: CappedJobs) -> CappedJobs:
+    """The jobs with work to count (d_i' > 0); the others add d_i alone."""
+    return jobs.subset(jobs.least > 0)
+
+
+def find_prices(
+    jobs: CappedJobs,
+    greedy: Greedy | None = None,
+    max_columns: int = MAX_COLUMNS,
+    rounds: int = ROUNDS,
+    time_limit_s: float = LP_TIME_LIMIT_S,
+) -> Prices | None:
+    """Prices λ ≥ 0 from the coarse LP's duals (module docstring) and L at them (λ = 0
+    when that is higher, or the LP did not solve in time); None without a job to count.
+    ``greedy``: :func:`greedy_schedule` of the jobs with work to count.
+
+    The LP is restricted where that makes it small (any prices give a bound): a job whose
+    greedy run meets no full slot ran at its cap from its arrival and keeps that run
+    (its pool comes off the blocks' room); the others get columns from their arrival to
+    their greedy end plus as long again as they waited there (and two slots), widened by
+    column generation where the Lagrangian's choices go further."""
+    sub = _counted(jobs)
+    if not len(sub) or sub.share.shape[1] == 0:
+        return None
+    greedy = greedy_schedule(sub) if greedy is None else greedy
+    done, busy = greedy.done, greedy.busy
+    horizon = int(done.max())
+    seen = np.concatenate([[0], np.cumsum(busy[:horizon], dtype=np.int64)])
+    moves = seen[np.minimum(done, horizon)] > seen[sub.arrival]
+    unpriced = np.zeros((0, sub.share.shape[1]))
+    at_zero = Prices(unpriced, lagrangian_bound(jobs, unpriced), "pooled LP with rate caps, λ = 0")
+    if not moves.any():
+        return at_zero  # no full slot: every job at its cap from its arrival is optimal
+    fixed, free = sub.subset(~moves), sub.subset(moves)
+    waited = done[moves] - free.arrival - np.ceil(free.least).astype(np.int64)
+    ends_slot = np.minimum(done[moves] + np.maximum(waited, 0) + 2, horizon - 1)
+    fine, coarse = 1, 1
+    while True:  # single slots if the budget allows, else coarse ones 16 × as long
+        blocks = blocks_for(busy, horizon, fine, coarse)
+        ends = blocks.of(ends_slot)
+        if int(np.sum(ends - blocks.of(free.arrival) + 1)) <= max_columns or fine >= horizon:
+            break
+        fine, coarse = (fine, 16) if coarse == 1 else (2 * fine, 32 * fine)
+    room = np.maximum(
+        np.diff(blocks.edges)[:, None] - blocks.sums(_at_cap_usage(fixed, horizon)), 0.0
+    )
+    best = at_zero
+    for rnd in range(rounds + 1):
+        result = solve_lp(
+            _coarse_lp(free, ends, blocks, room), time_limit_s=time_limit_s, duals=True
+        )
+        if result.status != LpStatus.OPTIMAL:
+            break
+        res = free.share.shape[1]
+        dual = result.row_dual[: blocks.count * res].reshape(blocks.count, res)
+        prices = blocks.spread(np.maximum(-dual, 0.0))
+        value = lagrangian_bound(jobs, prices)
+        if value > best.value:
+            note = f"pooled LP with rate caps (blocks of {fine} slot(s) where full, round {rnd})"
+            best = Prices(prices, value, note)
+        if rnd == rounds:
+            break
+        last = blocks.of(_chosen_last(free, prices))
+        if not (last > ends).any():
+            break
+        ends = np.minimum(np.maximum(ends, last), blocks.count - 1)
+    return best
+
+
+def capped_bound(
+    jobs: Sequence[JobRequest],
+    cluster: ClusterSnapshot,
+    beat: float = 0.0,
+    shapes: Sequence[Widths] | None = None,
+) -> tuple[float, str]:
+    """The bound of the module docstring for ``jobs`` on the empty ``cluster`` and how it
+    was found; 0 and why when it cannot exceed ``beat`` (a bound the caller has) or no
+    price was found. It cannot when the greedy schedule of its own relaxation
+    (:func:`greedy_schedule`: Σ_i max(d_i, its T_i) ≥ the LP's optimum ≥ L) is ≤ ``beat``:
+    then no LP is solved. ``shapes``: as for :func:`capped_jobs`."""
+    data = capped_jobs(jobs, cluster, shapes)
+    sub = _counted(data)
+    if not len(sub):
+        return 0.0, "pooled LP with rate caps: no job with work to count"
+    greedy = greedy_schedule(sub)
+    rest = float(data.fewest[data.least <= 0].sum())
+    schedule = float(np.maximum(greedy.done - sub.arrival, sub.fewest).sum()) + rest
+    if schedule <= beat:
+        return 0.0, "pooled LP with rate caps: a schedule of it is no higher"
+    found = find_prices(data, greedy)
+    if found is None:
+        return 0.0, "pooled LP with rate caps: no job with work to count"
+    return found.value, found.note

@@ -1,0 +1,189 @@
+"""The pooled LP with rate caps (sim/capped_bound.py; docs/formulation.md §15.3, Theorem 2).
+
+* known answers: jobs that cannot use the whole cluster wait in turns, which the rank
+  bound does not see and this bound does; the fractional-knapsack inner minimum;
+* the Lagrangian is a bound for *any* prices: at random prices it never exceeds the
+  fine LP (every slot its own column, solved whole here with HiGHS), and at the prices
+  :func:`find_prices` finds it reaches that LP's optimum on small instances;
+* it is never above a schedule: below the offline optimum and every policy's replay
+  (tests/sim/test_bound_property.py, through ``scalable_bound``), and below a greedy
+  schedule of its own relaxation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import sparse
+from scipy.optimize import linprog
+
+from slurm_mlsched.model import ClusterSnapshot, JobRequest
+from slurm_mlsched.placement import PlacementParams, policy_names
+from slurm_mlsched.sim import admit, sim_jobs, simulate
+from slurm_mlsched.sim.bounds import rank_bound, scalable_bound
+from slurm_mlsched.sim.capped_bound import (
+    CappedJobs,
+    capped_bound,
+    capped_jobs,
+    greedy_schedule,
+    job_minimum,
+    lagrangian_bound,
+)
+from tests.conftest import RESNET, make_cluster, make_job
+
+DELTA = 600.0
+NU = RESNET.nu_in(DELTA)
+
+
+def fine_lp(data: CappedJobs, floor: bool = False) -> float:
+    """The LP of the module docstring with one column per job and slot, up to a horizon
+    no optimum needs to pass (every job could run alone after all the others). With
+    ``floor``, each job's term is max(d_i, φ_i) (an epigraph variable), the form the
+    Lagrangian relaxes; without, Σ_i φ_i. A job with no work to count adds d_i."""
+    counted = np.flatnonzero(data.least > 0)
+    n = len(counted)
+    const = float(data.fewest[data.least <= 0].sum())
+    if n == 0:
+        return const
+    arrival, least = data.arrival[counted], data.least[counted]
+    share, fewest = data.share[counted], data.fewest[counted]
+    horizon = int(arrival.max() + np.ceil(least).sum() + n + 2)
+    ci = np.concatenate([np.full(horizon - a, k) for k, a in enumerate(arrival)])
+    ct = np.concatenate([np.arange(a, horizon) for a in arrival])
+    ncol, res = len(ci), share.shape[1]
+    rows = (ct[:, None] * res + np.arange(res)[None, :]).reshape(-1)
+    cap = sparse.csr_matrix(
+        (share[ci].reshape(-1), (rows, np.repeat(np.arange(ncol), res))),
+        shape=(horizon * res, ncol),
+    )
+    one = sparse.csr_matrix((np.ones(ncol), (ci, np.arange(ncol))), shape=(n, ncol))
+    bounds = np.stack([np.zeros(ncol), 1.0 / least[ci]], axis=1)
+    if not floor:
+        out = linprog(ct + 0.5, A_ub=cap, b_ub=np.ones(horizon * res), A_eq=one,
+                      b_eq=np.ones(n), bounds=bounds, method="highs")  # fmt: skip
+        assert out.status == 0, out.message
+        return float(out.fun + (least / 2 - arrival).sum()) + const
+    # variables [x, s]: min Σ s_i, s_i ≥ d_i, Σ_t (t + ½) x_it − s_i ≤ a_i − d_i'/2
+    mean = sparse.csr_matrix((ct + 0.5, (ci, np.arange(ncol))), shape=(n, ncol))
+    a_ub = sparse.vstack(
+        [sparse.hstack([cap, sparse.csr_matrix((horizon * res, n))]),
+         sparse.hstack([mean, -sparse.identity(n)])]
+    )  # fmt: skip
+    b_ub = np.concatenate([np.ones(horizon * res), arrival - least / 2])
+    a_eq = sparse.hstack([one, sparse.csr_matrix((n, n))])
+    bounds = np.concatenate([bounds, np.stack([fewest, np.full(n, np.inf)], axis=1)])
+    cost = np.concatenate([np.zeros(ncol), np.ones(n)])
+    out = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.ones(n), bounds=bounds,
+                  method="highs")  # fmt: skip
+    assert out.status == 0, out.message
+    return float(out.fun) + const
+
+
+def _turns() -> tuple[list[JobRequest], ClusterSnapshot]:
+    # three 1-GPU jobs of 2 slots on one 2-GPU machine, all at slot 0: two run at once, the
+    # third after them, Σ T = 2 + 2 + 4 = 8
+    jobs = [make_job(f"j{i}", workers=1, workload=NU * 2) for i in range(3)]
+    return jobs, make_cluster(1, 2, 16)
+
+
+def test_jobs_that_cannot_use_the_whole_cluster_wait_in_turns() -> None:
+    jobs, cluster = _turns()
+    # the rank bound lets one job use both GPUs: pooled SRPT ends them at 1, 2, 3 -> 2+2+3
+    assert rank_bound(jobs, cluster) == pytest.approx(7.0)
+    # the LP: three jobs of half a pool each at most, two slots of work each, in three
+    # slots of pool: mean busy times 1.5 + 1.5 + 1.5, plus d/2 = 1 each -> 7.5
+    value, how = capped_bound(jobs, cluster)
+    assert value == pytest.approx(7.5, rel=1e-6) and "rate caps" in how
+    assert scalable_bound(jobs, cluster) == (value, how)
+
+
+def test_a_long_narrow_queue_on_a_wide_machine() -> None:
+    # twelve 1-GPU jobs of 10 slots on one 4-GPU machine: 4 + 4 + 4 in turns, Σ T = 240;
+    # pooled SRPT (a job may use all 4 GPUs) gives far less
+    jobs = [make_job(f"j{i}", workers=1, workload=NU * 10) for i in range(12)]
+    cluster = make_cluster(1, 4, 16)
+    value, _ = capped_bound(jobs, cluster)
+    data = capped_jobs(jobs, cluster)
+    assert value == pytest.approx(fine_lp(data, floor=True), rel=1e-6)
+    assert rank_bound(jobs, cluster) < value <= 240.0 + 1e-9
+    assert value >= 0.9 * 240.0
+
+
+def test_job_minimum_is_the_fractional_knapsack() -> None:
+    costs = np.array([5.0, 1.0, 3.0, 2.0])
+    assert job_minimum(costs, 2.0) == pytest.approx((1.0 + 2.0) / 2)
+    assert job_minimum(costs, 2.5) == pytest.approx((1.0 + 2.0) / 2.5 + 0.2 * 3.0)
+    assert job_minimum(costs, 0.4) == pytest.approx(1.0)  # all of it in the cheapest slot
+    assert job_minimum(np.array([7.0]), 1.0) == pytest.approx(7.0)
+
+
+@st.composite
+def instances(draw: st.DrawFn) -> tuple[list[JobRequest], ClusterSnapshot]:
+    cluster = make_cluster(draw(st.integers(1, 3)), draw(st.sampled_from([1, 2, 4])), 16)
+    jobs = []
+    for i in range(draw(st.integers(1, 7))):
+        w = draw(st.integers(1, 4))
+        slots = draw(st.floats(0.2, 6.0))
+        arrival = draw(st.integers(0, 6))
+        ps_cpus = draw(st.sampled_from([1, 4]))
+        jobs.append(
+            make_job(
+                f"j{i}",
+                workers=w,
+                workload=NU * w * slots,
+                arrival=arrival,
+                ps=make_job().ps.__class__(0, ps_cpus, 4096),
+            )
+        )
+    return jobs, cluster
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.integers(0, 2**31 - 1))
+def test_any_prices_give_a_bound_and_the_found_ones_reach_the_lp(
+    case: tuple[list[JobRequest], ClusterSnapshot], seed: int
+) -> None:
+    jobs, cluster = case
+    data = capped_jobs(jobs, cluster)
+    with_floor, without = fine_lp(data, floor=True), fine_lp(data)
+    rng = np.random.default_rng(seed)
+    horizon = int(data.arrival.max() + np.ceil(data.least).sum() + 3)
+    shape = (horizon, data.share.shape[1])
+    for scale in (0.0, 0.5, 3.0):
+        prices = rng.exponential(scale, size=shape) if scale else np.zeros(shape)
+        # weak duality: the Lagrangian of the LP (with its floors) at any prices ≥ 0
+        assert lagrangian_bound(data, prices) <= with_floor + 1e-6 * max(1.0, with_floor)
+    value, _ = capped_bound(jobs, cluster)
+    # the found prices reach the LP without floors (its duals), and stay below the LP
+    # with them and below a schedule of the relaxation
+    assert value >= without - 1e-6 * max(1.0, without)
+    assert value <= with_floor + 1e-6 * max(1.0, with_floor)
+    assert value <= _greedy_total(data) + 1e-6
+
+
+def _greedy_total(data: CappedJobs) -> float:
+    """Σ_i T_i of the greedy schedule of the relaxation: never below the bound."""
+    return float((greedy_schedule(data).done - data.arrival).sum())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_never_above_a_schedule_of_any_policy(
+    case: tuple[list[JobRequest], ClusterSnapshot],
+) -> None:
+    jobs, cluster = case
+    entries = [(j, j.arrival_slot * DELTA) for j in jobs]
+    admitted, _ = admit(sim_jobs(entries, DELTA), cluster)
+    if not admitted:
+        return
+    value, _ = capped_bound([j.request for j in admitted], cluster)
+    for policy in policy_names():
+        if policy in ("exact", "oasis-x0.5", "oasis-x2"):
+            continue  # exact: slow per arrival; the oasis variants: oasis's own rows
+        result = simulate(admitted, cluster, policy, PlacementParams())
+        if result.rejected:
+            continue
+        total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
+        assert value <= total + 1e-6 * max(1.0, total), policy
