@@ -14,8 +14,9 @@ length Δ, with every policy on the same synthesized jobs (MODEL.md §7):
   slot-by-slot changes pay the restart cost in its plan).
 
 Each cell also gets the scalable lower bound (``sim.bounds``: every job's fewest slots on
-the cluster and pooled-resource SRPT, combined by rank; proof in docs/formulation.md §15)
-as an average JCT no policy can beat. The target (issue 28, :func:`verdict`): ``yu-rr``'s
+the cluster and pooled-resource SRPT, combined by rank, or the pooled LP with rate caps of
+``sim.capped_bound`` when that is higher; proofs in docs/formulation.md §15) as an
+average JCT no policy can beat. The target (issue 28, :func:`verdict`): ``yu-rr``'s
 avg JCT ≤ max(0.90 × the best of BEST_OF, 1.05 × the bound), p50 and p99 ≤ ``fifo-bf``'s,
 ≤ 0.97 × ``qssf``; the tables give every policy ÷ the bound.
 
