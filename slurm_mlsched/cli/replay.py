@@ -168,6 +168,15 @@ def replay(
             "either way).",
         ),
     ] = True,
+    preempt_cost: Annotated[
+        str,
+        typer.Option(
+            "--preempt-cost",
+            help="With preemption: a pause must gain more than exact (the slots the "
+            "paused job's restart charge adds to its own run) | slot (one restart's "
+            "worst case on the slot grid, ⌈restart cost / Δ⌉ slots).",
+        ),
+    ] = "exact",
     preempt_resize: Annotated[
         bool,
         typer.Option(
@@ -302,6 +311,7 @@ def replay(
         lookahead_widths=lookahead_widths,
         preempt=preempt,
         preempt_resize=preempt_resize,
+        preempt_cost=preempt_cost.strip().lower(),
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,
         arch_reading=arch_reading,

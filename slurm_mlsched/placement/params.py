@@ -130,6 +130,13 @@ class PlacementParams:
     measured the same as 8 (the gain rule limits itself; docs/benchmarks.md)."""
     preempt_jobs: int = 32
     """Waiting jobs (in queue order) the preemption rule considers per event."""
+    preempt_cost: str = "exact"
+    """What a pause is weighed against (:func:`.yu_rr.preemption.victim_cost_s`): ``exact``,
+    the whole slots the paused job's restart charge adds to its run when it resumes in
+    its current shape (often 0: the charge fits in its last slot's slack); ``slot``, the
+    most one restart may cost on the slot grid, ⌈restart_s/Δ⌉ slots (the rule until
+    2026-12-04). ``exact`` measured 0.9985 × the avg JCT of ``slot`` over the 87 sweep
+    cells and the 16 policy cells (21 better, 12 worse; docs/formulation.md §16)."""
     preempt_resize: bool = False
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
     A running job slower than its fastest shape is re-decided (its work left + the

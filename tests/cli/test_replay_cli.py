@@ -145,3 +145,17 @@ def test_preempt_resize_is_recorded_and_needs_preemption(tmp_path: Path) -> None
     assert refused.exit_code == 3, refused.stderr
     assert "option --preempt-resize" in refused.stderr and "--no-preempt" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_preempt_cost_is_recorded_and_checked(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = invoke(
+        jobs_file(tmp_path), "-p", "yu-rr", "--nodes", "2x4", "--preempt-cost", "slot",
+        "--out", out, "--json", "--lp-max-jobs", "0",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert json.loads((out / "metrics.json").read_text())["params"]["preempt_cost"] == "slot"
+    refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--preempt-cost", "cheap")
+    assert refused.exit_code == 3, refused.stderr
+    assert "option --preempt-cost must be one of exact, slot, got 'cheap'" in refused.stderr
+    assert "Traceback" not in refused.stderr

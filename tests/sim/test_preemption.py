@@ -27,7 +27,13 @@ from slurm_mlsched.model import ClusterSnapshot, Machine, Resources
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
 from slurm_mlsched.placement.yu_rr.per_arrival import place_yu_rr
-from slurm_mlsched.placement.yu_rr.preemption import RunningRun, choose, plan_rate, restart_charge
+from slurm_mlsched.placement.yu_rr.preemption import (
+    RunningRun,
+    choose,
+    plan_rate,
+    restart_charge,
+    victim_cost_s,
+)
 from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_cluster, make_job
@@ -73,6 +79,30 @@ def test_a_long_job_is_paused_for_many_short_ones_when_the_gain_exceeds_the_cost
     assert p.charge == pytest.approx(charge)
     assert p.resumed.workload == pytest.approx(NU * 4 * 95 + charge)
     assert p.resumed.arrival_slot == 0  # it keeps its place in the aging
+
+
+def test_a_pause_costs_what_the_restart_charge_adds_to_the_paused_run() -> None:
+    # L's last slot is half used (99.5 slots of work at 4 workers): the charge of 30 s
+    # (0.05 of a slot at its rate) fits in that slack, so pausing it costs its own
+    # completion nothing (``exact``); a whole slot under ``slot`` (the worst case)
+    job = make_job("L", workers=4, workload=NU * 4 * 99.5)
+    d = place_yu_rr(job, ClusterSnapshot(NODE.machines, slot_seconds=DELTA), PlacementParams())
+    assert d.end_slot == 99
+    run = RunningRun(job, 7, d)
+    left, charge = NU * 4 * 94.5, 4 * NU * 30.0 / DELTA
+    exact = PlacementParams(preempt=True)
+    assert exact.preempt_cost == "exact"
+    assert victim_cost_s(run, left, charge, exact, DELTA) == 0.0
+    slot = replace(exact, preempt_cost="slot")
+    assert victim_cost_s(run, left, charge, slot, DELTA) == DELTA
+    # no slack: the charge spills into one more slot
+    assert victim_cost_s(run, NU * 4 * 95, charge, exact, DELTA) == DELTA
+    # a charge of 2.5 slots of work from a slot boundary: 3 more slots
+    assert victim_cost_s(run, NU * 4 * 95, NU * 4 * 2.5, exact, DELTA) == 3 * DELTA
+    # the rule uses it: one short job that would start when L ends (slot 100) instead of
+    # now (5) gains 95 − 2 slots, weighed against 0 instead of one slot
+    (p,) = choose(_shorts(1), (run,), _at(5, run), replace(exact, aging=0.0))
+    assert p.cost_s == 0.0 and p.gain_s == pytest.approx((95 - 2) * DELTA)
 
 
 def test_a_blocked_jobs_alternative_start_is_the_same_whatever_caps_came_before() -> None:

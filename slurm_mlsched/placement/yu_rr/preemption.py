@@ -23,12 +23,16 @@ instead of letting it run its p_j remaining slots changes the total completion t
     gain_j = Σ_{i∈S} min(t_i − now, p_j)·Δ  −  max_{i∈S} d_i·Δ
 
 (each i ends t_i − now sooner; j resumes when the last of S ends, d_i its run), the
-two-job exchange argument of SRPT summed over S. j is preempted when gain_j exceeds the
-restart cost c = ⌈restart_s / Δ⌉·Δ (the restart at most costs that many whole slots of
-j's run on the slot grid). Victims are tried from the largest key (lowest priority)
-down; each sees the room the ones before it freed and their S took. A job is preempted
-at most ``preempt_max`` times; only running jobs that started before now are candidates;
-at most ``preempt_jobs`` waiting jobs are looked at.
+two-job exchange argument of SRPT summed over S. j is preempted when gain_j exceeds what
+the restart costs j itself, c_j (``preempt_cost``, :func:`victim_cost_s`): by default the
+whole slots its restart charge ρ_j adds to its run when it resumes in its current shape at
+rate r_j, (⌈(R_j + ρ_j)/r_j⌉ − ⌈R_j/r_j⌉)·Δ with R_j its work left — 0 when ρ_j fits in
+the slack of its last slot, one slot when it does not; ``slot`` takes the most a restart
+may cost, ⌈restart_s / Δ⌉·Δ, for every victim (the rule until 2026-12-04). Victims are
+tried from the largest key (lowest priority) down; each sees the room the ones before it
+freed and their S took. A job is preempted at most ``preempt_max`` times; only running
+jobs that started before now are candidates; at most ``preempt_jobs`` waiting jobs are
+looked at.
 
 **The restart charge.** The simulator charges a re-allocating policy's resumed job its
 new rate × restart_s (MODEL.md §6, ``sim.realloc``). A queue policy decides the resumed
@@ -179,6 +183,23 @@ def restart_cost_s(params: PlacementParams, slot_seconds: float) -> float:
     return math.ceil(params.restart_s / slot_seconds - 1e-9) * slot_seconds
 
 
+def victim_cost_s(
+    run: RunningRun, left: float, charge: float, params: PlacementParams, slot_seconds: float
+) -> float:
+    """What pausing ``run`` now costs its own completion (``preempt_cost``): ``slot``, the
+    most one restart may cost on the slot grid (:func:`restart_cost_s`); ``exact``, the
+    whole slots its restart charge ρ adds to its run when it resumes in its current shape
+    at rate r: (⌈(R + ρ)/r⌉ − ⌈R/r⌉)·Δ, R the work it has left (0 when ρ fits in the
+    slack of its last slot, one slot when it does not, for ρ ≤ r)."""
+    if params.preempt_cost == "slot" or params.restart_s <= 0:
+        return restart_cost_s(params, slot_seconds)
+    rate = plan_rate(run.decision.slots[-1], run.request, slot_seconds)
+    if rate <= 0:
+        return restart_cost_s(params, slot_seconds)
+    extra = math.ceil((left + charge) / rate - 1e-9) - math.ceil(left / rate - 1e-9)
+    return max(0, extra) * slot_seconds
+
+
 @dataclass
 class _Blocked:
     pending: PendingJob
@@ -237,7 +258,6 @@ def choose(
             blocked.append(_Blocked(p, key(p.request), res))
     if not blocked:
         return ()
-    cost = restart_cost_s(params, delta)
     victims = []
     for run in running:
         d = run.decision
@@ -266,6 +286,7 @@ def choose(
         cap = run.decision.end_slot + 1  # when the victim's room frees anyway
         waits = [b.alt_start(params, delta, now, cap) - now for b, _ in taken]
         gain = sum(waits) - max(d for _, d in taken)
+        cost = victim_cost_s(run, req.workload - charge, charge, params, delta)
         if gain * delta <= cost:
             continue
         out.append(

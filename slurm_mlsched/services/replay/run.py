@@ -56,6 +56,7 @@ from ...sim.metrics import check_placed
 from ..clock import Clock
 from .types import (
     CPU_JOBS,
+    PREEMPT_COSTS,
     QUEUE_PROGRAMS,
     InputRows,
     ProgressFn,
@@ -317,6 +318,12 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             hint="drop --no-preempt (preemption is the replay's default) or --preempt-resize",
             context={"option": "--preempt-resize"},
         )
+    if opts.preempt_cost not in PREEMPT_COSTS:
+        raise InputError(
+            f"option --preempt-cost must be one of {', '.join(PREEMPT_COSTS)}, "
+            f"got {opts.preempt_cost!r}",
+            context={"option": "--preempt-cost", "value": opts.preempt_cost},
+        )
     if opts.queue_program not in QUEUE_PROGRAMS:
         raise InputError(
             f"option --queue-program must be one of {', '.join(QUEUE_PROGRAMS)}, "
@@ -333,6 +340,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         lookahead_widths=opts.lookahead_widths,
         preempt=opts.preempt,
         preempt_resize=opts.preempt_resize,
+        preempt_cost=opts.preempt_cost,
     )
 
 

@@ -20,6 +20,8 @@ ProgressFn = Callable[[str, int, int], None]
 
 RESTART_S = PlacementParams().restart_s
 QUEUE_PROGRAMS = ("per-job", "joint")
+#: ``--preempt-cost``: what a pause is weighed against (docs/formulation.md §16).
+PREEMPT_COSTS = ("exact", "slot")
 CPU_JOBS = ("off", "per-node", "per-cores")
 
 
@@ -38,6 +40,7 @@ class ReplayOptions:
     lookahead_widths: bool = False  # weigh narrower starts now too (formulation §14.7)
     preempt: bool = True  # checkpoint-restart preemption under late binding (formulation
     # §16): on, as a site with `preempt = true` runs it live; it won on the sweep's average
+    preempt_cost: str = "exact"  # what a pause is weighed against (formulation §16)
     preempt_resize: bool = False  # resize a running job by checkpoint-restart (formulation
     # §16, "Resize"; a prototype: measured, off, replay only)
     restart_s: float = RESTART_S
