@@ -26,9 +26,12 @@ bounds hold for every schedule the simulator accepts, elastic or not, of every p
   smallest of values each ≥ L_i is ≥ L_(k)); summed over k and less Σ a_i, that bounds
   Σ_i (e_i − a_i + 1). It is at least each of the two sums above.
 
-:func:`scalable_bound` is the rank bound. It ignores locality and the PSs' placement, so
-it is weak when a cluster is idle (then the shortest runs dominate) and tight when one
-resource is the bottleneck of a busy cluster.
+:func:`scalable_bound` is the larger of the rank bound and the pooled LP with rate caps
+(:mod:`.capped_bound`, which keeps each job's own speed limit on the pool: on traces of
+long narrow jobs it is the higher one). Both ignore locality and the PSs' placement, so
+they are weak when a cluster is idle (then the shortest runs dominate) and tight when one
+resource is the bottleneck of a busy cluster. Each job's own limits (widths, d_i, c_i^r)
+are in :mod:`.job_bounds`.
 """
 
 from __future__ import annotations
