@@ -93,6 +93,31 @@ class CappedJobs:
         return CappedJobs(self.arrival[keep], self.fewest[keep], self.least[keep], self.share[keep])
 
 
+@dataclass(frozen=True)
+class Pool:
+    """The share of each pooled resource the jobs may use, per slot: ``rows[k]`` from slot
+    ``edges[k]`` to the next edge (the last row for ever). The whole cluster (one row of
+    ones from slot 0) unless running jobs hold part of it (:mod:`.queue_estimate`)."""
+
+    edges: IntArray
+    rows: FloatArray  # (len(edges), resources)
+
+    @classmethod
+    def whole(cls, resources: int) -> Pool:
+        return cls(np.zeros(1, dtype=np.int64), np.ones((1, resources)))
+
+    def per_slot(self, horizon: int) -> FloatArray:
+        """Slots 0 … horizon − 1 × resources."""
+        k = np.searchsorted(self.edges, np.arange(horizon), side="right") - 1
+        out: FloatArray = self.rows[np.maximum(k, 0)]
+        return out
+
+    def next_edge(self, t: int) -> int | None:
+        """The first slot after ``t`` where the share changes (None: never)."""
+        k = int(np.searchsorted(self.edges, t, side="right"))
+        return int(self.edges[k]) if k < len(self.edges) else None
+
+
 def capped_jobs(
     jobs: Sequence[JobRequest], cluster: ClusterSnapshot, shapes: Sequence[Widths] | None = None
 ) -> CappedJobs:
@@ -137,19 +162,25 @@ def job_minimum(costs: FloatArray, least: float) -> float:
 
 
 def lagrangian_bound(
-    jobs: CappedJobs, prices: FloatArray, windows: IntArray | None = None
+    jobs: CappedJobs,
+    prices: FloatArray,
+    windows: IntArray | None = None,
+    pool: Pool | None = None,
 ) -> float:
     """L(λ) of the module docstring for ``prices`` λ (slots 0 … T−1 × pooled resources,
     every entry ≥ 0; no price from slot T on): a lower bound on Σ_i T_i of every schedule.
     ``windows``: the slots past each job's arrival it is priced on (default: up to T;
-    each cut to :data:`MAX_WINDOW` and all to :data:`MAX_WINDOW_TOTAL`)."""
+    each cut to :data:`MAX_WINDOW` and all to :data:`MAX_WINDOW_TOTAL`); ``pool``: the
+    share of the pool the jobs may use per slot (default all of it), the right-hand side
+    of the priced rows."""
     prices = np.maximum(np.asarray(prices, dtype=np.float64), 0.0)
     horizon = prices.shape[0]
+    share = (pool or Pool.whole(jobs.share.shape[1])).per_slot(horizon)
     span = np.clip(horizon - jobs.arrival, 0, None) if windows is None else windows
     span = np.minimum(span, MAX_WINDOW)
     if span.sum() > MAX_WINDOW_TOTAL:
         span = (span * (MAX_WINDOW_TOTAL / span.sum())).astype(np.int64)
-    total = -float(prices.sum())
+    total = -float((prices * share).sum())
     for i in range(len(jobs)):
         d = float(jobs.least[i])
         a = int(jobs.arrival[i])
@@ -176,11 +207,13 @@ class Greedy:
     busy: npt.NDArray[np.bool_]
 
 
-def greedy_schedule(jobs: CappedJobs) -> Greedy:
+def greedy_schedule(jobs: CappedJobs, pool: Pool | None = None) -> Greedy:
     """A feasible schedule of the LP (the pool, the caps, no start before arrival): in
     each slot the jobs by least remaining pool share first, each at its cap while room is
-    left. In a slot where no resource is full every job present runs at its cap."""
-    n, res = len(jobs), jobs.share.shape[1]
+    left (``pool``: the share of it they may use per slot, default all). In a slot where
+    no resource is full every job present runs at its cap."""
+    pool = pool or Pool.whole(jobs.share.shape[1])
+    n = len(jobs)
     done = np.zeros(n, dtype=np.int64)
     rem = [1.0] * n
     cap = [1.0 / d if d > 0 else 1.0 for d in jobs.least.tolist()]
@@ -199,7 +232,8 @@ def greedy_schedule(jobs: CappedJobs) -> Greedy:
             active.append(order[k])
             k += 1
         active.sort(key=lambda i: (rem[i] * size[i], i))
-        left = [1.0] * res
+        k_pool = int(np.searchsorted(pool.edges, t, side="right")) - 1
+        left = [float(x) for x in pool.rows[max(k_pool, 0)]]
         rate: list[float] = []
         for i in active:
             room = min((left[r] / c for r, c in enumerate(shares[i]) if c > 0), default=math.inf)
@@ -210,12 +244,17 @@ def greedy_schedule(jobs: CappedJobs) -> Greedy:
         # the same rates hold until a job ends or one arrives (a served job only moves up
         # the order): take the whole slots before that at once
         span = arrival[order[k]] - t if k < n else 1 << 62
+        edge = pool.next_edge(t)
+        if edge is not None:
+            span = min(span, edge - t)
         for i, f in zip(active, rate, strict=True):
             if f > 0:
                 span = min(span, max(1, math.floor((rem[i] - 1e-12) / f)))
         span = max(1, span)
         if min(left, default=1.0) <= 1e-9:
             full.append((t, span))
+        if not any(f > 0 for f in rate) and edge is None and k >= n:
+            raise ValueError("the pool never has room for the jobs left")
         still: list[int] = []
         for i, f in zip(active, rate, strict=True):
             rem[i] -= f * span
@@ -356,10 +395,11 @@ def find_prices(
     max_columns: int = MAX_COLUMNS,
     rounds: int = ROUNDS,
     time_limit_s: float = LP_TIME_LIMIT_S,
+    pool: Pool | None = None,
 ) -> Prices | None:
     """Prices λ ≥ 0 from the coarse LP's duals (module docstring) and L at them (λ = 0
     when that is higher, or the LP did not solve in time); None without a job to count.
-    ``greedy``: :func:`greedy_schedule` of the jobs with work to count.
+    ``greedy``: :func:`greedy_schedule` of the jobs with work to count on ``pool``.
 
     The LP is restricted where that makes it small (any prices give a bound): a job whose
     greedy run meets no full slot ran at its cap from its arrival and keeps that run
@@ -369,13 +409,16 @@ def find_prices(
     sub = _counted(jobs)
     if not len(sub) or sub.share.shape[1] == 0:
         return None
-    greedy = greedy_schedule(sub) if greedy is None else greedy
+    pool = pool or Pool.whole(sub.share.shape[1])
+    greedy = greedy_schedule(sub, pool) if greedy is None else greedy
     done, busy = greedy.done, greedy.busy
     horizon = int(done.max())
     seen = np.concatenate([[0], np.cumsum(busy[:horizon], dtype=np.int64)])
     moves = seen[np.minimum(done, horizon)] > seen[sub.arrival]
     unpriced = np.zeros((0, sub.share.shape[1]))
-    at_zero = Prices(unpriced, lagrangian_bound(jobs, unpriced), "pooled LP with rate caps, λ = 0")
+    at_zero = Prices(
+        unpriced, lagrangian_bound(jobs, unpriced, pool=pool), "pooled LP with rate caps, λ = 0"
+    )
     if not moves.any():
         return at_zero  # no full slot: every job at its cap from its arrival is optimal
     fixed, free = sub.subset(~moves), sub.subset(moves)
@@ -389,7 +432,7 @@ def find_prices(
             break
         fine, coarse = (fine, 16) if coarse == 1 else (2 * fine, 32 * fine)
     room = np.maximum(
-        np.diff(blocks.edges)[:, None] - blocks.sums(_at_cap_usage(fixed, horizon)), 0.0
+        blocks.sums(pool.per_slot(horizon)) - blocks.sums(_at_cap_usage(fixed, horizon)), 0.0
     )
     best = at_zero
     for rnd in range(rounds + 1):
@@ -401,7 +444,7 @@ def find_prices(
         res = free.share.shape[1]
         dual = result.row_dual[: blocks.count * res].reshape(blocks.count, res)
         prices = blocks.spread(np.maximum(-dual, 0.0))
-        value = lagrangian_bound(jobs, prices)
+        value = lagrangian_bound(jobs, prices, pool=pool)
         if value > best.value:
             note = f"pooled LP with rate caps (blocks of {fine} slot(s) where full, round {rnd})"
             best = Prices(prices, value, note)

@@ -43,7 +43,9 @@ two facts:
 So the k-th job to finish has R ≥ ⌈a_k⌉ and R ≥ its own L: for the schedule's order π,
 P ≥ Σ_k max(⌈a_k⌉, L_π(k)) ≥ Σ_k max(⌈a_k⌉, L_(k)) with the L sorted ascending (max(a, b)
 is a Monge cost, so the sorted matching is the cheapest). B is the largest of that over
-the resources (Σ_i L_i without any): at least both Σ_i L_i and each pooled bound.
+the resources (Σ_i L_i without any): at least both Σ_i L_i and each pooled bound — or the
+pooled LP with rate caps on the room from now (:func:`capped_from_now`; the pool above
+lets one job use all of it, this one does not) when that is higher.
 
 Both bounds count the running jobs' remaining work as the room they hold until their
 expected ends; the running jobs' own remaining terms are the same in every schedule (they
@@ -61,12 +63,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
 
-from ..model import ClusterSnapshot, Decision, JobRequest
+from ..model import ClusterSnapshot, Decision, JobRequest, Machine, Resources
 from ..model.speed import upper_worker_rate
 from ..placement.params import PlacementParams
 from ..placement.program.packing import EPS, fit_counts
@@ -75,6 +77,7 @@ from ..placement.yu_rr.arrival import Arrival
 from ..placement.yu_rr.late_binding import without
 from ..placement.yu_rr.list_schedule import arrival_of, earliest_requested, fastest_on, usage
 from ..placement.yu_rr.nonelastic import Shape, end_slot
+from .capped_bound import CappedJobs, Pool, capped_jobs, find_prices
 
 #: the resources of a row of usage, in order
 RESOURCES = ("gpu", "cpu", "mem")
@@ -256,6 +259,9 @@ def estimate_queue(
     plan = float(sum(j.end_slot - n + 1 for _, j in known if j.end_slot is not None))
     alone = [j.alone_slots or 1 for _, j in known]
     bound, kind = queue_bound([job for job, _ in known], alone, fixed, delta)
+    capped = capped_from_now([job for job, _ in known], alone, fixed)
+    if capped > bound + 1e-9:
+        bound, kind = capped, "rate caps on the room from now"
     ratio = 1.0 if not waiting else (plan / bound if known and bound > 0 else None)
     horizon = max((j.end_slot for _, j in known if j.end_slot is not None), default=n)
     runs = [u for job, _ in known for u in placed[job.job_id].runs]
@@ -482,6 +488,31 @@ def queue_bound(
         if value > best:
             best, kind = value, f"alone and pooled {name} from now"
     return best, kind
+
+
+def capped_from_now(jobs: Sequence[JobRequest], alone: Sequence[int], fixed: Residual) -> float:
+    """The pooled LP with rate caps (:mod:`.capped_bound`, docs/formulation.md §15.3) for
+    ``jobs`` waiting at ``fixed.t0``: each job at most its fastest rate on the empty
+    machines, all of them in the room the fixed reservations leave per slot (the pool's
+    share of it), each term at least its L_i ``alone``; slots counted from t0 (0 without
+    a job with work to count)."""
+    if not jobs:
+        return 0.0
+    totals = fixed.capacity.sum(axis=0)
+    pooled = [r for r in range(3) if totals[r] > 0]
+    if not pooled:
+        return 0.0
+    cluster = ClusterSnapshot(
+        tuple(Machine(f"m{h}", Resources(*row)) for h, row in enumerate(fixed.capacity.tolist()))
+    )
+    data = capped_jobs([replace(j, arrival_slot=0) for j in jobs], cluster)
+    data = CappedJobs(data.arrival, np.asarray(alone, dtype=np.int64), data.least, data.share)
+    rows = np.stack(
+        [fixed.seg_res[:, r, :].sum(axis=0) / totals[r] for r in pooled], axis=1
+    )  # (segments, pooled resources)
+    pool = Pool((np.asarray(fixed.seg_starts, dtype=np.int64) - fixed.t0), np.clip(rows, 0, 1))
+    found = find_prices(data, pool=pool)
+    return 0.0 if found is None else found.value
 
 
 def held_share(fixed: Residual, uses: Sequence[Use], horizon: int) -> tuple[float, str]:

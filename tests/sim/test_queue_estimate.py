@@ -24,6 +24,7 @@ from slurm_mlsched.sim.bounds import srpt_total
 from slurm_mlsched.sim.queue_estimate import (
     QueuedJob,
     alone_from_now,
+    capped_from_now,
     estimate_queue,
     place_waiting,
     pooled_from_now,
@@ -162,6 +163,27 @@ def test_the_alone_and_pooled_bounds_combine_and_a_narrower_start_is_estimated()
     est = estimate_queue([QueuedJob(small), QueuedJob(wide)], cluster, NOW)
     assert [(j.start_slot, j.end_slot) for j in est.jobs] == [(0, 1), (0, 2)]
     assert (est.plan_slots, est.bound_slots, est.ratio) == (5.0, 5.0, 1.0)
+
+
+def test_a_long_narrow_queue_is_bounded_with_rate_caps() -> None:
+    # one 4-GPU node, 2 GPUs held until slot 20, twelve 1-GPU jobs of 10 slots waiting:
+    # any schedule runs at most 2 of them before slot 20 and 4 after, one GPU each. The
+    # pooled bound lets one job use the whole free pool; the pooled LP with rate caps
+    # (sim/capped_bound.py) does not, and is the higher one: between the two and the plan
+    busy = (Reservation("node1", 0, 20, Resources(2, 1, 0), "r"),)
+    cluster = _cluster(1, 4, busy)
+    fixed = residual_from(cluster, 0)
+    jobs = [make_job(f"j{i}", workers=1, workload=NU * 10) for i in range(12)]
+    alone = [alone_from_now(j, fixed, DELTA) for j in jobs]
+    old, _ = queue_bound(jobs, alone, fixed, DELTA)
+    capped = capped_from_now(jobs, alone, fixed)
+    est = estimate_queue([QueuedJob(j) for j in jobs], cluster, NOW)
+    # the plan: 2 in 0..9, 2 in 10..19, then 4 in 20..29 and 4 in 30..39: 2·10 + 2·20 +
+    # 4·30 + 4·40 = 340
+    assert est.plan_slots == 340.0
+    assert old < capped <= est.plan_slots + 1e-9
+    assert capped >= 0.9 * 340.0
+    assert (est.bound_slots, est.bound_kind) == (capped, "rate caps on the room from now")
 
 
 def test_the_alone_bound_waits_for_room() -> None:
