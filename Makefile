@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -60,7 +60,7 @@ cluster-down:
 # Each writes its own section of docs/benchmarks.md (bench/sections.py).
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md
-	$(MAKE) bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-queue bench-scale bench-reliability bench-report
+	$(MAKE) bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-queue bench-scale bench-reliability bench-report
 
 # Live planning latency: needs the local Slurm cluster (started here if it is not up).
 bench-live: venv
@@ -79,6 +79,15 @@ bench-sweep: venv
 bench-preempt: venv
 	$(PY) -m bench.preempt_ladder --out docs/benchmarks.md \
 		--cells philly-w10000,philly-w30000,philly-w50000,philly-w70000,pollux1,pollux2,pollux3,sia1,sia2,philly5k,mustang1,mustang2
+
+# yu-rr alone over the 16 policy cells and the 87 sweep cells: preempt_cost slot against
+# exact (the default), the ratio per family (bench/param_ladder.py; about 50 min).
+bench-param: venv
+	rm -f bench/out/ladder/slot.jsonl bench/out/ladder/exact.jsonl
+	$(PY) -m bench.param_ladder run --tag slot --set preempt_cost='"slot"'
+	$(PY) -m bench.param_ladder run --tag exact
+	$(PY) -m bench.param_ladder render --base slot --other exact \
+		--title "Restart cost of a pause: \`preempt_cost\` exact against slot"
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv

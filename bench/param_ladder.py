@@ -1,0 +1,173 @@
+"""One placement parameter against another, ``yu-rr`` alone, over every cell we measure
+(``make bench-param``; issue 28: an idea is kept only if it wins on the average of all
+cells, not one).
+
+The cells are the 16 of ``bench.policy_table`` (8 workloads × Δ 600 and 60 s) and the 87 of
+``bench.sweep`` (traces × shape × offered load × seed), each replayed as ``mlsub replay``
+replays it (``services.replay.prepare_jobs`` and ``replay_params``: the same jobs, cluster,
+slot length and restart cost), with ``PlacementParams`` overrides given as ``--set
+name=value`` (JSON values). Only ``yu-rr`` runs: the baselines do not read these
+parameters.
+
+    python -m bench.param_ladder run --tag slot --set preempt_cost='"slot"'
+    python -m bench.param_ladder run --tag exact
+    python -m bench.param_ladder render --base slot --other exact --title "…"
+
+``run`` appends one JSON line per cell to ``bench/out/ladder/TAG.jsonl`` (``--only`` picks
+cells by a substring of their key); ``render`` writes the section ``param-ladder`` of
+docs/benchmarks.md: the mean and geometric mean of other ÷ base over the cells both
+measured, by family, and every cell that moved by more than 1 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs
+from slurm_mlsched.services.replay.run import replay_params
+from slurm_mlsched.sim import simulate
+
+from . import policy_table
+from .run import machine_facts
+from .sections import write_section
+from .sweep import cells
+
+OUT = Path("bench/out/ladder")
+
+
+def todo() -> list[tuple[str, ReplayOptions]]:
+    """(key, options) of every cell: the 16 policy cells, then the sweep's."""
+    out = []
+    for key, (_, rel, extra) in policy_table.WORKLOADS.items():
+        flag = dict(zip(extra[::2], extra[1::2], strict=True))
+        for delta in (600.0, 60.0):
+            opts = ReplayOptions(
+                trace=policy_table.TRACES / rel,
+                policies=("yu-rr",),
+                nodes=flag.get("--nodes"),
+                cluster=Path(flag["--cluster"]) if "--cluster" in flag else None,
+                slot_seconds=delta,
+                limit=int(flag["--limit"]) if "--limit" in flag else None,
+                cpu_jobs=flag.get("--cpu-jobs", "off"),
+            )
+            out.append((f"{key}|{delta:g}", opts))
+    out += [(c.key, replace(c.options(), policies=("yu-rr",))) for c in cells()]
+    return out
+
+
+def run_cell(opts: ReplayOptions, overrides: dict[str, Any]) -> dict[str, float]:
+    """``yu-rr`` on one cell with ``overrides``: avg, p50 and p99 JCT (h), wall (s)."""
+    prepared = prepare_jobs(opts)
+    jobs, cluster = prepared.admitted, prepared.cluster
+    params = replace(replay_params(opts, opts.seed), **overrides)
+    began = time.perf_counter()
+    result = simulate(jobs, cluster, "yu-rr", params)
+    delta = cluster.slot_seconds
+    jct = np.array(
+        [(o.decision.end_slot + 1) * delta - o.job.submit_s for o in result.outcomes if o.decision]
+    )
+    hours = jct / 3600.0
+    return {
+        "avg": float(hours.mean()),
+        "p50": float(np.percentile(hours, 50)),
+        "p99": float(np.percentile(hours, 99)),
+        "wall": time.perf_counter() - began,
+    }
+
+
+def _load(tag: str) -> dict[str, dict[str, Any]]:
+    rows = [json.loads(line) for line in (OUT / f"{tag}.jsonl").read_text().splitlines()]
+    return {r["key"]: r for r in rows}
+
+
+def _family(key: str) -> str:
+    head = key.split("|")[0]
+    if "|" in key and key.split("|")[1] in ("600", "60"):
+        return "16 policy cells"
+    return "sweep: " + head.split(" ")[0]
+
+
+def render(base: str, other: str, title: str) -> str:
+    """The section: other ÷ base per family, and the cells that moved by more than 1 %."""
+    a, b = _load(base), _load(other)
+    keys = [k for k in a if k in b]
+    ratio = {k: b[k]["avg"] / a[k]["avg"] for k in keys}
+    lines = [
+        f"## {title}",
+        "",
+        f"Written by `python -m bench.param_ladder render --base {base} --other {other}` "
+        f"from `bench/out/ladder/{base}.jsonl` and `{other}.jsonl` (`yu-rr` alone, "
+        "every other parameter at its default; the 16 policy cells and the 87 sweep cells). "
+        f"Machine: {machine_facts()['cpu']}; rendered {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
+        f"*ratio* = avg JCT with `{other}` ÷ with `{base}` (< 1: `{other}` better).",
+        "",
+        "| cells | n | mean ratio | geometric mean | better (< 0.999) | worse (> 1.001) "
+        "| min | max |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[str, list[float]] = {"all": list(ratio.values())}
+    for k in keys:
+        groups.setdefault(_family(k), []).append(ratio[k])
+    for name, rs in groups.items():
+        geo = math.exp(sum(math.log(x) for x in rs) / len(rs))
+        lines.append(
+            f"| {name} | {len(rs)} | {sum(rs) / len(rs):.4f} | {geo:.4f} | "
+            f"{sum(x < 0.999 for x in rs)} | {sum(x > 1.001 for x in rs)} | "
+            f"{min(rs):.3f} | {max(rs):.3f} |"
+        )
+    moved = [k for k in keys if abs(ratio[k] - 1) > 0.01]
+    lines += [
+        "",
+        "Cells that moved by more than 1 % (avg JCT in hours, p99 beside it):",
+        "",
+        f"| cell | {base} avg (p99) | {other} avg (p99) | ratio |",
+        "|---|---|---|---|",
+    ]
+    for k in moved:
+        label = k.replace("|", " · ")  # a '|' would split the table's cell
+        lines.append(
+            f"| {label} | {a[k]['avg']:.3f} ({a[k]['p99']:.2f}) | {b[k]['avg']:.3f} "
+            f"({b[k]['p99']:.2f}) | {ratio[k]:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--tag", required=True)
+    r.add_argument("--set", action="append", default=[], help="name=JSON value")
+    r.add_argument("--only", default="")
+    w = sub.add_parser("render")
+    w.add_argument("--base", required=True)
+    w.add_argument("--other", required=True)
+    w.add_argument("--title", default="A placement parameter against another")
+    w.add_argument("--out", default="docs/benchmarks.md")
+    args = ap.parse_args()
+    if args.cmd == "render":
+        write_section(Path(args.out), "param-ladder", render(args.base, args.other, args.title))
+        return
+    overrides = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
+    OUT.mkdir(parents=True, exist_ok=True)
+    with (OUT / f"{args.tag}.jsonl").open("a") as out:
+        for key, opts in todo():
+            if args.only and args.only not in key:
+                continue
+            row = {"key": key, **run_cell(opts, overrides)}
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            print(args.tag, key, f"{row['avg']:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
