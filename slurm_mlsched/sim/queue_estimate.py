@@ -68,7 +68,7 @@ from datetime import datetime
 
 import numpy as np
 
-from ..model import ClusterSnapshot, Decision, JobRequest, Machine, Resources
+from ..model import ClusterSnapshot, Decision, JobRequest
 from ..model.speed import upper_worker_rate
 from ..placement.params import PlacementParams
 from ..placement.program.packing import EPS, fit_counts
@@ -259,7 +259,7 @@ def estimate_queue(
     plan = float(sum(j.end_slot - n + 1 for _, j in known if j.end_slot is not None))
     alone = [j.alone_slots or 1 for _, j in known]
     bound, kind = queue_bound([job for job, _ in known], alone, fixed, delta)
-    capped = capped_from_now([job for job, _ in known], alone, fixed)
+    capped = capped_from_now([job for job, _ in known], alone, cluster, fixed)
     if capped > bound + 1e-9:
         bound, kind = capped, "rate caps on the room from now"
     ratio = 1.0 if not waiting else (plan / bound if known and bound > 0 else None)
@@ -490,21 +490,18 @@ def queue_bound(
     return best, kind
 
 
-def capped_from_now(jobs: Sequence[JobRequest], alone: Sequence[int], fixed: Residual) -> float:
+def capped_from_now(
+    jobs: Sequence[JobRequest], alone: Sequence[int], cluster: ClusterSnapshot, fixed: Residual
+) -> float:
     """The pooled LP with rate caps (:mod:`.capped_bound`, docs/formulation.md §15.3) for
-    ``jobs`` waiting at ``fixed.t0``: each job at most its fastest rate on the empty
-    machines, all of them in the room the fixed reservations leave per slot (the pool's
-    share of it), each term at least its L_i ``alone``; slots counted from t0 (0 without
-    a job with work to count)."""
-    if not jobs:
-        return 0.0
+    ``jobs`` waiting at ``fixed.t0``: each job at most its fastest rate on ``cluster``'s
+    machines (at its Δ), all of them in the room the fixed reservations leave per slot
+    (the pool's share of it), each term at least its L_i ``alone``; slots counted from t0
+    (0 without a job with work to count)."""
     totals = fixed.capacity.sum(axis=0)
     pooled = [r for r in range(3) if totals[r] > 0]
-    if not pooled:
+    if not jobs or not pooled:
         return 0.0
-    cluster = ClusterSnapshot(
-        tuple(Machine(f"m{h}", Resources(*row)) for h, row in enumerate(fixed.capacity.tolist()))
-    )
     data = capped_jobs([replace(j, arrival_slot=0) for j in jobs], cluster)
     data = CappedJobs(data.arrival, np.asarray(alone, dtype=np.int64), data.least, data.share)
     rows = np.stack(

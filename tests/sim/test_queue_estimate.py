@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -165,18 +166,21 @@ def test_the_alone_and_pooled_bounds_combine_and_a_narrower_start_is_estimated()
     assert (est.plan_slots, est.bound_slots, est.ratio) == (5.0, 5.0, 1.0)
 
 
-def test_a_long_narrow_queue_is_bounded_with_rate_caps() -> None:
+@pytest.mark.parametrize("delta", [DELTA, 60.0, 3600.0])
+def test_a_long_narrow_queue_is_bounded_with_rate_caps(delta: float) -> None:
     # one 4-GPU node, 2 GPUs held until slot 20, twelve 1-GPU jobs of 10 slots waiting:
     # any schedule runs at most 2 of them before slot 20 and 4 after, one GPU each. The
     # pooled bound lets one job use the whole free pool; the pooled LP with rate caps
-    # (sim/capped_bound.py) does not, and is the higher one: between the two and the plan
+    # (sim/capped_bound.py) does not, and is the higher one: between the two and the plan.
+    # At every slot length (the rates per slot are the cluster's Δ's)
     busy = (Reservation("node1", 0, 20, Resources(2, 1, 0), "r"),)
-    cluster = _cluster(1, 4, busy)
+    cluster = replace(_cluster(1, 4, busy), slot_seconds=delta)
     fixed = residual_from(cluster, 0)
-    jobs = [make_job(f"j{i}", workers=1, workload=NU * 10) for i in range(12)]
-    alone = [alone_from_now(j, fixed, DELTA) for j in jobs]
-    old, _ = queue_bound(jobs, alone, fixed, DELTA)
-    capped = capped_from_now(jobs, alone, fixed)
+    nu = RESNET.nu_in(delta)
+    jobs = [make_job(f"j{i}", workers=1, workload=nu * 10) for i in range(12)]
+    alone = [alone_from_now(j, fixed, delta) for j in jobs]
+    old, _ = queue_bound(jobs, alone, fixed, delta)
+    capped = capped_from_now(jobs, alone, cluster, fixed)
     est = estimate_queue([QueuedJob(j) for j in jobs], cluster, NOW)
     # the plan: 2 in 0..9, 2 in 10..19, then 4 in 20..29 and 4 in 30..39: 2·10 + 2·20 +
     # 4·30 + 4·40 = 340
