@@ -161,40 +161,39 @@ def job_minimum(costs: FloatArray, least: float) -> float:
     return total
 
 
-def lagrangian_bound(
-    jobs: CappedJobs,
-    prices: FloatArray,
-    windows: IntArray | None = None,
-    pool: Pool | None = None,
-) -> float:
+def _job_costs(jobs: CappedJobs, i: int, prices: FloatArray, span: int) -> FloatArray:
+    """Job i's cost per unit share in each slot from its arrival a: t + ½ plus its price
+    μ_it over ``span`` slots (cut at the priced horizon), then ⌈d_i'⌉ slots unpriced (a
+    lower cost than theirs, so still a bound; enough for the knapsack of
+    :func:`job_minimum`)."""
+    a = int(jobs.arrival[i])
+    w = max(0, min(span, prices.shape[0] - a))
+    costs = np.arange(a, a + w + max(1, math.ceil(jobs.least[i])), dtype=np.float64) + 0.5
+    if w:
+        costs[:w] += prices[a : a + w] @ jobs.share[i]
+    return costs
+
+
+def lagrangian_bound(jobs: CappedJobs, prices: FloatArray, pool: Pool | None = None) -> float:
     """L(λ) of the module docstring for ``prices`` λ (slots 0 … T−1 × pooled resources,
     every entry ≥ 0; no price from slot T on): a lower bound on Σ_i T_i of every schedule.
-    ``windows``: the slots past each job's arrival it is priced on (default: up to T;
-    each cut to :data:`MAX_WINDOW` and all to :data:`MAX_WINDOW_TOTAL`); ``pool``: the
-    share of the pool the jobs may use per slot (default all of it), the right-hand side
-    of the priced rows."""
+    Each job is priced over at most :data:`MAX_WINDOW` slots past its arrival, all jobs
+    over :data:`MAX_WINDOW_TOTAL`; ``pool``: the share of the pool the jobs may use per
+    slot (default all of it), the right-hand side of the priced rows."""
     prices = np.maximum(np.asarray(prices, dtype=np.float64), 0.0)
     horizon = prices.shape[0]
     share = (pool or Pool.whole(jobs.share.shape[1])).per_slot(horizon)
-    span = np.clip(horizon - jobs.arrival, 0, None) if windows is None else windows
-    span = np.minimum(span, MAX_WINDOW)
+    span = np.minimum(np.clip(horizon - jobs.arrival, 0, None), MAX_WINDOW)
     if span.sum() > MAX_WINDOW_TOTAL:
         span = (span * (MAX_WINDOW_TOTAL / span.sum())).astype(np.int64)
     total = -float((prices * share).sum())
     for i in range(len(jobs)):
         d = float(jobs.least[i])
-        a = int(jobs.arrival[i])
         if d <= 0:
             total += float(jobs.fewest[i])
             continue
-        m = max(1, math.ceil(d))
-        w = int(min(span[i], max(0, horizon - a)))
-        priced = np.arange(a, a + w, dtype=np.float64) + 0.5
-        if w:
-            priced += prices[a : a + w] @ jobs.share[i]
-        tail = np.arange(a + w, a + w + m, dtype=np.float64) + 0.5
-        inner = job_minimum(np.concatenate([priced, tail]), d)
-        total += max(float(jobs.fewest[i]), inner + d / 2 - a)
+        inner = job_minimum(_job_costs(jobs, i, prices, int(span[i])), d)
+        total += max(float(jobs.fewest[i]), inner + d / 2 - float(jobs.arrival[i]))
     return total
 
 
@@ -367,20 +366,13 @@ def _at_cap_usage(jobs: CappedJobs, horizon: int) -> FloatArray:
 
 def _chosen_last(jobs: CappedJobs, prices: FloatArray) -> IntArray:
     """The last slot each job's inner minimum of L(prices) uses (column generation)."""
-    horizon = prices.shape[0]
     out = np.array(jobs.arrival, copy=True)
     for i in range(len(jobs)):
-        d = float(jobs.least[i])
-        if d <= 0:
+        if jobs.least[i] <= 0:
             continue
-        a = int(jobs.arrival[i])
-        m = max(1, math.ceil(d))
-        w = max(0, min(horizon - a, MAX_WINDOW))
-        costs = np.arange(a, a + w + m, dtype=np.float64) + 0.5
-        if w:
-            costs[:w] += prices[a : a + w] @ jobs.share[i]
-        pick = np.argpartition(costs, min(m, len(costs)) - 1)[:m]
-        out[i] = a + int(pick.max())
+        costs = _job_costs(jobs, i, prices, MAX_WINDOW)
+        m = min(max(1, math.ceil(jobs.least[i])), len(costs))
+        out[i] += int(np.argpartition(costs, m - 1)[:m].max())
     return out
 
 
