@@ -46,20 +46,11 @@ OUT = Path("bench/out/ladder")
 
 def todo() -> list[tuple[str, ReplayOptions]]:
     """(key, options) of every cell: the 16 policy cells, then the sweep's."""
-    out = []
-    for key, (_, rel, extra) in policy_table.WORKLOADS.items():
-        flag = dict(zip(extra[::2], extra[1::2], strict=True))
-        for delta in (600.0, 60.0):
-            opts = ReplayOptions(
-                trace=policy_table.TRACES / rel,
-                policies=("yu-rr",),
-                nodes=flag.get("--nodes"),
-                cluster=Path(flag["--cluster"]) if "--cluster" in flag else None,
-                slot_seconds=delta,
-                limit=int(flag["--limit"]) if "--limit" in flag else None,
-                cpu_jobs=flag.get("--cpu-jobs", "off"),
-            )
-            out.append((f"{key}|{delta:g}", opts))
+    out = [
+        (f"{key}|{delta:g}", policy_table.cell_options(key, delta))
+        for key in policy_table.WORKLOADS
+        for delta in (600.0, 60.0)
+    ]
     out += [(c.key, replace(c.options(), policies=("yu-rr",))) for c in cells()]
     return out
 

@@ -115,12 +115,12 @@ def cell(key: str, delta: float, runs: int) -> dict[str, Any]:
     }
 
 
-def bound_avg_jct(key: str, delta: float) -> float:
-    """The average JCT no policy can beat on the cell (the scalable bound of
-    ``sim.bounds`` over the same admitted jobs, plus each job's wait for its first slot)."""
+def cell_options(key: str, delta: float) -> ReplayOptions:
+    """The replay options of workload ``key`` at Δ = ``delta`` (its flags in
+    :data:`WORKLOADS`), ``yu-rr`` only: what the bound and the one-policy ladders read."""
     _, rel, extra = WORKLOADS[key]
     flag = dict(zip(extra[::2], extra[1::2], strict=True))
-    opts = ReplayOptions(
+    return ReplayOptions(
         trace=TRACES / rel,
         policies=("yu-rr",),
         nodes=flag.get("--nodes"),
@@ -129,7 +129,12 @@ def bound_avg_jct(key: str, delta: float) -> float:
         limit=int(flag["--limit"]) if "--limit" in flag else None,
         cpu_jobs=flag.get("--cpu-jobs", "off"),
     )
-    prepared = prepare_jobs(opts)
+
+
+def bound_avg_jct(key: str, delta: float) -> float:
+    """The average JCT no policy can beat on the cell (the scalable bound of
+    ``sim.bounds`` over the same admitted jobs, plus each job's wait for its first slot)."""
+    prepared = prepare_jobs(cell_options(key, delta))
     jobs, cluster = prepared.admitted, prepared.cluster
     value, _ = scalable_bound([j.request for j in jobs], cluster.at_slot(0))
     offsets = sum(j.request.arrival_slot * delta - j.submit_s for j in jobs)

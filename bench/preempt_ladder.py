@@ -33,7 +33,7 @@ from slurm_mlsched.sim import SimJob, compute_metrics, draw_utilities, sim_jobs,
 from slurm_mlsched.sim.bounds import scalable_bound
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 
-from .policy_table import TRACES, WORKLOADS
+from .policy_table import TRACES, WORKLOADS, cell_options
 from .run import machine_facts
 from .sections import write_section
 
@@ -50,17 +50,7 @@ VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 def _options(key: str, delta: float) -> ReplayOptions:
     if key.startswith("philly-w"):
         return ReplayOptions(PHILLY, ("yu-rr",), nodes="6x8", slot_seconds=delta)
-    _, rel, extra = WORKLOADS[key]
-    flag = dict(zip(extra[::2], extra[1::2], strict=True))
-    return ReplayOptions(
-        trace=TRACES / rel,
-        policies=("yu-rr",),
-        nodes=flag.get("--nodes"),
-        cluster=Path(flag["--cluster"]) if "--cluster" in flag else None,
-        slot_seconds=delta,
-        limit=int(flag["--limit"]) if "--limit" in flag else None,
-        cpu_jobs=flag.get("--cpu-jobs", "off"),
-    )
+    return cell_options(key, delta)
 
 
 def _window(jobs: tuple[SimJob, ...], offset: int, delta: float) -> list[SimJob]:
