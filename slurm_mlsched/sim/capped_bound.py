@@ -11,8 +11,13 @@ the pool and each job's own speed limit, as a linear program over slots t:
   V_i' = V_i·(1 − 10⁻⁸) − 10⁻⁶ (the least work the checks accept); x_it ∈ [0, 1/d_i'] is
   the share of V_i' it trains in slot t, d_i' = V_i'/R_i, Σ_t x_it = 1;
 * in every slot the jobs together hold at most the cluster's capacity C_r of every
-  resource r, and job i holds at least c_i^r per mini-batch (:func:`.job_bounds.cost_per_batch`):
-  Σ_i P_i^r x_it ≤ 1 with P_i^r = V_i'·c_i^r / C_r;
+  resource r, and job i, training u mini-batches in a slot, holds at least h_i^r(u) of
+  it: its *resource curve* (:func:`.job_bounds.resource_curve`, Lemma 2′), convex and
+  piecewise linear, K pieces of rates ρ_ik adding up to R_i at rising costs c_ik^r per
+  mini-batch (one piece at c_i^r, :func:`.job_bounds.cost_per_batch`, for a job whose
+  fastest shape is also its cheapest per mini-batch). Split x_it = Σ_k x_itk with
+  0 ≤ x_itk ≤ ρ_ik/V_i' (a schedule fills its pieces in order); then
+  Σ_i Σ_k P_ik^r x_itk ≤ 1 with P_ik^r = V_i'·c_ik^r / C_r;
 * spread each slot's share evenly over the slot: job i's training then has a density of at
   most 1/d_i' on [a_i, C_i] and mass 1, so its mean busy time M_i = Σ_t x_it (t + ½) is at
   most C_i − d_i'/2 (the mean is largest with all the mass at the end), and
@@ -24,14 +29,15 @@ simulator accepts, so its optimum is ≤ Σ_i T_i. It has jobs × slots columns,
 solve on a trace of weeks, so the bound is computed through its **Lagrangian**: for any
 prices λ_tr ≥ 0 on the capacity rows,
 
-    L(λ) = Σ_i max(d_i, min_{x_i} [φ_i(x_i) + Σ_t μ_it x_it]) − Σ_{t,r} λ_tr,
-    μ_it = Σ_r λ_tr P_i^r,
+    L(λ) = Σ_i max(d_i, min_{x_i} [φ_i(x_i) + Σ_{t,k} μ_itk x_itk]) − Σ_{t,r} λ_tr,
+    μ_itk = Σ_r λ_tr P_ik^r,
 
 is ≤ Σ_i T_i for **every** feasible schedule (its x satisfies every capacity row, so the
 priced rows only subtract, and max(d_i, ·) is below both of T_i's bounds since μ ≥ 0). Each
-job's inner minimum is a fractional knapsack: the ⌊d_i'⌋ cheapest slots at 1/d_i' and the
-rest on the next cheapest (:func:`job_minimum`). Lowering some slots' costs only lowers
-L, so slots past a window of each job are costed without their price (t + ½): still a
+job's inner minimum is a fractional knapsack over (slot, piece) items: the cheapest first,
+each up to ρ_ik/V_i' (:func:`pieces_minimum`; with one piece, the ⌊d_i'⌋ cheapest slots at
+1/d_i' and the rest on the next cheapest, :func:`job_minimum`). Lowering some slots' costs
+only lowers L, so slots past a window of each job are costed without their price (t + ½): still a
 bound, and cheap.
 
 So validity does not depend on how λ is found. :func:`find_prices` takes them from the
@@ -55,7 +61,7 @@ import numpy.typing as npt
 
 from ..model import ClusterSnapshot, JobRequest
 from ..placement.program.highs_lp import LpStatus, SparseLp, solve_lp
-from .job_bounds import SLACK, Widths, cost_per_batch, fewest_slots, max_rate, widths
+from .job_bounds import SLACK, Piece, Widths, fewest_slots, max_rate, resource_curve, widths
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -77,20 +83,47 @@ WORK_ABS = 1e-6
 @dataclass(frozen=True)
 class CappedJobs:
     """The data of the LP (module docstring), one row per job: arrival a_i, fewest whole
-    slots d_i, least slots d_i' (real, > 0; 0 for a job with no work to count) and the
-    pool shares P_i^r, one column per pooled resource (capacity > 0)."""
+    slots d_i, least slots d_i' (real, > 0; 0 for a job with no work to count), and its
+    resource curve as K pieces (padded with empty ones): ``cap[i, k]`` the most share of
+    its work piece k adds per slot (Σ_k = 1/d_i'), ``share[i, k, r]`` the pool share of
+    resource r per unit of work share on piece k (rising in k; one column per pooled
+    resource, capacity > 0)."""
 
     arrival: IntArray
     fewest: IntArray
     least: FloatArray
-    share: FloatArray  # (n, resources)
+    share: FloatArray  # (n, pieces, resources)
+    cap: FloatArray  # (n, pieces)
 
     def __len__(self) -> int:
         return len(self.arrival)
 
     def subset(self, keep: npt.NDArray[np.bool_]) -> CappedJobs:
         """The jobs where ``keep`` is true."""
-        return CappedJobs(self.arrival[keep], self.fewest[keep], self.least[keep], self.share[keep])
+        return CappedJobs(
+            self.arrival[keep], self.fewest[keep], self.least[keep], self.share[keep],
+            self.cap[keep],
+        )  # fmt: skip
+
+    def with_fewest(self, fewest: IntArray) -> CappedJobs:
+        """The same jobs with other floors d_i."""
+        return CappedJobs(self.arrival, fewest, self.least, self.share, self.cap)
+
+    @property
+    def resources(self) -> int:
+        return int(self.share.shape[2])
+
+    def full_rate(self) -> FloatArray:
+        """(n, resources): the pool share a job holds per slot at its cap."""
+        out: FloatArray = np.einsum("nk,nkr->nr", self.cap, self.share)
+        return out
+
+    def held(self, i: int, rate: float) -> FloatArray:
+        """The pool share job i holds per slot training ``rate`` of its work share (its
+        cheapest pieces first)."""
+        fill = np.clip(rate - np.concatenate([[0.0], np.cumsum(self.cap[i])[:-1]]), 0, None)
+        out: FloatArray = np.minimum(fill, self.cap[i]) @ self.share[i]
+        return out
 
 
 @dataclass(frozen=True)
@@ -133,7 +166,7 @@ def capped_jobs(
     arrival = np.zeros(n, dtype=np.int64)
     fewest = np.zeros(n, dtype=np.int64)
     least = np.zeros(n, dtype=np.float64)
-    share = np.zeros((n, len(pooled)), dtype=np.float64)
+    curves: list[tuple[Piece, ...]] = [()] * n
     for i, (job, w) in enumerate(zip(jobs, shapes, strict=True)):
         arrival[i] = job.arrival_slot
         fewest[i] = fewest_slots(job, w, delta)
@@ -142,9 +175,17 @@ def capped_jobs(
         if rate <= 0 or work <= 0:
             continue  # counted by d_i alone
         least[i] = work / rate
-        cost = cost_per_batch(job, w, delta)
-        share[i] = [work * cost[r] / totals[r] for r in pooled]
-    return CappedJobs(arrival, fewest, least, share)
+        curves[i] = resource_curve(job, w, delta)
+    k = max((len(c) for c in curves), default=0) or 1
+    share = np.zeros((n, k, len(pooled)), dtype=np.float64)
+    cap = np.zeros((n, k), dtype=np.float64)
+    for i, curve in enumerate(curves):
+        work = jobs[i].workload * (1 - SLACK) - WORK_ABS
+        for j, piece in enumerate(curve):
+            cap[i, j] = piece.rate / work
+            share[i, j] = [work * piece.cost[r] / totals[r] for r in pooled]
+    # the pieces' rates add up to R_i, so their caps to 1/d_i' (but for rounding)
+    return CappedJobs(arrival, fewest, least, share, cap)
 
 
 def job_minimum(costs: FloatArray, least: float) -> float:
@@ -161,17 +202,46 @@ def job_minimum(costs: FloatArray, least: float) -> float:
     return total
 
 
+def pieces_minimum(costs: FloatArray, caps: FloatArray) -> tuple[float, int]:
+    """min Σ_{t,k} x_tk·costs_tk over 0 ≤ x_tk ≤ caps_k, Σ x = 1 (``costs``: slots ×
+    pieces, with enough slots to hold 1): the cheapest (slot, piece) items filled in turn;
+    and the last slot used."""
+    flat = costs.reshape(-1)
+    room = np.broadcast_to(caps, costs.shape).reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    filled = np.cumsum(room[order])
+    last = min(int(np.searchsorted(filled, 1.0 - 1e-12)), len(order) - 1)
+    used = room[order[: last + 1]].copy()
+    used[-1] -= filled[last] - 1.0 if filled[last] > 1.0 else 0.0
+    total = float(used @ flat[order[: last + 1]])
+    return total, int(order[: last + 1].max() // costs.shape[1])
+
+
 def _job_costs(jobs: CappedJobs, i: int, prices: FloatArray, span: int) -> FloatArray:
-    """Job i's cost per unit share in each slot from its arrival a: t + ½ plus its price
-    μ_it over ``span`` slots (cut at the priced horizon), then ⌈d_i'⌉ slots unpriced (a
-    lower cost than theirs, so still a bound; enough for the knapsack of
-    :func:`job_minimum`)."""
+    """Job i's cost per unit share in each slot from its arrival a and on each piece
+    (slots × pieces): t + ½ plus its price μ_itk over ``span`` slots (cut at the priced
+    horizon), then ⌈d_i'⌉ slots unpriced (a lower cost than theirs, so still a bound;
+    enough for the knapsack of :func:`pieces_minimum`)."""
     a = int(jobs.arrival[i])
     w = max(0, min(span, prices.shape[0] - a))
-    costs = np.arange(a, a + w + max(1, math.ceil(jobs.least[i])), dtype=np.float64) + 0.5
+    slots = np.arange(a, a + w + max(1, math.ceil(jobs.least[i])), dtype=np.float64) + 0.5
+    costs = np.repeat(slots[:, None], jobs.share.shape[1], axis=1)
     if w:
-        costs[:w] += prices[a : a + w] @ jobs.share[i]
+        costs[:w] += prices[a : a + w] @ jobs.share[i].T
     return costs
+
+
+def _inner(jobs: CappedJobs, i: int, prices: FloatArray, span: int) -> tuple[float, int]:
+    """Job i's inner minimum min_x [Σ_t (t + ½)·x_t + Σ_{t,k} μ_itk·x_tk] of L and the
+    last slot (from its arrival) it uses."""
+    costs = _job_costs(jobs, i, prices, span)
+    pieces = np.flatnonzero(jobs.cap[i] > 0)
+    if len(pieces) <= 1:  # one piece: the fractional knapsack of whole slots
+        d = float(jobs.least[i])
+        col = costs[:, pieces[0] if len(pieces) else 0]
+        m = min(max(1, math.ceil(d)), len(col))
+        return job_minimum(col, d), int(np.argpartition(col, m - 1)[:m].max())
+    return pieces_minimum(costs[:, pieces], jobs.cap[i, pieces])
 
 
 def lagrangian_bound(jobs: CappedJobs, prices: FloatArray, pool: Pool | None = None) -> float:
@@ -182,7 +252,7 @@ def lagrangian_bound(jobs: CappedJobs, prices: FloatArray, pool: Pool | None = N
     slot (default all of it), the right-hand side of the priced rows."""
     prices = np.maximum(np.asarray(prices, dtype=np.float64), 0.0)
     horizon = prices.shape[0]
-    share = (pool or Pool.whole(jobs.share.shape[1])).per_slot(horizon)
+    share = (pool or Pool.whole(jobs.resources)).per_slot(horizon)
     span = np.minimum(np.clip(horizon - jobs.arrival, 0, None), MAX_WINDOW)
     if span.sum() > MAX_WINDOW_TOTAL:
         span = (span * (MAX_WINDOW_TOTAL / span.sum())).astype(np.int64)
@@ -192,7 +262,7 @@ def lagrangian_bound(jobs: CappedJobs, prices: FloatArray, pool: Pool | None = N
         if d <= 0:
             total += float(jobs.fewest[i])
             continue
-        inner = job_minimum(_job_costs(jobs, i, prices, int(span[i])), d)
+        inner, _ = _inner(jobs, i, prices, int(span[i]))
         total += max(float(jobs.fewest[i]), inner + d / 2 - float(jobs.arrival[i]))
     return total
 
@@ -206,18 +276,37 @@ class Greedy:
     busy: npt.NDArray[np.bool_]
 
 
+def _most_rate(jobs: CappedJobs, i: int, upto: float, left: FloatArray) -> float:
+    """The most work share per slot, at most ``upto``, job i can train with ``left`` of the
+    pool (its cheapest pieces first)."""
+    got = 0.0
+    room = np.maximum(left, 0.0)
+    for k in range(jobs.cap.shape[1]):
+        want = min(float(jobs.cap[i, k]), upto - got)
+        if want <= 0:
+            break
+        per = jobs.share[i, k]
+        need = per > 0
+        step = min(want, float((room[need] / per[need]).min(initial=math.inf)))
+        step = max(0.0, step)
+        got += step
+        room = np.maximum(room - step * per, 0.0)
+        if step < want:
+            break
+    return got
+
+
 def greedy_schedule(jobs: CappedJobs, pool: Pool | None = None) -> Greedy:
     """A feasible schedule of the LP (the pool, the caps, no start before arrival): in
     each slot the jobs by least remaining pool share first, each at its cap while room is
     left (``pool``: the share of it they may use per slot, default all). In a slot where
     no resource is full every job present runs at its cap."""
-    pool = pool or Pool.whole(jobs.share.shape[1])
+    pool = pool or Pool.whole(jobs.resources)
     n = len(jobs)
     done = np.zeros(n, dtype=np.int64)
     rem = [1.0] * n
     cap = [1.0 / d if d > 0 else 1.0 for d in jobs.least.tolist()]
-    shares = [tuple(row) for row in jobs.share.tolist()]
-    size = [max(row, default=0.0) for row in shares]
+    size = jobs.share[:, 0, :].max(axis=1, initial=0.0).tolist()
     order = np.argsort(jobs.arrival, kind="stable").tolist()
     arrival = jobs.arrival.tolist()
     full: list[tuple[int, int]] = []  # (first slot, slots) of busy stretches
@@ -232,14 +321,12 @@ def greedy_schedule(jobs: CappedJobs, pool: Pool | None = None) -> Greedy:
             k += 1
         active.sort(key=lambda i: (rem[i] * size[i], i))
         k_pool = int(np.searchsorted(pool.edges, t, side="right")) - 1
-        left = [float(x) for x in pool.rows[max(k_pool, 0)]]
+        left = np.array(pool.rows[max(k_pool, 0)], dtype=np.float64)
         rate: list[float] = []
         for i in active:
-            room = min((left[r] / c for r, c in enumerate(shares[i]) if c > 0), default=math.inf)
-            f = max(0.0, min(cap[i], rem[i], room))
+            f = _most_rate(jobs, i, min(cap[i], rem[i]), left)
             rate.append(f)
-            for r, c in enumerate(shares[i]):
-                left[r] -= f * c
+            left -= jobs.held(i, f)
         # the same rates hold until a job ends or one arrives (a served job only moves up
         # the order): take the whole slots before that at once
         span = arrival[order[k]] - t if k < n else 1 << 62
@@ -250,7 +337,7 @@ def greedy_schedule(jobs: CappedJobs, pool: Pool | None = None) -> Greedy:
             if f > 0:
                 span = min(span, max(1, math.floor((rem[i] - 1e-12) / f)))
         span = max(1, span)
-        if min(left, default=1.0) <= 1e-9:
+        if left.min(initial=1.0) <= 1e-9:
             full.append((t, span))
         if not any(f > 0 for f in rate) and edge is None and k >= n:
             raise ValueError("the pool never has room for the jobs left")
@@ -322,9 +409,9 @@ def blocks_for(busy: npt.NDArray[np.bool_], horizon: int, fine: int, coarse: int
 
 def _coarse_lp(jobs: CappedJobs, ends: IntArray, blocks: Blocks, room: FloatArray) -> SparseLp:
     """The LP of the module docstring over ``blocks``, job i's columns on its blocks from
-    its arrival's to ``ends[i]``, and ``room`` (blocks × resources) the pool left in each
-    block; the capacity rows come first (block-major, then resource), then one row per
-    job."""
+    its arrival's to ``ends[i]``, one per piece of its resource curve, and ``room``
+    (blocks × resources) the pool left in each block; the capacity rows come first
+    (block-major, then resource), then one row per job."""
     res = room.shape[1]
     n = len(jobs)
     firsts = blocks.of(jobs.arrival)
@@ -333,16 +420,22 @@ def _coarse_lp(jobs: CappedJobs, ends: IntArray, blocks: Blocks, room: FloatArra
     k = np.concatenate([np.arange(f, f + c) for f, c in zip(firsts, counts, strict=True)])
     start = np.maximum(blocks.edges[k], jobs.arrival[job_of])
     stop = blocks.edges[k + 1]
+    # one column per (job, block, piece) with room on that piece
+    pieces = jobs.cap.shape[1]
+    piece = np.tile(np.arange(pieces), len(k))
+    job_of, k, start, stop = (np.repeat(x, pieces) for x in (job_of, k, start, stop))
+    keep = jobs.cap[job_of, piece] > 0
+    job_of, k, start, stop, piece = job_of[keep], k[keep], start[keep], stop[keep], piece[keep]
     ncol = len(k)
     rows = [(k[:, None] * res + np.arange(res)[None, :]).reshape(-1), blocks.count * res + job_of]
     cols = [np.repeat(np.arange(ncol), res), np.arange(ncol)]
     return SparseLp(
         c=((start + stop) / 2.0).astype(np.float64),
         lb=np.zeros(ncol),
-        ub=((stop - start) / jobs.least[job_of]).astype(np.float64),
+        ub=((stop - start) * jobs.cap[job_of, piece]).astype(np.float64),
         rows=np.concatenate(rows).astype(np.int64),
         cols=np.concatenate(cols).astype(np.int64),
-        vals=np.concatenate([jobs.share[job_of].reshape(-1), np.ones(ncol)]),
+        vals=np.concatenate([jobs.share[job_of, piece].reshape(-1), np.ones(ncol)]),
         row_lo=np.concatenate([np.full(blocks.count * res, -np.inf), np.ones(n)]),
         row_hi=np.concatenate([room.reshape(-1), np.ones(n)]),
     )
@@ -350,14 +443,18 @@ def _coarse_lp(jobs: CappedJobs, ends: IntArray, blocks: Blocks, room: FloatArra
 
 def _at_cap_usage(jobs: CappedJobs, horizon: int) -> FloatArray:
     """The pool (slots × resources) that ``jobs`` hold when each runs at its cap from its
-    arrival: 1/d' of its share for ⌊d'⌋ slots, the rest in the next."""
-    res = jobs.share.shape[1]
+    arrival: its full rate for ⌊d'⌋ slots, the rest of its work (cheapest pieces first)
+    in the next."""
+    res = jobs.resources
     diff = np.zeros((horizon + 2, res))
     whole = np.floor(jobs.least).astype(np.int64)
-    per = jobs.share / jobs.least[:, None]
+    per = jobs.full_rate()
     np.add.at(diff, np.minimum(jobs.arrival, horizon + 1), per)
     np.add.at(diff, np.minimum(jobs.arrival + whole, horizon + 1), -per)
-    tail = jobs.share * (1.0 - whole / jobs.least)[:, None]
+    left = 1.0 - whole / jobs.least
+    before = np.concatenate([np.zeros((len(jobs), 1)), np.cumsum(jobs.cap, axis=1)[:, :-1]], 1)
+    fill = np.minimum(np.clip(left[:, None] - before, 0, None), jobs.cap)
+    tail = np.einsum("nk,nkr->nr", fill, jobs.share)
     np.add.at(diff, np.minimum(jobs.arrival + whole, horizon + 1), tail)
     np.add.at(diff, np.minimum(jobs.arrival + whole + 1, horizon + 1), -tail)
     out: FloatArray = np.cumsum(diff, axis=0)[:horizon]
@@ -370,9 +467,7 @@ def _chosen_last(jobs: CappedJobs, prices: FloatArray) -> IntArray:
     for i in range(len(jobs)):
         if jobs.least[i] <= 0:
             continue
-        costs = _job_costs(jobs, i, prices, MAX_WINDOW)
-        m = min(max(1, math.ceil(jobs.least[i])), len(costs))
-        out[i] += int(np.argpartition(costs, m - 1)[:m].max())
+        out[i] += _inner(jobs, i, prices, MAX_WINDOW)[1]
     return out
 
 
@@ -399,15 +494,15 @@ def find_prices(
     their greedy end plus as long again as they waited there (and two slots), widened by
     column generation where the Lagrangian's choices go further."""
     sub = _counted(jobs)
-    if not len(sub) or sub.share.shape[1] == 0:
+    if not len(sub) or sub.resources == 0:
         return None
-    pool = pool or Pool.whole(sub.share.shape[1])
+    pool = pool or Pool.whole(sub.resources)
     greedy = greedy_schedule(sub, pool) if greedy is None else greedy
     done, busy = greedy.done, greedy.busy
     horizon = int(done.max())
     seen = np.concatenate([[0], np.cumsum(busy[:horizon], dtype=np.int64)])
     moves = seen[np.minimum(done, horizon)] > seen[sub.arrival]
-    unpriced = np.zeros((0, sub.share.shape[1]))
+    unpriced = np.zeros((0, sub.resources))
     at_zero = Prices(
         unpriced, lagrangian_bound(jobs, unpriced, pool=pool), "pooled LP with rate caps, λ = 0"
     )
@@ -433,7 +528,7 @@ def find_prices(
         )
         if result.status != LpStatus.OPTIMAL:
             break
-        res = free.share.shape[1]
+        res = free.resources
         dual = result.row_dual[: blocks.count * res].reshape(blocks.count, res)
         prices = blocks.spread(np.maximum(-dual, 0.0))
         value = lagrangian_bound(jobs, prices, pool=pool)

@@ -1,10 +1,12 @@
 r"""Each job's own limits on a cluster (pure; docs/formulation.md §15.2–15.3): its widest
-shapes, its fewest slots d_i and fastest rate R_i (Lemma 1), and the least of each resource
-it holds per mini-batch trained, c_i^r (Lemma 2). The rank bound (:mod:`.bounds`) and the
-pooled LP with rate caps (:mod:`.capped_bound`) are built from them."""
+shapes, its fewest slots d_i and fastest rate R_i (Lemma 1), the least of each resource it
+holds per mini-batch trained, c_i^r (Lemma 2), and the least it holds to train at a given
+rate, its resource curve h_i (Lemma 2′). The rank bound (:mod:`.bounds`) and the pooled LP
+with rate caps (:mod:`.capped_bound`) are built from them."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -83,3 +85,102 @@ def cost_per_batch(job: JobRequest, w: Widths, slot_seconds: float) -> tuple[flo
     if not options:
         return (0.0, 0.0, 0.0)
     return tuple(min(o[r] for o in options) for r in range(3))
+
+
+#: Most pieces of a job's resource curve (:func:`resource_curve`); a hull with more edges
+#: keeps this many of its supporting lines (their maximum stays below the hull).
+CURVE_PIECES = 6
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One piece of a job's resource curve: ``rate`` more mini-batches per slot, each
+    holding ``cost`` of (gpu, cpu, mem)."""
+
+    rate: float
+    cost: tuple[float, float, float]
+
+
+def _shapes(job: JobRequest, w: Widths, slot_seconds: float) -> list[tuple[float, ...]]:
+    """(rate, gpu, cpu, mem) no faster and holding no less than some shape of each width
+    the job can run at (Lemma 2′): co-located W ≤ w_c workers beside a PS; distributed
+    W ≤ w_d workers and at least max(1, ρ·W) PSs; an allreduce job W workers at the best
+    rate of any layout of W."""
+    alpha, beta = job.worker.as_tuple(), job.ps.as_tuple()
+    out: list[tuple[float, ...]] = []
+    if job.is_allreduce:
+        for n in range(1, max(w.colocated, w.distributed) + 1):
+            out.append((upper_rate(job, n, slot_seconds), *(n * a for a in alpha)))
+        return out
+    nu_in, nu_ex = job.profile.nu_in(slot_seconds), job.profile.nu_ex(slot_seconds)
+    for n in range(1, w.colocated + 1):
+        out.append((n * nu_in, *(n * a + b for a, b in zip(alpha, beta, strict=True))))
+    rho = job.profile.ps_per_worker * (1 - SLACK)
+    for n in range(job.min_distributed_workers(), w.distributed + 1):
+        ps = max(1.0, rho * n)
+        out.append((n * nu_ex, *(n * a + ps * b for a, b in zip(alpha, beta, strict=True))))
+    return out
+
+
+def _lower_hull(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The lower convex hull of (0, 0) and ``points`` from the origin to the fastest point
+    (the least held among the fastest), as its vertices by rising rate."""
+    top = max(p[0] for p in points)
+    last = min(p[1] for p in points if p[0] >= top)
+    pts = sorted({(0.0, 0.0), *((r, h) for r, h in points if r < top), (top, last)})
+    hull: list[tuple[float, float]] = []
+    for p in pts:
+        while len(hull) >= 2:
+            (x1, y1), (x2, y2) = hull[-2], hull[-1]
+            if (x2 - x1) * (p[1] - y1) - (y2 - y1) * (p[0] - x1) <= 0:
+                hull.pop()  # hull[-1] is on or above the segment hull[-2] → p
+            else:
+                break
+        hull.append(p)
+    return hull
+
+
+def resource_curve(
+    job: JobRequest, w: Widths, slot_seconds: float, pieces: int = CURVE_PIECES
+) -> tuple[Piece, ...]:
+    r"""h_i: the least a job holds to train u mini-batches in a slot, as pieces of rising
+    cost per mini-batch whose rates add up to R_i (docs/formulation.md §15.3, Lemma 2′).
+
+    Of its main resource (GPU if its workers hold one, else CPU, else memory) the job holds
+    at least the lower convex envelope of (0, 0) and its shapes' (rate, held) points: a
+    24-worker job whose co-located rate per worker is 2.4 × its distributed one pays 8
+    GPUs for its first 8 workers' rate and 16 more for the last third of its fastest. Of
+    the other resources it holds c_i^r per mini-batch (Lemma 2) on every piece. A hull of
+    more than ``pieces`` edges keeps that many of its lines (the first and the last among
+    them): their maximum lies below the hull, so it is still a lower bound."""
+    costs = cost_per_batch(job, w, slot_seconds)
+    rate = max_rate(job, w, slot_seconds)
+    if rate <= 0:
+        return ()
+    alpha = job.worker.as_tuple()
+    main = next((r for r in range(3) if alpha[r] > 0), None)
+    shapes = _shapes(job, w, slot_seconds)
+    if main is None or not shapes:
+        return (Piece(rate, (costs[0], costs[1], costs[2])),)
+    hull = _lower_hull([(s[0], s[1 + main]) for s in shapes])
+    edges = [
+        ((y2 - y1) / (x2 - x1), y1 - (y2 - y1) / (x2 - x1) * x1)
+        for (x1, y1), (x2, y2) in itertools.pairwise(hull)
+        if x2 > x1
+    ]  # (slope, intercept) of each edge, slopes rising
+    if len(edges) > pieces:
+        keep = np.unique(np.linspace(0, len(edges) - 1, pieces).round().astype(int))
+        edges = [edges[k] for k in keep]
+    # breakpoints where the kept lines cross; the first line passes through the origin
+    starts = [0.0]
+    for (s1, b1), (s2, b2) in itertools.pairwise(edges):
+        starts.append(min(rate, max(starts[-1], (b1 - b2) / (s2 - s1))))
+    stops = [*starts[1:], rate]
+    out = []
+    for (slope, _), lo, hi in zip(edges, starts, stops, strict=True):
+        if hi - lo <= 0:
+            continue
+        cost = list(costs)
+        cost[main] = slope
+        out.append(Piece(hi - lo, (cost[0], cost[1], cost[2])))
+    return tuple(out)

@@ -77,7 +77,7 @@ from ..placement.yu_rr.arrival import Arrival
 from ..placement.yu_rr.late_binding import without
 from ..placement.yu_rr.list_schedule import arrival_of, earliest_requested, fastest_on, usage
 from ..placement.yu_rr.nonelastic import Shape, end_slot
-from .capped_bound import CappedJobs, Pool, capped_jobs, find_prices
+from .capped_bound import Pool, capped_jobs, find_prices
 
 #: the resources of a row of usage, in order
 RESOURCES = ("gpu", "cpu", "mem")
@@ -503,7 +503,7 @@ def capped_from_now(
     if not jobs or not pooled:
         return 0.0
     data = capped_jobs([replace(j, arrival_slot=0) for j in jobs], cluster)
-    data = CappedJobs(data.arrival, np.asarray(alone, dtype=np.int64), data.least, data.share)
+    data = data.with_fewest(np.asarray(alone, dtype=np.int64))
     rows = np.stack(
         [fixed.seg_res[:, r, :].sum(axis=0) / totals[r] for r in pooled], axis=1
     )  # (segments, pooled resources)

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,17 +21,26 @@ from hypothesis import strategies as st
 from scipy import sparse
 from scipy.optimize import linprog
 
-from slurm_mlsched.model import ClusterSnapshot, JobRequest
+from slurm_mlsched.model import Architecture, ClusterSnapshot, JobProfile, JobRequest, Resources
 from slurm_mlsched.placement import PlacementParams, policy_names
 from slurm_mlsched.sim import admit, sim_jobs, simulate
 from slurm_mlsched.sim.bounds import rank_bound, scalable_bound
 from slurm_mlsched.sim.capped_bound import (
+    WORK_ABS,
     CappedJobs,
     capped_bound,
     capped_jobs,
+    find_prices,
     greedy_schedule,
     job_minimum,
     lagrangian_bound,
+)
+from slurm_mlsched.sim.job_bounds import (
+    SLACK,
+    cost_per_batch,
+    max_rate,
+    resource_curve,
+    widths,
 )
 from tests.conftest import RESNET, make_cluster, make_job
 
@@ -38,34 +49,37 @@ NU = RESNET.nu_in(DELTA)
 
 
 def fine_lp(data: CappedJobs, floor: bool = False) -> float:
-    """The LP of the module docstring with one column per job and slot, up to a horizon
-    no optimum needs to pass (every job could run alone after all the others). With
-    ``floor``, each job's term is max(d_i, φ_i) (an epigraph variable), the form the
-    Lagrangian relaxes; without, Σ_i φ_i. A job with no work to count adds d_i."""
+    """The LP of the module docstring with one column per job, slot and piece of its
+    resource curve, up to a horizon no optimum needs to pass (every job could run alone
+    after all the others). With ``floor``, each job's term is max(d_i, φ_i) (an epigraph
+    variable), the form the Lagrangian relaxes; without, Σ_i φ_i. A job with no work to
+    count adds d_i."""
     counted = np.flatnonzero(data.least > 0)
     n = len(counted)
     const = float(data.fewest[data.least <= 0].sum())
     if n == 0:
         return const
     arrival, least = data.arrival[counted], data.least[counted]
-    share, fewest = data.share[counted], data.fewest[counted]
+    share, fewest, caps = data.share[counted], data.fewest[counted], data.cap[counted]
+    pieces = caps.shape[1]
     horizon = int(arrival.max() + np.ceil(least).sum() + n + 2)
-    ci = np.concatenate([np.full(horizon - a, k) for k, a in enumerate(arrival)])
-    ct = np.concatenate([np.arange(a, horizon) for a in arrival])
-    ncol, res = len(ci), share.shape[1]
+    ci = np.concatenate([np.full((horizon - a) * pieces, k) for k, a in enumerate(arrival)])
+    ct = np.concatenate([np.repeat(np.arange(a, horizon), pieces) for a in arrival])
+    ck = np.concatenate([np.tile(np.arange(pieces), horizon - a) for a in arrival])
+    ncol, res = len(ci), share.shape[2]
     rows = (ct[:, None] * res + np.arange(res)[None, :]).reshape(-1)
     cap = sparse.csr_matrix(
-        (share[ci].reshape(-1), (rows, np.repeat(np.arange(ncol), res))),
+        (share[ci, ck].reshape(-1), (rows, np.repeat(np.arange(ncol), res))),
         shape=(horizon * res, ncol),
     )
     one = sparse.csr_matrix((np.ones(ncol), (ci, np.arange(ncol))), shape=(n, ncol))
-    bounds = np.stack([np.zeros(ncol), 1.0 / least[ci]], axis=1)
+    bounds = np.stack([np.zeros(ncol), caps[ci, ck]], axis=1)
     if not floor:
         out = linprog(ct + 0.5, A_ub=cap, b_ub=np.ones(horizon * res), A_eq=one,
                       b_eq=np.ones(n), bounds=bounds, method="highs")  # fmt: skip
         assert out.status == 0, out.message
         return float(out.fun + (least / 2 - arrival).sum()) + const
-    # variables [x, s]: min Σ s_i, s_i ≥ d_i, Σ_t (t + ½) x_it − s_i ≤ a_i − d_i'/2
+    # variables [x, s]: min Σ s_i, s_i ≥ d_i, Σ_t (t + ½) x_itk − s_i ≤ a_i − d_i'/2
     mean = sparse.csr_matrix((ct + 0.5, (ci, np.arange(ncol))), shape=(n, ncol))
     a_ub = sparse.vstack(
         [sparse.hstack([cap, sparse.csr_matrix((horizon * res, n))]),
@@ -150,7 +164,7 @@ def test_any_prices_give_a_bound_and_the_found_ones_reach_the_lp(
     with_floor, without = fine_lp(data, floor=True), fine_lp(data)
     rng = np.random.default_rng(seed)
     horizon = int(data.arrival.max() + np.ceil(data.least).sum() + 3)
-    shape = (horizon, data.share.shape[1])
+    shape = (horizon, data.resources)
     for scale in (0.0, 0.5, 3.0):
         prices = rng.exponential(scale, size=shape) if scale else np.zeros(shape)
         # weak duality: the Lagrangian of the LP (with its floors) at any prices ≥ 0
@@ -187,3 +201,106 @@ def test_never_above_a_schedule_of_any_policy(
             continue
         total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
         assert value <= total + 1e-6 * max(1.0, total), policy
+
+
+def _one_piece(data: CappedJobs, jobs: list[JobRequest], cluster: ClusterSnapshot) -> CappedJobs:
+    """The same jobs with the linear curve of Lemma 2 alone (c_i^r per mini-batch up to
+    R_i): the bound before Lemma 2′."""
+    totals = [c for c in cluster.total_capacity().as_tuple() if c > 0]
+    capacity = np.array([m.capacity.as_tuple() for m in cluster.machines])
+    share = np.zeros((len(jobs), 1, len(totals)))
+    for i, job in enumerate(jobs):
+        work = job.workload * (1 - SLACK) - WORK_ABS
+        every = cost_per_batch(job, widths(job, capacity), DELTA)
+        cost = [c for c, t in zip(every, cluster.total_capacity().as_tuple(), strict=True) if t]
+        share[i, 0] = [work * c / t for c, t in zip(cost, totals, strict=True)]
+    cap = np.where(data.least > 0, 1.0 / np.maximum(data.least, 1e-300), 0.0)[:, None]
+    return CappedJobs(data.arrival, data.fewest, data.least, share, cap)
+
+
+def test_a_wide_job_pays_more_per_batch_at_its_fastest() -> None:
+    # 3 machines of 1 GPU: a 3-worker resnet job co-locates 1 worker beside its PS (ν_in)
+    # or spreads 3 workers (3·ν_ex = 1.25·ν_in, 3 GPUs): its fastest rate costs 3 GPUs,
+    # not 1.25 (Lemma 2 alone); two such jobs cannot both run at it
+    cluster = make_cluster(3, 1, 16)
+    nu_in, nu_ex = RESNET.nu_in(DELTA), RESNET.nu_ex(DELTA)
+    job = make_job("a", workers=3, workload=3 * nu_ex * 6)
+    curve = resource_curve(job, widths(job, np.array([[1.0, 16, 65536]] * 3)), DELTA)
+    assert [p.rate for p in curve] == pytest.approx([nu_in, 3 * nu_ex - nu_in])
+    assert [p.cost[0] for p in curve] == pytest.approx([1 / nu_in, 2 / (3 * nu_ex - nu_in)])
+    jobs = [job, make_job("b", workers=3, workload=3 * nu_ex * 6)]
+    data = capped_jobs(jobs, cluster)
+    value, _ = capped_bound(jobs, cluster)
+    linear = find_prices(_one_piece(data, jobs, cluster))
+    assert linear is not None and linear.value == pytest.approx(12.0)  # both at R from 0
+    assert value > linear.value + 1.0
+    assert value <= fine_lp(data, floor=True) + 1e-6 * value
+    for policy in ("yu-rr", "drf", "optimus", "fifo-bf"):
+        entries = [(j, 0.0) for j in jobs]
+        admitted, _ = admit(sim_jobs(entries, DELTA), cluster)
+        result = simulate(admitted, cluster, policy, PlacementParams())
+        total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
+        assert value <= total + 1e-6, policy
+
+
+@st.composite
+def shaped_jobs(draw: st.DrawFn) -> tuple[JobRequest, np.ndarray]:
+    machines = draw(st.integers(1, 6))
+    gpus = draw(st.sampled_from([1.0, 2.0, 4.0, 8.0]))
+    capacity = np.array([[gpus, 32.0, 262144.0]] * machines)
+    arch = draw(st.sampled_from(["ps", "allreduce"]))
+    ps_count = draw(st.sampled_from([None, 1, 2])) if arch == "ps" else None
+    job = make_job(
+        "j",
+        workers=draw(st.integers(1, 24)),
+        worker=Resources(draw(st.sampled_from([0.0, 1.0, 2.0])), draw(st.integers(1, 4)), 4096),
+        ps=Resources(0, draw(st.integers(1, 4)), 4096),
+        ps_count=ps_count,
+        profile=draw(st.sampled_from([RESNET, JobProfile(0.1, 500.0, 91.875, 306.5)])),
+    )
+    if arch == "allreduce":
+        job = replace(job, ps=Resources(), ps_count=0, arch=Architecture.ALLREDUCE)
+    return job, capacity
+
+
+@settings(max_examples=200, deadline=None)
+@given(shaped_jobs())
+def test_the_resource_curve_lies_below_every_shape(case: tuple[JobRequest, np.ndarray]) -> None:
+    """Lemma 2′: every way the job can run (co-located W ≤ w_c beside a PS, distributed
+    W ≤ w_d with its PSs, an allreduce ring of W) holds at least h_i(its rate) of every
+    resource, and the pieces' rates add up to R_i."""
+    job, capacity = case
+    w = widths(job, capacity)
+    curve = resource_curve(job, w, DELTA)
+    rate = max_rate(job, w, DELTA)
+    if rate <= 0:
+        assert curve == ()
+        return
+    assert sum(p.rate for p in curve) == pytest.approx(rate, rel=1e-9)
+
+    def h(u: float, r: int) -> float:
+        out, lo = 0.0, 0.0
+        for p in curve:
+            out += p.cost[r] * min(max(u - lo, 0.0), p.rate)
+            lo += p.rate
+        return out
+
+    alpha, beta = job.worker.as_tuple(), job.ps.as_tuple()
+    shapes: list[tuple[float, tuple[float, ...]]] = []
+    if job.is_allreduce:
+        for n in range(1, max(w.colocated, w.distributed) + 1):
+            for nodes in range(1, n + 1):  # n workers over `nodes` nodes, as even as can be
+                layout = [n // nodes + (1 if k < n % nodes else 0) for k in range(nodes)]
+                shapes.append((job.work_per_slot(layout, DELTA, colocated=nodes == 1),
+                               tuple(n * a for a in alpha)))  # fmt: skip
+    else:
+        for n in range(1, w.colocated + 1):
+            held = tuple(n * a + b for a, b in zip(alpha, beta, strict=True))
+            shapes.append((n * job.profile.nu_in(DELTA), held))
+        for n in range(job.min_distributed_workers(), w.distributed + 1):
+            ps = job.ps_needed(n)
+            held = tuple(n * a + ps * b for a, b in zip(alpha, beta, strict=True))
+            shapes.append((n * job.profile.nu_ex(DELTA), held))
+    for u, held in shapes:
+        for r in range(3):
+            assert h(u, r) <= held[r] * (1 + 1e-9) + 1e-9, (u, r, held, curve)
