@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from ..model import JobRequest
 from ..model.speed import upper_rate, upper_worker_rate
-from ..placement.program.packing import fit_counts
+from ..placement.program.widths import Widths, max_rate, widths
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -24,36 +24,17 @@ FloatArray = npt.NDArray[np.float64]
 #: by this much, so a bound never exceeds a schedule that the checks accept.
 SLACK = 1e-8
 
-
-@dataclass(frozen=True)
-class Widths:
-    """A job's widest shapes on a cluster: w_c co-located (0: no machine holds a worker
-    beside a PS), w_d distributed (0: below the PS rule's minimum)."""
-
-    colocated: int
-    distributed: int
-
-
-def widths(job: JobRequest, capacity: FloatArray) -> Widths:
-    """:class:`Widths` of ``job`` on machines of ``capacity`` (H, 3), the same counting as
-    ``placement.list_schedule.fastest_run_slots``."""
-    alpha = np.array(job.worker.as_tuple())
-    beta = np.array(job.ps.as_tuple())
-    beside = capacity - beta
-    fits_ps = (beside >= -1e-9).all(axis=1)
-    colo = int(np.where(fits_ps, fit_counts(beside, alpha), 0).max(initial=0))
-    dist = int(min(job.max_distributed_workers(), fit_counts(capacity, alpha).sum()))
-    return Widths(min(colo, job.max_workers), dist if dist >= job.min_distributed_workers() else 0)
-
-
-def max_rate(job: JobRequest, w: Widths, slot_seconds: float) -> float:
-    """R_i = max(w_c·ν_in, w_d·ν_ex): the most mini-batches one slot trains (Lemma 1)."""
-    if job.is_allreduce:  # no layout of at most max(w_c, w_d) workers is faster
-        return upper_rate(job, max(w.colocated, w.distributed), slot_seconds)
-    return max(
-        w.colocated * job.profile.nu_in(slot_seconds),
-        w.distributed * job.profile.nu_ex(slot_seconds),
-    )
+__all__ = [
+    "CURVE_PIECES",
+    "SLACK",
+    "Piece",
+    "Widths",
+    "cost_per_batch",
+    "fewest_slots",
+    "max_rate",
+    "resource_curve",
+    "widths",
+]
 
 
 def fewest_slots(job: JobRequest, w: Widths, slot_seconds: float) -> int:

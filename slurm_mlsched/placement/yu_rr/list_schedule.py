@@ -20,11 +20,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import JobRequest
-from ...model.speed import upper_rate
 from ..params import PlacementParams
 from ..program.job_lp import FloatArray, IntArray, JobShape
 from ..program.packing import EPS, first_fit, fit_counts
 from ..program.residual import Residual
+from ..program.widths import max_rate, widths
 from .arrival import Arrival
 from .nonelastic import Shape, end_slot, normalize
 
@@ -141,21 +141,7 @@ def fastest_on(job: JobRequest, room: FloatArray, slot_seconds: float) -> int | 
     """The fewest slots of ``job`` in one constant shape on ``room`` (H, 3) — the rule of
     :func:`fastest_run_slots` — or None when no worker fits (beside one PS on one machine,
     or distributed)."""
-    alpha = np.array(job.worker.as_tuple())
-    beta = np.array(job.ps.as_tuple())
-    beside = room - beta
-    fits_ps = (beside >= -1e-9).all(axis=1)
-    colo = int(np.where(fits_ps, fit_counts(beside, alpha), 0).max(initial=0))
-    dist = int(min(job.max_distributed_workers(), fit_counts(room, alpha).sum()))
-    if job.is_allreduce:  # a bound: no layout of that many workers is faster (§18.2)
-        rate = upper_rate(job, max(min(colo, job.max_workers), dist), slot_seconds)
-    else:
-        rate = max(
-            min(colo, job.max_workers) * job.profile.nu_in(slot_seconds),
-            dist * job.profile.nu_ex(slot_seconds)
-            if dist >= job.min_distributed_workers()
-            else 0.0,
-        )
+    rate = max_rate(job, widths(job, room), slot_seconds)
     if rate <= 0:
         return None
     return max(1, math.ceil(job.workload / rate - 1e-9))

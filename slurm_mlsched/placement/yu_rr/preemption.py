@@ -93,8 +93,8 @@ import numpy as np
 
 from ...model import ClusterSnapshot, Decision, JobRequest, SlotPlan, speed
 from ..params import PlacementParams
-from ..program.packing import fit_counts
 from ..program.residual import FloatArray, Residual, residual_from
+from ..program.widths import max_rate, widths
 from .late_binding import PendingJob, QueueStep, ordered
 from .list_schedule import arrival_of, requested_at
 from .queue_order import largest_capacity, queue_key
@@ -144,18 +144,9 @@ def work_done(decision: Decision, job: JobRequest, now: int, slot_seconds: float
 
 def fastest_rate(job: JobRequest, capacity: FloatArray, slot_seconds: float) -> float:
     """The job's largest rate in any constant shape on machines of ``capacity`` (H, 3):
-    co-located beside one PS on one machine, or distributed over all of them."""
-    alpha = np.array(job.worker.as_tuple())
-    beta = np.array(job.ps.as_tuple())
-    beside = capacity - beta
-    ok = (beside >= -1e-9).all(axis=1)
-    colo = int(np.where(ok, fit_counts(beside, alpha), 0).max(initial=0))
-    dist = int(min(job.max_distributed_workers(), fit_counts(capacity, alpha).sum()))
-    if job.is_allreduce:  # the formula's best over the widths the machines hold (§18.2)
-        return speed.upper_rate(job, max(min(colo, job.max_workers), dist), slot_seconds)
-    nu_in, nu_ex = speed.worker_rates(job, slot_seconds)
-    rate_ex = dist * nu_ex if dist >= job.min_distributed_workers() else 0
-    return max(min(colo, job.max_workers) * nu_in, float(rate_ex))
+    co-located beside one PS on one machine, or distributed over all of them
+    (:func:`..program.widths.max_rate`)."""
+    return max_rate(job, widths(job, capacity), slot_seconds)
 
 
 def restart_charge(
