@@ -81,13 +81,17 @@ bench-preempt: venv
 		--cells philly-w10000,philly-w30000,philly-w50000,philly-w70000,pollux1,pollux2,pollux3,sia1,sia2,philly5k,mustang1,mustang2
 
 # yu-rr alone over the 16 policy cells and the 87 sweep cells: preempt_cost slot against
-# exact (the default), the ratio per family (bench/param_ladder.py; about 50 min).
+# exact (the default) and reserve_depth 1 against 4 (the default), the ratio per family
+# (bench/param_ladder.py; about 90 min).
 bench-param: venv
-	rm -f bench/out/ladder/slot.jsonl bench/out/ladder/exact.jsonl
+	rm -f bench/out/ladder/slot.jsonl bench/out/ladder/exact.jsonl bench/out/ladder/rd1.jsonl
 	$(PY) -m bench.param_ladder run --tag slot --set preempt_cost='"slot"'
 	$(PY) -m bench.param_ladder run --tag exact
+	$(PY) -m bench.param_ladder run --tag rd1 --set reserve_depth=1
 	$(PY) -m bench.param_ladder render --base slot --other exact \
 		--title "Restart cost of a pause: \`preempt_cost\` exact against slot"
+	$(PY) -m bench.param_ladder render --base rd1 --other exact --section param-reserve \
+		--title "Reservations: \`reserve_depth\` 4 (the default) against 1"
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv

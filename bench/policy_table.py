@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +95,19 @@ def replay(trace: Path, extra: tuple[str, ...], policies: tuple[str, ...]) -> di
     return summary
 
 
-def cell(key: str, delta: float, runs: int) -> dict[str, Any]:
+def cell(
+    key: str, delta: float, runs: int, only: tuple[str, ...] = (), old: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One cell: the first ``runs`` runs of :data:`RUNS`; with ``only``, just those
+    policies of the first run, the other rows kept from ``old`` (the saved cell)."""
     label, rel, extra = WORKLOADS[key]
-    rows: dict[str, Any] = {}
+    rows: dict[str, Any] = dict(old["rows"]) if old and only else {}
     head: dict[str, Any] = {}
     for suffix, policies, flags in RUNS[:runs]:
+        if only:
+            policies = tuple(p for p in policies if p in only)
+            if suffix or not policies:
+                continue
         summary = replay(TRACES / rel, (*extra, "--slot-seconds", f"{delta:g}", *flags), policies)
         head = head or summary
         for name, metrics in summary["policies"].items():
@@ -316,13 +325,24 @@ def main() -> None:
         "re-run under newer defaults with --runs 1).",
     )
     ap.add_argument("--tag", default="", help="Text added to the section's headings.")
+    ap.add_argument(
+        "--policies",
+        default="",
+        help="Re-run only these policies (comma-separated) of the main run and keep every "
+        "other row of each saved cell (for a change that touches only these).",
+    )
     args = ap.parse_args()
+    only = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     raw = Path(args.raw)
     saved_path = raw / "all.json"
     res: dict[str, Any] = {"machine": machine_facts(), "cells": {}}
+    saved_date = ""
     if saved_path.exists():
         old = json.loads(saved_path.read_text())
         res["cells"] = old.get("cells", {})
+        saved_date = old["machine"]["date"]
+        if old.get("partial"):
+            res["partial"] = old["partial"]
         if args.render_only:
             res["machine"] = old["machine"]
     if args.rebound:
@@ -331,16 +351,44 @@ def main() -> None:
             c["bound_avg_jct_s"] = bound_avg_jct(key, c["delta"])
         saved_path.write_text(json.dumps(res, indent=1))
     if not args.render_only:
+        unknown = sorted(set(only) - set(MAIN))
+        missing = [
+            f"{k}@{d}"
+            for k in args.workloads.split(",")
+            for d in args.deltas.split(",")
+            if only and f"{k}@{float(d):g}" not in res["cells"]
+        ]
+        if unknown or missing:
+            ap.error(f"--policies: unknown {unknown or '—'}, cells never measured {missing or '—'}")
+        todo = {
+            f"{k}@{float(d):g}" for k in args.workloads.split(",") for d in args.deltas.split(",")
+        }
+        if not only and todo >= set(res["cells"]):
+            res.pop("partial", None)  # every saved row is re-measured now
+        else:
+            began = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+            res["partial"] = {
+                "policies": list(only),
+                "run": began,
+                "others": res.get("partial", {}).get("others") or saved_date,
+            }
         for key in args.workloads.split(","):
             for delta in (float(d) for d in args.deltas.split(",")):
-                res["cells"][f"{key}@{delta:g}"] = cell(key, delta, args.runs)
+                name = f"{key}@{delta:g}"
+                res["cells"][name] = cell(key, delta, args.runs, only, res["cells"].get(name))
                 raw.mkdir(parents=True, exist_ok=True)
                 saved_path.write_text(json.dumps(res, indent=1))
     how = "`make bench-policies` (`python -m bench.policy_table`)"
-    if args.section != "policies" or args.runs != len(RUNS):
+    if args.section != "policies" or args.runs != len(RUNS) or only:
         how = (
             f"`python -m bench.policy_table --runs {args.runs} --raw {args.raw} "
             f"--section {args.section}`"
+        )
+    if res.get("partial"):
+        part = res["partial"]
+        how += (
+            f" (rows of {', '.join(part['policies'])} re-measured by `--policies` in the run "
+            f"begun {part['run']}; every other row from the run ending {part['others']})"
         )
     text = render(res, args.tag, how, str(saved_path))
     write_section(Path(args.out), args.section, text)

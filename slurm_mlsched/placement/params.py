@@ -70,7 +70,7 @@ class PlacementParams:
     """γ of the queue order key S_i + γ·s_i (S_i: the job's service in machine-seconds,
     s_i: its arrival in seconds): a later job can be put ahead of job i only if it arrives
     within S_i / γ seconds of i. 0 = pure smallest-service-first (no bound)."""
-    reserve_depth: int = 1
+    reserve_depth: int = 4
     """How many waiting jobs, in queue order, hold a tentative plan during a re-plan that
     later jobs may not delay (1: the head, as EASY backfill; the starvation bound)."""
     scan_depth: int = 64

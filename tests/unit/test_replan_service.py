@@ -19,6 +19,7 @@ import pytest
 
 from slurm_mlsched.errors import SlurmError
 from slurm_mlsched.files.job_script import JobScript
+from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.sbatch.launch import Launch
 from slurm_mlsched.sbatch.tag import DecisionTag
 from slurm_mlsched.services.clock import FixedClock
@@ -414,27 +415,30 @@ def test_the_head_keeps_its_tentative_plan_across_live_re_plans(
 def test_queue_view_estimates_every_waiting_job_and_the_plan_vs_the_bound(
     store: SqlDecisionStore, tmp_path: Path
 ) -> None:
-    """Four jobs fill the four nodes, three wait: each waiting job has an estimated start
-    (the head's from its plan, the others list scheduled), none before now, and the
-    queue's plan is at least its lower bound (sim/queue_estimate.py)."""
+    """Four jobs fill the four nodes, five wait: each waiting job has an estimated start
+    (the first ``reserve_depth`` = 4 from their plans, the others list scheduled), none
+    before now, and the queue's plan is at least its lower bound (sim/queue_estimate.py)."""
+    depth = PlacementParams().reserve_depth
+    assert depth == 4  # the default this test's queue is sized for
     sub = HeldSubmitter()
-    for k in range(7):
+    for k in range(9):
         submit_job(live(store, tmp_path, sub), opts(**whole_node(), name=f"j{k}"), JOB)
     now = NOW + timedelta(seconds=30)
     view = queue_view(
         store, FakeSource().read(NOW), clock=FixedClock(now), cluster_name="lab",
         slot_seconds=60.0, user=None,
     )  # fmt: skip
-    assert len(view.waiting) == 3 and view.bound is not None
-    assert [w.estimate.source for w in view.waiting if w.estimate] == ["plan", "list", "list"]
+    assert len(view.waiting) == 5 and view.bound is not None
+    sources = [w.estimate.source for w in view.waiting if w.estimate]
+    assert sources == ["plan"] * depth + ["list"]
     for w in view.waiting:
         assert w.estimate is not None and w.estimate.start is not None
         assert w.estimated_start == w.estimate.start and w.estimated_start >= now
         assert w.estimate.end is not None and w.estimate.end > w.estimate.start
     assert view.bound.ratio is not None and view.bound.ratio >= 1.0
-    assert view.bound.estimated == 3 and 0.0 < view.bound.busy <= 1.0
+    assert view.bound.estimated == 5 and 0.0 < view.bound.busy <= 1.0
     doc = view.to_json()["plan_vs_bound"]
-    assert isinstance(doc, dict) and doc["ratio"] == view.bound.ratio and doc["waiting"] == 3
+    assert isinstance(doc, dict) and doc["ratio"] == view.bound.ratio and doc["waiting"] == 5
 
 
 def test_queue_view_has_no_estimate_behind_a_job_without_an_end(
