@@ -130,7 +130,7 @@ def resource_curve(
     Of its main resource (GPU if its workers hold one, else CPU, else memory) the job holds
     at least the lower convex envelope of (0, 0) and its shapes' (rate, held) points: a
     24-worker job whose co-located rate per worker is 2.4 × its distributed one pays 8
-    GPUs for its first 8 workers' rate and 16 more for the last third of its fastest. Of
+    GPUs for its first 8 workers' rate and 16 more for the last fifth of its fastest. Of
     the other resources it holds c_i^r per mini-batch (Lemma 2) on every piece. A hull of
     more than ``pieces`` edges keeps that many of its lines (the first and the last among
     them): their maximum lies below the hull, so it is still a lower bound."""
