@@ -72,7 +72,9 @@ class PlacementParams:
     within S_i / γ seconds of i. 0 = pure smallest-service-first (no bound)."""
     reserve_depth: int = 4
     """How many waiting jobs, in queue order, hold a tentative plan during a re-plan that
-    later jobs may not delay (1: the head, as EASY backfill; the starvation bound)."""
+    later jobs may not delay (1: the head alone, as EASY backfill, which the starvation
+    bound needs; 4, the default: closer to Slurm's backfill, which delays no
+    higher-priority job's expected start; measured in docs/formulation.md §14.1)."""
     scan_depth: int = 64
     """At most this many other waiting jobs are decided per event (in queue order), after
     a cheap test that some of their tasks fit now."""

@@ -185,7 +185,7 @@ def scalable_bound(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> tupl
     short, pooled, rank = parts.shortest_runs, parts.pooled, parts.by_rank
     beat = max(short, pooled, rank)
     capped, how = capped_bound(jobs, cluster, beat, shapes) if jobs else (0.0, "")
-    if capped > max(short, pooled, rank) + 1e-9:
+    if capped > beat + 1e-9:
         return capped, how
     if rank > max(short, pooled) + 1e-9:
         return rank, "shortest runs and pooled SRPT by rank"

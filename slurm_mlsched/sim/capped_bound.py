@@ -166,7 +166,7 @@ def capped_jobs(
     arrival = np.zeros(n, dtype=np.int64)
     fewest = np.zeros(n, dtype=np.int64)
     least = np.zeros(n, dtype=np.float64)
-    curves: list[tuple[Piece, ...]] = [()] * n
+    rows: list[tuple[int, float, tuple[Piece, ...]]] = []  # (job, V_i', its curve)
     for i, (job, w) in enumerate(zip(jobs, shapes, strict=True)):
         arrival[i] = job.arrival_slot
         fewest[i] = fewest_slots(job, w, delta)
@@ -175,16 +175,14 @@ def capped_jobs(
         if rate <= 0 or work <= 0:
             continue  # counted by d_i alone
         least[i] = work / rate
-        curves[i] = resource_curve(job, w, delta)
-    k = max((len(c) for c in curves), default=0) or 1
+        rows.append((i, work, resource_curve(job, w, delta)))
+    k = max((len(curve) for _, _, curve in rows), default=0) or 1
     share = np.zeros((n, k, len(pooled)), dtype=np.float64)
     cap = np.zeros((n, k), dtype=np.float64)
-    for i, curve in enumerate(curves):
-        work = jobs[i].workload * (1 - SLACK) - WORK_ABS
+    for i, work, curve in rows:  # the pieces' rates add up to R_i: their caps to 1/d_i'
         for j, piece in enumerate(curve):
             cap[i, j] = piece.rate / work
             share[i, j] = [work * piece.cost[r] / totals[r] for r in pooled]
-    # the pieces' rates add up to R_i, so their caps to 1/d_i' (but for rounding)
     return CappedJobs(arrival, fewest, least, share, cap)
 
 
@@ -192,14 +190,20 @@ def job_minimum(costs: FloatArray, least: float) -> float:
     """min Σ_t x_t·costs_t over 0 ≤ x_t ≤ 1/least, Σ_t x_t = 1 (``least`` > 0; costs
     holds at least ⌈least⌉ entries): the ⌊least⌋ cheapest at 1/least, the rest on the
     next cheapest."""
+    return _slots_minimum(costs, least)[0]
+
+
+def _slots_minimum(costs: FloatArray, least: float) -> tuple[float, int]:
+    """:func:`job_minimum` and the last slot its cheapest ⌈least⌉ slots reach."""
     k = math.floor(least)
     frac = 1.0 - k / least
     take = min(k + (1 if frac > 0 else 0), len(costs))
-    part = np.sort(np.partition(costs, take - 1)[:take] if take < len(costs) else costs)
+    chosen = np.argpartition(costs, take - 1)[:take] if take < len(costs) else np.arange(take)
+    part = np.sort(costs[chosen])
     total = float(part[:k].sum()) / least
     if frac > 0 and k < len(part):
         total += frac * float(part[k])
-    return total
+    return total, int(chosen.max())
 
 
 def pieces_minimum(costs: FloatArray, caps: FloatArray) -> tuple[float, int]:
@@ -237,10 +241,7 @@ def _inner(jobs: CappedJobs, i: int, prices: FloatArray, span: int) -> tuple[flo
     costs = _job_costs(jobs, i, prices, span)
     pieces = np.flatnonzero(jobs.cap[i] > 0)
     if len(pieces) <= 1:  # one piece: the fractional knapsack of whole slots
-        d = float(jobs.least[i])
-        col = costs[:, pieces[0] if len(pieces) else 0]
-        m = min(max(1, math.ceil(d)), len(col))
-        return job_minimum(col, d), int(np.argpartition(col, m - 1)[:m].max())
+        return _slots_minimum(costs[:, pieces[0] if len(pieces) else 0], float(jobs.least[i]))
     return pieces_minimum(costs[:, pieces], jobs.cap[i, pieces])
 
 
