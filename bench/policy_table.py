@@ -40,11 +40,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs
-from slurm_mlsched.sim.bounds import scalable_bound
+from slurm_mlsched.services.replay import ReplayOptions
 
 from .run import machine_facts
 from .sections import write_section
+from .sweep import bound_avg_jct_s
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT.parent / "shared" / "traces"
@@ -141,13 +141,8 @@ def cell_options(key: str, delta: float) -> ReplayOptions:
 
 
 def bound_avg_jct(key: str, delta: float) -> float:
-    """The average JCT no policy can beat on the cell (the scalable bound of
-    ``sim.bounds`` over the same admitted jobs, plus each job's wait for its first slot)."""
-    prepared = prepare_jobs(cell_options(key, delta))
-    jobs, cluster = prepared.admitted, prepared.cluster
-    value, _ = scalable_bound([j.request for j in jobs], cluster.at_slot(0))
-    offsets = sum(j.request.arrival_slot * delta - j.submit_s for j in jobs)
-    return (value * delta + offsets) / len(jobs)
+    """The average JCT no policy can beat on the cell (``bench.sweep.bound_avg_jct_s``)."""
+    return bound_avg_jct_s(cell_options(key, delta))
 
 
 def _h(seconds: float | None) -> str:

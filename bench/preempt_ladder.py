@@ -30,12 +30,12 @@ from typing import Any
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs
 from slurm_mlsched.sim import SimJob, compute_metrics, draw_utilities, sim_jobs, simulate
-from slurm_mlsched.sim.bounds import scalable_bound
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 
 from .policy_table import TRACES, WORKLOADS, cell_options
 from .run import machine_facts
 from .sections import write_section
+from .sweep import bound_avg_jct_of
 
 PHILLY = TRACES / "philly-pollux" / "philly.csv"
 WINDOW = 1000  # consecutive jobs per Philly window
@@ -69,8 +69,7 @@ def cell(key: str, delta: float) -> dict[str, Any]:
         offset = int(key.removeprefix("philly-w"))
         jobs = _window(prepared.admitted, offset, delta)
         label = f"Philly jobs {offset:,}–{offset + WINDOW - 1:,}, 6×8"
-    value, _ = scalable_bound([j.request for j in jobs], cluster.at_slot(0))
-    offsets = sum(j.request.arrival_slot * delta - j.submit_s for j in jobs)
+    bound = bound_avg_jct_of(jobs, cluster)
     utilities = draw_utilities((j.job_id for j in jobs), 0)
     rows: dict[str, Any] = {}
     for name, policy, extra in VARIANTS:
@@ -92,15 +91,14 @@ def cell(key: str, delta: float) -> dict[str, Any]:
             "restarts": sum(restarts),
             "wall_s": round(wall, 1),
         }
-        bound = (value * delta + offsets) / len(jobs)
         if m.avg_jct_s is not None and m.avg_jct_s < bound - 1e-6:
             raise RuntimeError(f"{key} Δ={delta:g} {name}: avg JCT below the lower bound")
-        print(f"  {key} Δ={delta:g} {name}: {m.avg_jct_s / 3600:.2f} h, {wall:.0f} s", flush=True)
+        print(f"  {key} Δ={delta:g} {name}: {_h(m.avg_jct_s)} h, {wall:.0f} s", flush=True)
     return {
         "label": label,
         "delta": delta,
         "jobs": len(jobs),
-        "bound_avg_jct_s": (value * delta + offsets) / len(jobs),
+        "bound_avg_jct_s": bound,
         "rows": rows,
     }
 

@@ -29,13 +29,16 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from slurm_mlsched.model import ClusterSnapshot
 from slurm_mlsched.services.clock import WallClock
 from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs, run_replay
+from slurm_mlsched.sim import SimJob
 from slurm_mlsched.sim.bounds import scalable_bound
 
 from .run import machine_facts
@@ -101,10 +104,15 @@ def cells() -> list[Cell]:
 
 
 def bound_avg_jct_s(opts: ReplayOptions) -> float:
-    """The average JCT no policy can beat on the cell: the scalable bound of ``sim.bounds``
-    over the admitted jobs (slots), plus each job's wait for its first slot boundary."""
+    """The average JCT no policy can beat on the cell (:func:`bound_avg_jct_of` its
+    admitted jobs)."""
     prepared = prepare_jobs(opts)
-    jobs, cluster = prepared.admitted, prepared.cluster
+    return bound_avg_jct_of(prepared.admitted, prepared.cluster)
+
+
+def bound_avg_jct_of(jobs: Sequence[SimJob], cluster: ClusterSnapshot) -> float:
+    """The average JCT (s) no policy can beat on ``jobs``: the scalable bound of
+    ``sim.bounds`` (slots), plus each job's wait for its first slot boundary."""
     value, _ = scalable_bound([j.request for j in jobs], cluster.at_slot(0))
     delta = cluster.slot_seconds
     offsets = sum(j.request.arrival_slot * delta - j.submit_s for j in jobs)

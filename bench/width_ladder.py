@@ -16,15 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from slurm_mlsched.services.replay import prepare_jobs
-from slurm_mlsched.services.replay.run import replay_params
-from slurm_mlsched.sim.engine import simulate
-
+from .param_ladder import run_cell
 from .run import machine_facts
 from .sections import write_section
 from .sweep import Cell, cells
@@ -44,20 +39,9 @@ KEYS = (
 
 def avg_jct_h(cell: Cell, widths: bool) -> tuple[float, float]:
     """`yu-rr`'s avg JCT (h) on ``cell`` with ``lookahead_widths`` as given, and the
-    replay's wall time (s)."""
-    opts = cell.options(preempt=True)
-    prepared = prepare_jobs(opts)
-    params = replace(replay_params(opts, cell.seed), lookahead_widths=widths)
-    began = time.perf_counter()
-    result = simulate(prepared.admitted, prepared.cluster, "yu-rr", params)
-    wall = time.perf_counter() - began
-    delta = prepared.cluster.slot_seconds
-    jct = [
-        (o.decision.end_slot + 1) * delta - o.job.submit_s
-        for o in result.outcomes
-        if o.decision is not None
-    ]
-    return statistics.mean(jct) / 3600, wall
+    replay's wall time (s) (``bench.param_ladder.run_cell``)."""
+    got = run_cell(cell.options(preempt=True), {"lookahead_widths": widths})
+    return got["avg"], got["wall"]
 
 
 def render(res: dict[str, Any]) -> str:
