@@ -132,14 +132,20 @@ def test_bad_load_is_an_input_error(tmp_path: Path) -> None:
     )
 
 
-def test_preempt_resize_is_recorded_and_needs_preemption(tmp_path: Path) -> None:
+def recorded_params(tmp_path: Path, *flags: str) -> dict[str, Any]:
+    """The placement parameters a `yu-rr` replay with ``flags`` records in metrics.json."""
     out = tmp_path / "out"
     result = invoke(
-        jobs_file(tmp_path), "-p", "yu-rr", "--nodes", "2x4", "--preempt-resize",
+        jobs_file(tmp_path), "-p", "yu-rr", "--nodes", "2x4", *flags,
         "--out", out, "--json", "--lp-max-jobs", "0",
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    params = json.loads((out / "metrics.json").read_text())["params"]
+    params: dict[str, Any] = json.loads((out / "metrics.json").read_text())["params"]
+    return params
+
+
+def test_preempt_resize_is_recorded_and_needs_preemption(tmp_path: Path) -> None:
+    params = recorded_params(tmp_path, "--preempt-resize")
     assert params["preempt"] is True and params["preempt_resize"] is True
     refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--no-preempt", "--preempt-resize")
     assert refused.exit_code == 3, refused.stderr
@@ -148,13 +154,7 @@ def test_preempt_resize_is_recorded_and_needs_preemption(tmp_path: Path) -> None
 
 
 def test_preempt_cost_is_recorded_and_checked(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    result = invoke(
-        jobs_file(tmp_path), "-p", "yu-rr", "--nodes", "2x4", "--preempt-cost", "slot",
-        "--out", out, "--json", "--lp-max-jobs", "0",
-    )  # fmt: skip
-    assert result.exit_code == 0, result.stderr
-    assert json.loads((out / "metrics.json").read_text())["params"]["preempt_cost"] == "slot"
+    assert recorded_params(tmp_path, "--preempt-cost", "slot")["preempt_cost"] == "slot"
     refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--preempt-cost", "cheap")
     assert refused.exit_code == 3, refused.stderr
     assert "option --preempt-cost must be one of exact, slot, got 'cheap'" in refused.stderr
