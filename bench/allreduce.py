@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs
 from slurm_mlsched.sim import (
+    SimJob,
     admit,
     as_allreduce,
     compute_metrics,
@@ -74,7 +76,8 @@ def run(w: Workload, reading: str) -> dict[str, Any]:
         slot_seconds=DELTA, limit=w.limit, load=w.load,
     )  # fmt: skip
     prepared = prepare_jobs(opts)
-    cluster, jobs = prepared.cluster, prepared.admitted
+    cluster = prepared.cluster
+    jobs: Sequence[SimJob] = prepared.admitted
     if reading == "allreduce":
         jobs, _ = admit(as_allreduce(jobs), cluster)
     bound = lower_bound(jobs, cluster)
