@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import time
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ from slurm_mlsched.services.clock import WallClock
 from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs, run_replay
 from slurm_mlsched.sim import SimJob
 from slurm_mlsched.sim.bounds import scalable_bound
+from slurm_mlsched.sim.capped_bound import relaxed_schedule
 
 from .run import machine_facts
 from .sections import write_section
@@ -110,6 +112,18 @@ def bound_avg_jct_s(opts: ReplayOptions) -> float:
     return bound_avg_jct_of(prepared.admitted, prepared.cluster)
 
 
+def relaxed_avg_jct_s(opts: ReplayOptions) -> float:
+    """The average JCT of a schedule of the bound's own relaxation on the cell (pooled,
+    elastic, preemptive for free: ``sim.capped_bound.relaxed_schedule``): the
+    relaxation's optimum lies between the bound and this."""
+    prepared = prepare_jobs(opts)
+    jobs, cluster = prepared.admitted, prepared.cluster
+    value = relaxed_schedule([j.request for j in jobs], cluster.at_slot(0))
+    delta = cluster.slot_seconds
+    offsets = sum(j.request.arrival_slot * delta - j.submit_s for j in jobs)
+    return (value * delta + offsets) / len(jobs)
+
+
 def bound_avg_jct_of(jobs: Sequence[SimJob], cluster: ClusterSnapshot) -> float:
     """The average JCT (s) no policy can beat on ``jobs``: the scalable bound of
     ``sim.bounds`` (slots), plus each job's wait for its first slot boundary."""
@@ -152,6 +166,7 @@ def run_cell(
         "seed": cell.seed,
         "jobs": report.jobs,
         "bound_avg_jct_s": bound_avg_jct_s(opts),
+        "relaxed_avg_jct_s": relaxed_avg_jct_s(opts),
         "rows": rows,
         "wall_s": round(time.perf_counter() - began, 1),
     }
@@ -178,6 +193,7 @@ def verdict(c: dict[str, Any]) -> dict[str, Any]:
         "vs_bound": ours["avg_jct_s"] / bound,
         "best_vs_bound": best / bound,
         "vs_qssf": ours["avg_jct_s"] / rows["qssf"]["avg_jct_s"],
+        "relaxed_vs_bound": c.get("relaxed_avg_jct_s", math.nan) / bound,
         "target_s": target,
         "checks": checks,
         "ok": all(checks.values()),
@@ -188,8 +204,17 @@ def _r(x: float) -> str:
     return f"{x:.2f}"
 
 
+def _r_known(x: float) -> str:
+    return "—" if math.isnan(x) else _r(x)
+
+
 def _spread(values: list[float]) -> str:
     return f"{_r(min(values))} / {_r(statistics.median(values))} / {_r(max(values))}"
+
+
+def _spread_known(values: list[float]) -> str:
+    known = [v for v in values if not math.isnan(v)]
+    return _spread(known) if known else "—"
 
 
 def _dates(done: list[dict[str, Any]]) -> str:
@@ -239,13 +264,19 @@ def render(res: dict[str, Any], preempt: bool = True) -> str:
         "max(0.90 × best of optimus, drf, tiresias, oasis, fifo-bf; 1.05 × lower bound), "
         "p50 and p99 ≤ `fifo-bf`'s, ≤ 0.97 × `qssf` (issue 28). *bound*: the lower bound of "
         "docs/formulation.md §15.3 (the rank bound and the pooled LP with rate caps and each "
-        "job's resource curve, Lemma 2′)." + _dates(done),
+        "job's resource curve, Lemma 2′). *relaxed*: a schedule of that bound's own "
+        "relaxation (every resource pooled, each job elastic up to its rate cap on its "
+        "resource curve, preempted and resized for free; smallest remaining share first, "
+        "`sim.capped_bound.relaxed_schedule`): the relaxation's optimum lies between the "
+        "bound and it, so *relaxed ÷ bound* near 1 says the bound is as high as its "
+        "relaxation allows and a policy's distance from it is what that relaxation's "
+        "freedoms are worth (docs/formulation.md §15.10)." + _dates(done),
         "",
         "### Summary (min / median / max over the cells)",
         "",
-        "| cells | yu-rr ÷ best baseline | yu-rr ÷ bound | best baseline ÷ bound | yu-rr ÷ qssf "
-        "| target met | avg ✓ | p50 ✓ | p99 ✓ | qssf ✓ |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| cells | yu-rr ÷ best baseline | yu-rr ÷ bound | best baseline ÷ bound | relaxed ÷ "
+        "bound | yu-rr ÷ qssf | target met | avg ✓ | p50 ✓ | p99 ✓ | qssf ✓ |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[str, list[int]] = {"all": list(range(len(done)))}
     for i, c in enumerate(done):
@@ -257,6 +288,7 @@ def render(res: dict[str, Any], preempt: bool = True) -> str:
             f"| {name} ({len(idx)}) | {_spread([v['vs_best'] for v in vs])} | "
             f"{_spread([v['vs_bound'] for v in vs])} | "
             f"{_spread([v['best_vs_bound'] for v in vs])} | "
+            f"{_spread_known([v['relaxed_vs_bound'] for v in vs])} | "
             f"{_spread([v['vs_qssf'] for v in vs])} | {sum(v['ok'] for v in vs)} | "
             + " | ".join(
                 str(sum(v["checks"][k] for v in vs)) for k in ("avg", "p50", "p99", "qssf")
@@ -271,7 +303,8 @@ def render(res: dict[str, Any], preempt: bool = True) -> str:
             f"Worst cell ÷ bound: {done[worst]['label']} on {done[worst]['shape']} at load "
             f"{done[worst]['load']:g} (seed {done[worst]['seed']}): "
             f"{_r(verdicts[worst]['vs_bound'])} × the bound, the best baseline "
-            f"({verdicts[worst]['best']}) {_r(verdicts[worst]['best_vs_bound'])} ×. "
+            f"({verdicts[worst]['best']}) {_r(verdicts[worst]['best_vs_bound'])} ×, "
+            f"the relaxed schedule {_r_known(verdicts[worst]['relaxed_vs_bound'])} ×. "
             f"Worst cell ÷ best baseline: {done[worst_best]['label']} on "
             f"{done[worst_best]['shape']} at load {done[worst_best]['load']:g}: "
             f"{_r(verdicts[worst_best]['vs_best'])} × {verdicts[worst_best]['best']}.",
@@ -280,15 +313,16 @@ def render(res: dict[str, Any], preempt: bool = True) -> str:
         "",
         "### Every cell",
         "",
-        "| workload | shape | load | seed | jobs | bound (h) | yu-rr (h) | ÷ bound | best "
-        "| best ÷ bound | ÷ best | ÷ qssf | target |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | shape | load | seed | jobs | bound (h) | relaxed ÷ bound | yu-rr (h) "
+        "| ÷ bound | best | best ÷ bound | ÷ best | ÷ qssf | target |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c, v in zip(done, verdicts, strict=True):
         failed = ", ".join(k for k, ok in v["checks"].items() if not ok)
         lines.append(
             f"| {c['label']} | {c['shape']} | {c['load']:g} | {c['seed']} | {c['jobs']} | "
-            f"{c['bound_avg_jct_s'] / 3600:.2f} | {c['rows']['yu-rr']['avg_jct_s'] / 3600:.2f} | "
+            f"{c['bound_avg_jct_s'] / 3600:.2f} | {_r_known(v['relaxed_vs_bound'])} | "
+            f"{c['rows']['yu-rr']['avg_jct_s'] / 3600:.2f} | "
             f"{_r(v['vs_bound'])} | {v['best']} | {_r(v['best_vs_bound'])} | "
             f"{_r(v['vs_best'])} | {_r(v['vs_qssf'])} | {'✓' if v['ok'] else '✗ ' + failed} |"
         )
@@ -313,6 +347,11 @@ def main() -> None:
         help="Recompute the lower bound of every saved cell (no policy is replayed).",
     )
     ap.add_argument(
+        "--relaxed",
+        action="store_true",
+        help="Compute the relaxed schedule of every saved cell (no policy is replayed).",
+    )
+    ap.add_argument(
         "--policies",
         default="",
         help="Re-run only these policies (comma-separated) and keep the other rows of "
@@ -330,11 +369,14 @@ def main() -> None:
                 row.setdefault("measured", "the run ending " + old["machine"]["date"])
         if args.render_only:
             res["machine"] = old["machine"]
-    if args.rebound:
+    if args.rebound or args.relaxed:
         by_key = {c.key: c for c in cells()}
         for key, saved_cell in res["cells"].items():
             if key in by_key and args.only in key:
-                saved_cell["bound_avg_jct_s"] = bound_avg_jct_s(by_key[key].options(args.preempt))
+                opts = by_key[key].options(args.preempt)
+                if args.rebound:
+                    saved_cell["bound_avg_jct_s"] = bound_avg_jct_s(opts)
+                saved_cell["relaxed_avg_jct_s"] = relaxed_avg_jct_s(opts)
         raw.mkdir(parents=True, exist_ok=True)
         saved.write_text(json.dumps(res, indent=1))
     if not args.render_only:

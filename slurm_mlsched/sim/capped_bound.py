@@ -561,11 +561,34 @@ def capped_bound(
     if not len(sub):
         return 0.0, "pooled LP with rate caps: no job with work to count"
     greedy = greedy_schedule(sub)
-    rest = float(data.fewest[data.least <= 0].sum())
-    schedule = float(np.maximum(greedy.done - sub.arrival, sub.fewest).sum()) + rest
+    schedule = _schedule_total(data, sub, greedy)
     if schedule <= beat:
         return 0.0, "pooled LP with rate caps: a schedule of it is no higher"
     found = find_prices(data, greedy)
     if found is None:
         return 0.0, "pooled LP with rate caps: no job with work to count"
     return found.value, found.note
+
+
+def _schedule_total(data: CappedJobs, sub: CappedJobs, greedy: Greedy) -> float:
+    """Σ_i max(d_i, T_i) of ``greedy`` (a schedule of ``sub``, the jobs of ``data`` with
+    work to count) plus d_i of the others: the relaxation's objective at that schedule."""
+    rest = float(data.fewest[data.least <= 0].sum())
+    return float(np.maximum(greedy.done - sub.arrival, sub.fewest).sum()) + rest
+
+
+def relaxed_schedule(
+    jobs: Sequence[JobRequest], cluster: ClusterSnapshot, shapes: Sequence[Widths] | None = None
+) -> float:
+    """Σ_i T_i (slots) of a feasible schedule of this bound's own relaxation — every
+    resource pooled, each job at any rate up to its cap on its resource curve, preemptive
+    and resized for free — the smallest remaining share first (:func:`greedy_schedule`).
+    The relaxation's optimum lies between :func:`capped_bound` and this, so their ratio
+    says how much of a policy's distance from the bound the bound itself may owe (the
+    relaxation's optimum is not known) and how much is what the relaxation's freedoms are
+    worth (docs/formulation.md §15.10). ``jobs`` on the empty ``cluster``."""
+    data = capped_jobs(jobs, cluster, shapes)
+    sub = _counted(data)
+    if not len(sub):
+        return float(data.fewest.sum())
+    return _schedule_total(data, sub, greedy_schedule(sub))

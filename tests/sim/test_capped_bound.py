@@ -7,7 +7,8 @@
   :func:`find_prices` finds it reaches that LP's optimum on small instances;
 * it is never above a schedule: below the offline optimum and every policy's replay
   (tests/sim/test_bound_property.py, through ``scalable_bound``), and below a greedy
-  schedule of its own relaxation.
+  schedule of its own relaxation (``relaxed_schedule``, which the sweep reports), and
+  that schedule is never below the fine LP.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from slurm_mlsched.sim.capped_bound import (
     greedy_schedule,
     job_minimum,
     lagrangian_bound,
+    relaxed_schedule,
 )
 from slurm_mlsched.sim.job_bounds import (
     SLACK,
@@ -174,6 +176,11 @@ def test_any_prices_give_a_bound_and_the_found_ones_reach_the_lp(
     # with them and below a schedule of the relaxation
     assert value >= without - 1e-6 * max(1.0, without)
     assert value <= with_floor + 1e-6 * max(1.0, with_floor)
+    # the relaxed schedule (the sweep's *relaxed* column) is a schedule of the same
+    # relaxation: never below its LP, so the relaxation's optimum lies in [value, it]
+    relaxed = relaxed_schedule(jobs, cluster)
+    assert with_floor <= relaxed + 1e-6 * max(1.0, relaxed)
+    assert relaxed >= float(data.fewest.sum()) - 1e-9
     assert value <= _greedy_total(data) + 1e-6
 
 

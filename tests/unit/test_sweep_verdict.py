@@ -55,3 +55,19 @@ def test_rows_re_run_under_a_change_are_dated_apart_from_the_others() -> None:
     assert "yu-rr, qssf in run B" in text
     assert f"{', '.join(BEST_OF)} in run A" in text
     assert "yu-rr" not in text.split("run B")[1]  # each policy under one run only
+
+
+def test_the_relaxed_schedule_is_reported_against_the_bound_when_measured() -> None:
+    from bench.sweep import render
+
+    cell = _cell({"yu-rr": 12.0, "drf": 13.0}, bound=10.0)
+    assert verdict({**cell, "relaxed_avg_jct_s": 10.4})["relaxed_vs_bound"] == 10.4 / 10.0
+    base = {"shape": "16x4", "load": 1.0, "seed": 0, "jobs": 3}
+    machine = {"cpu": "cpu", "cores": 2, "date": "today"}
+    measured = {**base, **cell, "label": "W", "relaxed_avg_jct_s": 10.4}  # 1.2 × the bound
+    older = {**base, **_cell({"yu-rr": 11.0}, bound=10.0), "label": "V"}  # saved before it
+    text = render({"machine": machine, "cells": {"a": measured, "b": older}})
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in text.splitlines()}
+    assert rows["| W"][6] == "1.04" and rows["| V"][6] == "—"
+    assert rows["| all (2)"][4] == "1.04 / 1.04 / 1.04"  # the unmeasured cell left out
+    assert "Worst cell ÷ bound: W on 16x4" in text and "the relaxed schedule 1.04 ×" in text
