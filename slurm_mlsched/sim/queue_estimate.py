@@ -13,9 +13,9 @@ Estimated starts, if nothing else arrives and every running job ends at its expe
 * every other job, in queue order, on the room the fixed reservations, the decided jobs
   and the jobs before it leave, in the earliest-ending of: its requested width at its
   earliest start (:func:`.list_schedule.earliest_requested`, the list schedule the
-  look-ahead uses) and, from each slot where the room grows, the most workers one machine
-  holds beside a PS for the whole run (a narrower co-located start, as ``yu-rr`` may
-  choose; tried on the :data:`COLOCATED_TRIES` machines with the most room);
+  look-ahead uses) and, from each slot where the room grows, the most workers any one
+  machine holds beside a PS for the whole run (a narrower co-located start, as ``yu-rr``
+  may choose; exact over every machine the job may use, :func:`_colocated_from`);
 * unknown (``None``, with the reason) when the job cannot be placed, or when its start is
   at or after the placeholder end of a running job whose end Slurm does not know (no time
   limit: its reservation ends at a placeholder, so nothing behind it has a real estimate).
@@ -71,7 +71,7 @@ import numpy as np
 from ..model import ClusterSnapshot, Decision, JobRequest
 from ..model.speed import upper_worker_rate
 from ..placement.params import PlacementParams
-from ..placement.program.packing import EPS, fit_counts
+from ..placement.program.packing import EPS
 from ..placement.program.residual import FloatArray, IntArray, Residual, residual_from
 from ..placement.yu_rr.arrival import Arrival
 from ..placement.yu_rr.late_binding import without
@@ -331,31 +331,24 @@ def _list_placed(
 ) -> tuple[int, int, FloatArray, Residual] | None:
     """The job's earliest-ending run on ``res`` among its requested width at its earliest
     start (:func:`.list_schedule.earliest_requested`) and, at each slot where the room
-    grows, all the workers one machine holds beside a PS for the whole run (a narrower
-    co-located start, as ``yu-rr`` may choose): start, end, its usage (H, 3) and the room
-    left. None when no worker ever fits beside a PS and the width never fits at once."""
+    grows, the most workers any one machine holds beside a PS for the whole run (a
+    narrower co-located start, as ``yu-rr`` may choose; :func:`_colocated_from`): start,
+    end, its usage (H, 3) and the room left. None when no worker ever fits beside a PS
+    and the width never fits at once."""
     arr = arrival_of(job, delta, res, params, n)
     end, _, shape = earliest_requested(arr, res)
     best: Shape | None = shape
     best_end = end if shape is not None else math.inf
-    beside = _beside(res.capacity, arr.shape.alpha, arr.shape.beta, arr.shape.n_max)
-    if beside.max(initial=0) >= 1:
-        fastest = math.ceil(arr.shape.workload / (beside.max() * arr.shape.nu_in) - 1e-9)
-        # the most workers one machine holds beside a PS in each segment's first slot: a
-        # run from there has at most that many, so it cannot end before this
-        most = _most_beside(res, arr)
+    view = res.for_job(job)  # no GPU room on machines of a type the job may not use
+    beside = _beside_by_segment(view, arr)  # (H, S)
+    most = beside.max(axis=0)
+    if most.max(initial=0) >= 1:
+        fastest = math.ceil(arr.shape.workload / (most.max() * arr.shape.nu_in) - 1e-9)
         for sigma in (n, *(t for t in res.increase_slots() if t > n)):
             if sigma + fastest - 1 >= best_end:
                 break  # no later start ends sooner
-            k = int(most[res.segment_of(sigma)])
-            if (
-                k < 1
-                or sigma + math.ceil(arr.shape.workload / (k * arr.shape.nu_in) - 1e-9) - 1
-                >= best_end
-            ):
-                continue  # _colocated_at could not find a run from here ending sooner
-            sh = _colocated_at(arr, res, sigma)
-            if sh is not None and end_slot(arr, sh) < best_end:
+            sh = _colocated_from(arr, view, beside, sigma, best_end)
+            if sh is not None:
                 best, best_end = sh, end_slot(arr, sh)
     if best is None:
         return None
@@ -364,20 +357,9 @@ def _list_placed(
     return best.start, last, use, res.minus(use, best.start, last + 1)
 
 
-#: A narrower co-located start is tried on this many machines (those with the most room).
-COLOCATED_TRIES = 4
-
-
-def _beside(room: FloatArray, alpha: FloatArray, beta: FloatArray, n_max: int) -> IntArray:
-    """Workers each machine of ``room`` (H, 3) holds beside one PS, at most ``n_max``."""
-    ok = (room >= beta - 1e-9).all(axis=1)
-    out: IntArray = np.minimum(np.where(ok, fit_counts(room - beta, alpha), 0), n_max)
-    return out
-
-
-def _most_beside(res: Residual, arr: Arrival) -> IntArray:
-    """Per segment of ``res``: the most workers (≤ N) one machine holds beside one PS in
-    it (:func:`_beside` of every segment at once): (S,)."""
+def _beside_by_segment(res: Residual, arr: Arrival) -> IntArray:
+    """Per machine and segment of ``res``: the most workers (≤ N) it holds beside one PS
+    there: (H, S)."""
     shape = arr.shape
     seg = np.moveaxis(res.seg_res, 2, 1)  # (H, S, 3)
     ok = (seg >= shape.beta - 1e-9).all(axis=2)
@@ -387,33 +369,42 @@ def _most_beside(res: Residual, arr: Arrival) -> IntArray:
     else:
         q = np.floor(np.maximum(seg[:, :, mask] - shape.beta[mask], 0.0) / shape.alpha[mask] + EPS)
         fit = q.min(axis=2).astype(np.int64)
-    out: IntArray = np.minimum(np.where(ok, fit, 0), shape.n_max).max(axis=0)
+    out: IntArray = np.minimum(np.where(ok, fit, 0), shape.n_max)
     return out
 
 
-def _colocated_at(arr: Arrival, res: Residual, sigma: int) -> Shape | None:
-    """The earliest-ending co-located run from ``sigma``: on each of the machines with
-    the most room then, the most workers beside one PS that fit for the whole run."""
+def _colocated_from(
+    arr: Arrival, res: Residual, beside: IntArray, sigma: int, before: float
+) -> Shape | None:
+    """The earliest-ending co-located run from ``sigma`` (k workers and one PS on one
+    machine for its whole run of d(k) = ⌈V/(k·ν_in)⌉ slots, k largest) when it ends
+    before slot ``before``; else None. ``beside``: :func:`_beside_by_segment` of ``res``.
+
+    k holds on machine h over the run iff k ≤ min of ``beside[h]`` over the segments the
+    run covers. Start from k₀ = the most any machine holds at ``sigma`` and repeat
+    k ← max_h min over the run of d(k) slots: every k stays ≥ the largest feasible k (a
+    larger k is a shorter run, a shorter window, a larger minimum), and k stops falling
+    exactly when some machine holds it for its whole run — so the fixed point is the
+    largest feasible k, over every machine. Of the machines that hold it, the one with
+    the most room at ``sigma`` (the first on ties)."""
     shape = arr.shape
-    counts = _beside(res.at(sigma), shape.alpha, shape.beta, shape.n_max)
-    best: Shape | None = None
-    best_d = math.inf
-    for h in np.argsort(-counts, kind="stable")[:COLOCATED_TRIES]:
-        k = int(counts[h])
-        d = 0
-        while k >= 1:
-            d = math.ceil(shape.workload / (k * shape.nu_in) - 1e-9)
-            room = res.window_min(sigma, sigma + d)[h : h + 1]
-            fit = int(_beside(room, shape.alpha, shape.beta, shape.n_max)[0])
-            if fit >= k:
-                break
-            k = fit
-        if k >= 1 and d < best_d:
+    s0 = res.segment_of(sigma)
+    k = int(beside[:, s0].max(initial=0))
+    while k >= 1:
+        d = math.ceil(shape.workload / (k * shape.nu_in) - 1e-9)
+        if sigma + d - 1 >= before:
+            return None  # k only falls from here, and the run only grows
+        window = beside[:, s0 : res.segment_of(sigma + d - 1) + 1].min(axis=1)
+        fit = int(window.max())
+        if fit >= k:
+            holds = np.flatnonzero(window >= k)
+            h = int(holds[np.argmax(beside[holds, s0])])
             w = np.zeros(res.n_machines, dtype=np.int64)
             s = np.zeros(res.n_machines, dtype=np.int64)
             w[h], s[h] = k, 1
-            best, best_d = Shape(sigma, int(h), w, s), d
-    return best
+            return Shape(sigma, h, w, s)
+        k = fit
+    return None
 
 
 def alone_from_now(job: JobRequest, fixed: Residual, slot_seconds: float) -> int | None:

@@ -16,14 +16,28 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slurm_mlsched.model import ClusterSnapshot, Decision, JobRequest, Reservation, Resources
+from slurm_mlsched.model import (
+    ClusterSnapshot,
+    Decision,
+    JobRequest,
+    Machine,
+    Reservation,
+    Resources,
+)
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.program.residual import residual_from
 from slurm_mlsched.placement.registry import get_queue
 from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
+from slurm_mlsched.placement.yu_rr.list_schedule import (
+    arrival_of,
+    earliest_requested,
+    requested_at,
+)
 from slurm_mlsched.sim.bounds import srpt_total
 from slurm_mlsched.sim.queue_estimate import (
     QueuedJob,
+    _beside_by_segment,
+    _colocated_from,
     alone_from_now,
     capped_from_now,
     estimate_queue,
@@ -229,6 +243,91 @@ def test_a_job_that_never_fits_has_no_estimate() -> None:
     est = estimate_queue([QueuedJob(job)], _cluster(2, 4), NOW)
     assert est.jobs[0].source == "unknown" and "fits" in est.jobs[0].reason
     assert est.ratio is None
+
+
+def test_a_narrower_start_stays_on_the_gpu_types_the_job_allows() -> None:
+    # node1 (a100) is idle, node2 (v100) is busy until slot 20: a job that may use only
+    # v100 GPUs waits for node2 (it was once estimated on node1's a100s)
+    cluster = replace(
+        _cluster(2, 4, _long_job(2, 4, 20)[1:]),
+        machines=(
+            Machine("node1", Resources(4, 16, 65536), "a100"),
+            Machine("node2", Resources(4, 16, 65536), "v100"),
+        ),
+    )
+    job = replace(make_job("v", workers=8, workload=NU * 4 * 2), gpu_types=frozenset({"v100"}))
+    placed = place_waiting([QueuedJob(job)], cluster, PlacementParams())
+    ((start, _, use),) = placed["v"].runs
+    assert start == 20 and use[0].sum() == 0 and use[1][0] == 4  # node2, 4 workers
+
+
+@st.composite
+def rooms(draw: st.DrawFn) -> tuple[ClusterSnapshot, JobRequest]:
+    nodes = draw(st.integers(1, 4))
+    gpus = draw(st.sampled_from([2, 4, 8]))
+    held = []
+    for h in range(nodes):
+        for k in range(draw(st.integers(0, 3))):
+            start = draw(st.integers(0, 12))
+            g = draw(st.integers(0, gpus))
+            cpus = draw(st.integers(0, 8))
+            held.append(
+                Reservation(
+                    f"node{h + 1}", start, start + draw(st.integers(1, 15)),
+                    Resources(g, cpus, 1024), f"r{h}{k}",
+                )
+            )  # fmt: skip
+    w = draw(st.integers(1, 2 * gpus))
+    job = make_job("j", workers=w, workload=NU * w * draw(st.floats(0.2, 8.0)))
+    return _cluster(nodes, gpus, tuple(held)), job
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rooms())
+def test_the_narrower_start_is_the_most_workers_any_machine_holds(
+    case: tuple[ClusterSnapshot, JobRequest],
+) -> None:
+    """_colocated_from against brute force: every machine, every k, the room's minimum over
+    the k-worker run (``Residual.window_min``) holding k workers and one PS."""
+    cluster, job = case
+    res = residual_from(cluster, 0)
+    arr = arrival_of(job, DELTA, res, PlacementParams(), 0)
+    beside = _beside_by_segment(res, arr)
+    alpha, beta = np.array(job.worker.as_tuple()), np.array(job.ps.as_tuple())
+    for sigma in (0, *res.increase_slots()):
+        best = 0
+        for h in range(res.n_machines):
+            for k in range(1, job.max_workers + 1):
+                d = int(np.ceil(job.workload / (k * arr.shape.nu_in) - 1e-9))
+                room = res.window_min(sigma, sigma + d)[h]
+                if (room >= k * alpha + beta - 1e-9).all():
+                    best = max(best, k)
+        sh = _colocated_from(arr, res, beside, sigma, float("inf"))
+        assert (sh.workers if sh is not None else 0) == best
+        if sh is not None:  # and it holds where it was put
+            d = int(np.ceil(job.workload / (best * arr.shape.nu_in) - 1e-9))
+            room = res.window_min(sigma, sigma + d)[sh.colo]
+            assert (room >= best * alpha + beta - 1e-9).all()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rooms(), st.integers(0, 6))
+def test_the_earliest_requested_start_skips_only_starts_that_cannot_fit(
+    case: tuple[ClusterSnapshot, JobRequest], arrival: int
+) -> None:
+    """earliest_requested's scan (which skips the starts its per-segment test over the run
+    rules out, list_schedule._may_start) finds what trying every start finds."""
+    cluster, job = case
+    res = residual_from(cluster, 0)
+    arr = arrival_of(replace(job, arrival_slot=arrival), DELTA, res, PlacementParams(), 0)
+    end, _, shape = earliest_requested(arr, res)
+    for sigma in (arr.a, *(t for t in res.increase_slots() if t > arr.a)):
+        got = requested_at(arr, res, sigma)
+        if got is not None:
+            assert shape is not None and (shape.start, end) == (sigma, got[0])
+            assert (shape.w == got[2].w).all() and (shape.s == got[2].s).all()
+            return
+    assert shape is None
 
 
 # --- properties over random queues re-planned by the real policies --------------------------

@@ -57,22 +57,41 @@ def earliest_requested(arr: Arrival, res: Residual) -> tuple[int, Residual, Shap
 
 
 def _may_start(arr: Arrival, view: Residual) -> npt.NDArray[np.bool_]:
-    """Per segment of ``view``: whether the requested width passes :func:`requested_at`'s
-    test on the room of a start's first slot (some machine holds all N workers and a PS,
-    or the cluster's total room holds the N distributed workers). A start failing it
-    cannot fit over its whole run, so the whole scan is one pass over the segments."""
+    """Per segment of ``view``: whether a start there may pass :func:`requested_at`'s
+    tests, over the run and not only its first slot (some machine holds all N workers and
+    a PS in every segment the co-located run covers from the segment's start, or the
+    cluster's total room holds the N distributed workers in every segment their run
+    covers). Necessary conditions only: a start failing them cannot fit, so the scan
+    skips it without a call; one with them is still tried whole."""
     shape = arr.shape
     seg = view.seg_res  # (H, 3, S)
+    starts = view.seg_starts
     need_colo = shape.alpha * shape.n_max + shape.beta
-    out: npt.NDArray[np.bool_] = np.asarray(
-        (seg >= need_colo[None, :, None] - 1e-9).all(axis=1).any(axis=0)
-    )
+    ok_colo = np.asarray((seg >= need_colo[None, :, None] - 1e-9).all(axis=1), dtype=bool)
+    out = _all_over_runs(ok_colo, starts, arr.d_min).any(axis=0)
     w_ex = shape.n_dist_max
     if w_ex >= shape.n_dist_min and w_ex:
-        spread: npt.NDArray[np.bool_] = np.asarray(
-            (seg.sum(axis=0) >= shape.alpha[:, None] * w_ex - 1e-9).all(axis=0)
-        )
-        out = out | spread
+        d_ex = math.ceil(shape.workload / (w_ex * shape.nu_ex) - 1e-9)
+        if d_ex:
+            mask = shape.alpha > 0
+            if mask.any():  # workers that fit machine by machine, summed (PSs aside)
+                q = np.floor(np.maximum(seg[:, mask, :], 0.0) / shape.alpha[mask, None] + EPS)
+                total_ok = np.asarray(q.min(axis=1).sum(axis=0) >= w_ex, dtype=bool)
+            else:
+                total_ok = np.ones(seg.shape[2], dtype=bool)
+            out = out | _all_over_runs(total_ok[None, :], starts, d_ex)[0]
+    return np.asarray(out)
+
+
+def _all_over_runs(
+    ok: npt.NDArray[np.bool_], starts: IntArray, length: int
+) -> npt.NDArray[np.bool_]:
+    """``ok`` (R, S) per segment → whether it holds in every segment a run of ``length``
+    slots from each segment's first slot covers (R, S)."""
+    last = np.searchsorted(starts, starts + max(length, 1) - 1, side="right") - 1
+    bad = np.cumsum(~ok, axis=1)
+    before = np.concatenate([np.zeros((ok.shape[0], 1), dtype=bad.dtype), bad[:, :-1]], axis=1)
+    out: npt.NDArray[np.bool_] = (bad[:, last] - before) == 0
     return out
 
 
