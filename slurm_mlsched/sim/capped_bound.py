@@ -561,7 +561,7 @@ def capped_bound(
     if not len(sub):
         return 0.0, "pooled LP with rate caps: no job with work to count"
     greedy = greedy_schedule(sub)
-    schedule = _schedule_total(data, sub, greedy)
+    schedule = relaxation_total(data, sub, greedy)
     if schedule <= beat:
         return 0.0, "pooled LP with rate caps: a schedule of it is no higher"
     found = find_prices(data, greedy)
@@ -570,9 +570,10 @@ def capped_bound(
     return found.value, found.note
 
 
-def _schedule_total(data: CappedJobs, sub: CappedJobs, greedy: Greedy) -> float:
+def relaxation_total(data: CappedJobs, sub: CappedJobs, greedy: Greedy) -> float:
     """Σ_i max(d_i, T_i) of ``greedy`` (a schedule of ``sub``, the jobs of ``data`` with
-    work to count) plus d_i of the others: the relaxation's objective at that schedule."""
+    work to count) plus d_i of the others: the relaxation's objective at that schedule,
+    never below the LP's optimum."""
     rest = float(data.fewest[data.least <= 0].sum())
     return float(np.maximum(greedy.done - sub.arrival, sub.fewest).sum()) + rest
 
@@ -591,4 +592,4 @@ def relaxed_schedule(
     sub = _counted(data)
     if not len(sub):
         return float(data.fewest.sum())
-    return _schedule_total(data, sub, greedy_schedule(sub))
+    return relaxation_total(data, sub, greedy_schedule(sub))

@@ -77,7 +77,7 @@ from ..placement.yu_rr.arrival import Arrival
 from ..placement.yu_rr.late_binding import without
 from ..placement.yu_rr.list_schedule import arrival_of, earliest_requested, fastest_on, usage
 from ..placement.yu_rr.nonelastic import Shape, end_slot
-from .capped_bound import Pool, capped_jobs, find_prices
+from .capped_bound import Pool, capped_jobs, find_prices, greedy_schedule, relaxation_total
 
 #: the resources of a row of usage, in order
 RESOURCES = ("gpu", "cpu", "mem")
@@ -259,7 +259,7 @@ def estimate_queue(
     plan = float(sum(j.end_slot - n + 1 for _, j in known if j.end_slot is not None))
     alone = [j.alone_slots or 1 for _, j in known]
     bound, kind = queue_bound([job for job, _ in known], alone, fixed, delta)
-    capped = capped_from_now([job for job, _ in known], alone, cluster, fixed)
+    capped = capped_from_now([job for job, _ in known], alone, cluster, fixed, bound)
     if capped > bound + 1e-9:
         bound, kind = capped, "rate caps on the room from now"
     ratio = 1.0 if not waiting else (plan / bound if known and bound > 0 else None)
@@ -482,13 +482,18 @@ def queue_bound(
 
 
 def capped_from_now(
-    jobs: Sequence[JobRequest], alone: Sequence[int], cluster: ClusterSnapshot, fixed: Residual
+    jobs: Sequence[JobRequest],
+    alone: Sequence[int],
+    cluster: ClusterSnapshot,
+    fixed: Residual,
+    beat: float = 0.0,
 ) -> float:
     """The pooled LP with rate caps (:mod:`.capped_bound`, docs/formulation.md §15.3) for
     ``jobs`` waiting at ``fixed.t0``: each job at most its fastest rate on ``cluster``'s
     machines (at its Δ), all of them in the room the fixed reservations leave per slot
     (the pool's share of it), each term at least its L_i ``alone``; slots counted from t0
-    (0 without a job with work to count)."""
+    (0 without a job with work to count, and 0 without solving when a schedule of its
+    relaxation is no higher than ``beat``, a bound the caller has)."""
     totals = fixed.capacity.sum(axis=0)
     pooled = [r for r in range(3) if totals[r] > 0]
     if not jobs or not pooled:
@@ -499,7 +504,13 @@ def capped_from_now(
         [fixed.seg_res[:, r, :].sum(axis=0) / totals[r] for r in pooled], axis=1
     )  # (segments, pooled resources)
     pool = Pool((np.asarray(fixed.seg_starts, dtype=np.int64) - fixed.t0), np.clip(rows, 0, 1))
-    found = find_prices(data, pool=pool)
+    sub = data.subset(data.least > 0)
+    if not len(sub):
+        return 0.0
+    greedy = greedy_schedule(sub, pool)
+    if relaxation_total(data, sub, greedy) <= beat:
+        return 0.0  # the LP's optimum is below that schedule: it cannot beat ``beat``
+    found = find_prices(data, greedy, pool=pool)
     return 0.0 if found is None else found.value
 
 
