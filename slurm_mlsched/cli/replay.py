@@ -187,6 +187,15 @@ def replay(
             "only, docs/formulation.md §16).",
         ),
     ] = False,
+    preempt_max: Annotated[
+        int | None,
+        typer.Option(
+            "--preempt-max",
+            help="With preemption: pause or resize one job at most N times (default 8: a "
+            "guard against thrash; each pause must gain more than its restart cost anyway).",
+            show_default=False,
+        ),
+    ] = None,
     restart_cost: Annotated[
         float,
         typer.Option(
@@ -311,6 +320,7 @@ def replay(
         lookahead_widths=lookahead_widths,
         preempt=preempt,
         preempt_resize=preempt_resize,
+        preempt_max=preempt_max,
         preempt_cost=preempt_cost.strip().lower(),
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,

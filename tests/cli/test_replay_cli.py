@@ -159,3 +159,16 @@ def test_preempt_cost_is_recorded_and_checked(tmp_path: Path) -> None:
     assert refused.exit_code == 3, refused.stderr
     assert "option --preempt-cost must be one of exact, slot, got 'cheap'" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_preempt_max_is_recorded_and_checked(tmp_path: Path) -> None:
+    assert recorded_params(tmp_path, "--preempt-max", "1000")["preempt_max"] == 1000
+    (tmp_path / "default").mkdir()
+    assert recorded_params(tmp_path / "default")["preempt_max"] == 8  # the library's
+    for args, says in (
+        (("--preempt-max", "-1"), "option --preempt-max must be between 0 and 1000000, got -1"),
+        (("--no-preempt", "--preempt-max", "3"), "option --preempt-max limits how often"),
+    ):
+        refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", *args)
+        assert refused.exit_code == 3, refused.stderr
+        assert says in refused.stderr and "Traceback" not in refused.stderr

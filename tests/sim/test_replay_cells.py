@@ -157,6 +157,10 @@ def test_options_round_trip_with_absolute_paths(
     assert got.columns == str(tmp_path / "map.yaml")
     assert absolute_options(replace(opts, columns="submit=t")).columns == "submit=t"
     assert options_from_dict(json.loads(json.dumps(options_as_dict(got)))) == got
+    # an option added later is written only when set, and read back either way
+    assert "preempt_max" not in options_as_dict(got)
+    capped = replace(got, preempt_max=1000)
+    assert options_from_dict(json.loads(json.dumps(options_as_dict(capped)))) == capped
 
 
 # --- one slice, one seed: the local replay ------------------------------------------------

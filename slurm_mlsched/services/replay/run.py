@@ -318,6 +318,19 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             hint="drop --no-preempt (preemption is the replay's default) or --preempt-resize",
             context={"option": "--preempt-resize"},
         )
+    if opts.preempt_max is not None:
+        if not opts.preempt:
+            raise InputError(
+                "option --preempt-max limits how often a job is paused or resized, which "
+                "needs preemption, but --no-preempt was given",
+                hint="drop --no-preempt (preemption is the replay's default) or --preempt-max",
+                context={"option": "--preempt-max", "value": opts.preempt_max},
+            )
+        if not 0 <= opts.preempt_max <= 1_000_000:
+            raise InputError(
+                f"option --preempt-max must be between 0 and 1000000, got {opts.preempt_max}",
+                context={"option": "--preempt-max", "value": opts.preempt_max},
+            )
     if opts.preempt_cost not in PREEMPT_COSTS:
         raise InputError(
             f"option --preempt-cost must be one of {', '.join(PREEMPT_COSTS)}, "
@@ -330,7 +343,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             f"got {opts.queue_program!r}",
             context={"option": "--queue-program", "value": opts.queue_program},
         )
-    return PlacementParams(
+    params = PlacementParams(
         form=opts.form,
         seed=seed,
         binding=opts.binding,
@@ -342,6 +355,9 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         preempt_resize=opts.preempt_resize,
         preempt_cost=opts.preempt_cost,
     )
+    if opts.preempt_max is not None:
+        params = replace(params, preempt_max=opts.preempt_max)
+    return params
 
 
 #: ``--arch-reading``: how a replay reads a trace job's architecture (docs/formulation.md §18.5).

@@ -43,6 +43,7 @@ class ReplayOptions:
     preempt_cost: str = "exact"  # what a pause is weighed against (formulation §16)
     preempt_resize: bool = False  # resize a running job by checkpoint-restart (formulation
     # §16, "Resize"; a prototype: measured, off, replay only)
+    preempt_max: int | None = None  # pauses and resizes per job (None: PlacementParams')
     restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
