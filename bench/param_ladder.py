@@ -14,7 +14,8 @@ parameters.
     python -m bench.param_ladder render --base slot --other exact --title "…"
 
 ``run`` appends one JSON line per cell to ``bench/out/ladder/TAG.jsonl`` (``--only`` picks
-cells by a substring of their key); ``render`` writes the section ``param-ladder`` of
+cells by a substring of their key; ``--workers 2`` replays two cells at once, in the order
+they finish); ``render`` writes the section ``param-ladder`` of
 docs/benchmarks.md: the mean and geometric mean of other ÷ base over the cells both
 measured, by family, and every cell that moved by more than 1 %.
 """
@@ -25,6 +26,7 @@ import argparse
 import json
 import math
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -141,6 +143,12 @@ def main() -> None:
     r.add_argument("--tag", required=True)
     r.add_argument("--set", action="append", default=[], help="name=JSON value")
     r.add_argument("--only", default="")
+    r.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="Replay this many cells at once (processes; the walls then share the cores).",
+    )
     w = sub.add_parser("render")
     w.add_argument("--base", required=True)
     w.add_argument("--other", required=True)
@@ -153,11 +161,15 @@ def main() -> None:
         return
     overrides = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
     OUT.mkdir(parents=True, exist_ok=True)
-    with (OUT / f"{args.tag}.jsonl").open("a") as out:
-        for key, opts in todo():
-            if args.only and args.only not in key:
-                continue
-            row = {"key": key, **run_cell(opts, overrides)}
+    cells_to_run = [(key, opts) for key, opts in todo() if not args.only or args.only in key]
+    with (
+        (OUT / f"{args.tag}.jsonl").open("a") as out,
+        ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool,
+    ):
+        running = {pool.submit(run_cell, opts, overrides): key for key, opts in cells_to_run}
+        for done in as_completed(running):  # each cell's line as soon as it is measured
+            key = running[done]
+            row = {"key": key, **done.result()}
             out.write(json.dumps(row) + "\n")
             out.flush()
             print(args.tag, key, f"{row['avg']:.4f}", flush=True)
