@@ -18,9 +18,14 @@ of a few. Each cell reports `yu-rr`'s avg JCT ÷ the best of `optimus`, `drf`,
 whether the target of issue 28 holds: avg JCT ≤ max(0.90 × best, 1.05 × bound), p50 and
 p99 ≤ `fifo-bf`'s, ≤ 0.97 × `qssf`.
 
+Each cell also reports a schedule of the bound's own relaxation (``relaxed``,
+``sim.capped_bound.relaxed_schedule``): the relaxation's optimum lies between the bound
+and it (docs/formulation.md §15.10).
+
 Results are kept in ``bench/out/sweep/all.json`` (merged across runs; ``--only`` picks
-cells by a substring of their key, ``--render-only`` rewrites the section, ``--rebound``
-recomputes the saved cells' lower bound first).
+cells by a substring of their key, ``--workers N`` replays N cells at once,
+``--render-only`` rewrites the section, ``--rebound`` recomputes the saved cells' lower
+bound and ``--relaxed`` their relaxed schedule first).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -347,6 +353,12 @@ def main() -> None:
         help="Recompute the lower bound of every saved cell (no policy is replayed).",
     )
     ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="Replay this many cells at once (processes; the walls then share the cores).",
+    )
+    ap.add_argument(
         "--relaxed",
         action="store_true",
         help="Compute the relaxed schedule of every saved cell (no policy is replayed).",
@@ -392,17 +404,29 @@ def main() -> None:
                     f"{unknown or '—'}, cells never measured {missing[:3] or '—'}"
                 )
         run = "the run begun " + datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        for n, c in enumerate(todo, 1):
-            old = res["cells"].get(c.key) if args.policies else None
-            res["cells"][c.key] = run_cell(c, args.preempt, policies, old, run)
-            raw.mkdir(parents=True, exist_ok=True)
-            saved.write_text(json.dumps(res, indent=1))
-            v = verdict(res["cells"][c.key])
-            print(
-                f"[{n}/{len(todo)}] {c.key}: ÷best {v['vs_best']:.2f} ÷bound {v['vs_bound']:.2f} "
-                f"({res['cells'][c.key]['wall_s']} s)",
-                flush=True,
-            )
+        with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
+            running = {
+                pool.submit(
+                    run_cell,
+                    c,
+                    args.preempt,
+                    policies,
+                    res["cells"].get(c.key) if args.policies else None,
+                    run,
+                ): c.key
+                for c in todo
+            }
+            for n, done in enumerate(as_completed(running), 1):  # saved as each finishes
+                key = running[done]
+                res["cells"][key] = done.result()
+                raw.mkdir(parents=True, exist_ok=True)
+                saved.write_text(json.dumps(res, indent=1))
+                v = verdict(res["cells"][key])
+                print(
+                    f"[{n}/{len(todo)}] {key}: ÷best {v['vs_best']:.2f} "
+                    f"÷bound {v['vs_bound']:.2f} ({res['cells'][key]['wall_s']} s)",
+                    flush=True,
+                )
     section = "sweep" if args.preempt else "sweep-no-preempt"
     write_section(Path(args.out), section, render(res, args.preempt))
     print(render(res, args.preempt))
