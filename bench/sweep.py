@@ -118,25 +118,33 @@ def bound_avg_jct_s(opts: ReplayOptions) -> float:
     return bound_avg_jct_of(prepared.admitted, prepared.cluster)
 
 
-def relaxed_avg_jct_s(opts: ReplayOptions) -> float:
-    """The average JCT of a schedule of the bound's own relaxation on the cell (pooled,
-    elastic, preemptive for free: ``sim.capped_bound.relaxed_schedule``): the
-    relaxation's optimum lies between the bound and this."""
+def bound_and_relaxed_s(opts: ReplayOptions, bound: bool = True) -> dict[str, float]:
+    """The cell's ``bound_avg_jct_s`` (:func:`bound_avg_jct_of`; left out when not
+    ``bound``) and ``relaxed_avg_jct_s``: the average JCT of a schedule of the bound's own
+    relaxation (pooled, elastic, preemptive for free: ``sim.capped_bound.relaxed_schedule``),
+    whose optimum lies between the two. The jobs are prepared once."""
     prepared = prepare_jobs(opts)
     jobs, cluster = prepared.admitted, prepared.cluster
     value = relaxed_schedule([j.request for j in jobs], cluster.at_slot(0))
-    delta = cluster.slot_seconds
-    offsets = sum(j.request.arrival_slot * delta - j.submit_s for j in jobs)
-    return (value * delta + offsets) / len(jobs)
+    out = {"relaxed_avg_jct_s": _avg_jct_s(value, jobs, cluster)}
+    if bound:
+        out["bound_avg_jct_s"] = bound_avg_jct_of(jobs, cluster)
+    return out
 
 
 def bound_avg_jct_of(jobs: Sequence[SimJob], cluster: ClusterSnapshot) -> float:
     """The average JCT (s) no policy can beat on ``jobs``: the scalable bound of
     ``sim.bounds`` (slots), plus each job's wait for its first slot boundary."""
     value, _ = scalable_bound([j.request for j in jobs], cluster.at_slot(0))
+    return _avg_jct_s(value, jobs, cluster)
+
+
+def _avg_jct_s(total_slots: float, jobs: Sequence[SimJob], cluster: ClusterSnapshot) -> float:
+    """Σ_i T_i in slots from each job's arrival slot → the average JCT in seconds from
+    each job's submission (its wait for its first slot boundary added)."""
     delta = cluster.slot_seconds
     offsets = sum(j.request.arrival_slot * delta - j.submit_s for j in jobs)
-    return (value * delta + offsets) / len(jobs)
+    return (total_slots * delta + offsets) / len(jobs)
 
 
 def run_cell(
@@ -171,8 +179,7 @@ def run_cell(
         "load": cell.load,
         "seed": cell.seed,
         "jobs": report.jobs,
-        "bound_avg_jct_s": bound_avg_jct_s(opts),
-        "relaxed_avg_jct_s": relaxed_avg_jct_s(opts),
+        **bound_and_relaxed_s(opts),
         "rows": rows,
         "wall_s": round(time.perf_counter() - began, 1),
     }
@@ -386,9 +393,7 @@ def main() -> None:
         for key, saved_cell in res["cells"].items():
             if key in by_key and args.only in key:
                 opts = by_key[key].options(args.preempt)
-                if args.rebound:
-                    saved_cell["bound_avg_jct_s"] = bound_avg_jct_s(opts)
-                saved_cell["relaxed_avg_jct_s"] = relaxed_avg_jct_s(opts)
+                saved_cell.update(bound_and_relaxed_s(opts, bound=args.rebound))
         raw.mkdir(parents=True, exist_ok=True)
         saved.write_text(json.dumps(res, indent=1))
     if not args.render_only:

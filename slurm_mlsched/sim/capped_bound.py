@@ -472,7 +472,7 @@ def _chosen_last(jobs: CappedJobs, prices: FloatArray) -> IntArray:
     return out
 
 
-def _counted(jobs: CappedJobs) -> CappedJobs:
+def counted(jobs: CappedJobs) -> CappedJobs:
     """The jobs with work to count (d_i' > 0); the others add d_i alone."""
     return jobs.subset(jobs.least > 0)
 
@@ -494,7 +494,7 @@ def find_prices(
     (its pool comes off the blocks' room); the others get columns from their arrival to
     their greedy end plus as long again as they waited there (and two slots), widened by
     column generation where the Lagrangian's choices go further."""
-    sub = _counted(jobs)
+    sub = counted(jobs)
     if not len(sub) or sub.resources == 0:
         return None
     pool = pool or Pool.whole(sub.resources)
@@ -557,7 +557,7 @@ def capped_bound(
     (:func:`greedy_schedule`: Σ_i max(d_i, its T_i) ≥ the LP's optimum ≥ L) is ≤ ``beat``:
     then no LP is solved. ``shapes``: as for :func:`capped_jobs`."""
     data = capped_jobs(jobs, cluster, shapes)
-    sub = _counted(data)
+    sub = counted(data)
     if not len(sub):
         return 0.0, "pooled LP with rate caps: no job with work to count"
     greedy = greedy_schedule(sub)
@@ -589,7 +589,7 @@ def relaxed_schedule(
     relaxation's optimum is not known) and how much is what the relaxation's freedoms are
     worth (docs/formulation.md §15.10). ``jobs`` on the empty ``cluster``."""
     data = capped_jobs(jobs, cluster, shapes)
-    sub = _counted(data)
+    sub = counted(data)
     if not len(sub):
         return float(data.fewest.sum())
     return relaxation_total(data, sub, greedy_schedule(sub))

@@ -77,7 +77,14 @@ from ..placement.yu_rr.arrival import Arrival
 from ..placement.yu_rr.late_binding import without
 from ..placement.yu_rr.list_schedule import arrival_of, earliest_requested, fastest_on, usage
 from ..placement.yu_rr.nonelastic import Shape, end_slot
-from .capped_bound import Pool, capped_jobs, find_prices, greedy_schedule, relaxation_total
+from .capped_bound import (
+    Pool,
+    capped_jobs,
+    counted,
+    find_prices,
+    greedy_schedule,
+    relaxation_total,
+)
 
 #: the resources of a row of usage, in order
 RESOURCES = ("gpu", "cpu", "mem")
@@ -341,9 +348,9 @@ def _list_placed(
     best_end = end if shape is not None else math.inf
     view = res.for_job(job)  # no GPU room on machines of a type the job may not use
     beside = _beside_by_segment(view, arr)  # (H, S)
-    most = beside.max(axis=0)
-    if most.max(initial=0) >= 1:
-        fastest = math.ceil(arr.shape.workload / (most.max() * arr.shape.nu_in) - 1e-9)
+    most = int(beside.max(initial=0))  # in any machine and segment: no run has more
+    if most >= 1:
+        fastest = math.ceil(arr.shape.workload / (most * arr.shape.nu_in) - 1e-9)
         for sigma in (n, *(t for t in res.increase_slots() if t > n)):
             if sigma + fastest - 1 >= best_end:
                 break  # no later start ends sooner
@@ -504,7 +511,7 @@ def capped_from_now(
         [fixed.seg_res[:, r, :].sum(axis=0) / totals[r] for r in pooled], axis=1
     )  # (segments, pooled resources)
     pool = Pool((np.asarray(fixed.seg_starts, dtype=np.int64) - fixed.t0), np.clip(rows, 0, 1))
-    sub = data.subset(data.least > 0)
+    sub = counted(data)
     if not len(sub):
         return 0.0
     greedy = greedy_schedule(sub, pool)
