@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -92,6 +92,18 @@ bench-param: venv
 		--title "Restart cost of a pause: \`preempt_cost\` exact against slot"
 	$(PY) -m bench.param_ladder render --base rd1 --other exact --section param-reserve \
 		--title "Reservations: \`reserve_depth\` 4 (the default) against 1"
+
+# yu-rr alone over the same 103 cells: resize by checkpoint-restart (preempt_resize, with
+# preempt_max 1000: every resize counts towards it) against the defaults, two cells at a
+# time (docs/formulation.md §16; about 70 min on 2 cores).
+bench-resize: venv
+	rm -f bench/out/ladder/defaults.jsonl bench/out/ladder/resize-pm1000.jsonl
+	$(PY) -m bench.param_ladder run --tag defaults --workers 2
+	$(PY) -m bench.param_ladder run --tag resize-pm1000 --workers 2 \
+		--set preempt_resize=true --set preempt_max=1000
+	$(PY) -m bench.param_ladder render --base defaults --other resize-pm1000 \
+		--section param-resize \
+		--title "Resize by checkpoint-restart: \`preempt_resize\` with \`preempt_max\` 1000 against the defaults"
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv
