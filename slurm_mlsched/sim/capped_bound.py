@@ -61,7 +61,17 @@ import numpy.typing as npt
 
 from ..model import ClusterSnapshot, JobRequest
 from ..placement.program.highs_lp import LpStatus, SparseLp, solve_lp
-from .job_bounds import SLACK, Piece, Widths, fewest_slots, max_rate, resource_curve, widths
+from .job_bounds import (
+    NO_POOLS,
+    SLACK,
+    Piece,
+    Widths,
+    fewest_slots,
+    max_rate,
+    node_pools,
+    resource_curve,
+    widths,
+)
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -152,14 +162,21 @@ class Pool:
 
 
 def capped_jobs(
-    jobs: Sequence[JobRequest], cluster: ClusterSnapshot, shapes: Sequence[Widths] | None = None
+    jobs: Sequence[JobRequest],
+    cluster: ClusterSnapshot,
+    shapes: Sequence[Widths] | None = None,
+    pools: bool = True,
 ) -> CappedJobs:
     """:class:`CappedJobs` of ``jobs`` on the empty ``cluster`` (``shapes``: their
-    :func:`.job_bounds.widths` there, when the caller has them)."""
+    :func:`.job_bounds.widths` there, when the caller has them); with ``pools``, the GPU
+    pools by node size (:func:`.job_bounds.node_pools`, Lemma 2″) are resources after
+    (gpu, cpu, mem), in that order (those with GPUs)."""
+    capacity = np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64)
+    capacity = capacity.reshape(-1, 3)
     if shapes is None:
-        capacity = np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64)
-        shapes = [widths(j, capacity.reshape(-1, 3)) for j in jobs]
-    totals = cluster.total_capacity().as_tuple()
+        shapes = [widths(j, capacity) for j in jobs]
+    by_size = node_pools(capacity) if pools else NO_POOLS
+    totals = (*cluster.total_capacity().as_tuple(), *by_size.total)
     pooled = [r for r, c in enumerate(totals) if c > 0]
     delta = cluster.slot_seconds
     n = len(jobs)
@@ -175,7 +192,7 @@ def capped_jobs(
         if rate <= 0 or work <= 0:
             continue  # counted by d_i alone
         least[i] = work / rate
-        rows.append((i, work, resource_curve(job, w, delta)))
+        rows.append((i, work, resource_curve(job, w, delta, pools=by_size)))
     k = max((len(curve) for _, _, curve in rows), default=0) or 1
     share = np.zeros((n, k, len(pooled)), dtype=np.float64)
     cap = np.zeros((n, k), dtype=np.float64)
@@ -550,13 +567,14 @@ def capped_bound(
     cluster: ClusterSnapshot,
     beat: float = 0.0,
     shapes: Sequence[Widths] | None = None,
+    pools: bool = True,
 ) -> tuple[float, str]:
     """The bound of the module docstring for ``jobs`` on the empty ``cluster`` and how it
     was found; 0 and why when it cannot exceed ``beat`` (a bound the caller has) or no
     price was found. It cannot when the greedy schedule of its own relaxation
     (:func:`greedy_schedule`: Σ_i max(d_i, its T_i) ≥ the LP's optimum ≥ L) is ≤ ``beat``:
-    then no LP is solved. ``shapes``: as for :func:`capped_jobs`."""
-    data = capped_jobs(jobs, cluster, shapes)
+    then no LP is solved. ``shapes``, ``pools``: as for :func:`capped_jobs`."""
+    data = capped_jobs(jobs, cluster, shapes, pools)
     sub = counted(data)
     if not len(sub):
         return 0.0, "pooled LP with rate caps: no job with work to count"
@@ -579,7 +597,10 @@ def relaxation_total(data: CappedJobs, sub: CappedJobs, greedy: Greedy) -> float
 
 
 def relaxed_schedule(
-    jobs: Sequence[JobRequest], cluster: ClusterSnapshot, shapes: Sequence[Widths] | None = None
+    jobs: Sequence[JobRequest],
+    cluster: ClusterSnapshot,
+    shapes: Sequence[Widths] | None = None,
+    pools: bool = True,
 ) -> float:
     """Σ_i T_i (slots) of a feasible schedule of this bound's own relaxation — every
     resource pooled, each job at any rate up to its cap on its resource curve, preemptive
@@ -587,8 +608,9 @@ def relaxed_schedule(
     The relaxation's optimum lies between :func:`capped_bound` and this, so their ratio
     says how much of a policy's distance from the bound the bound itself may owe (the
     relaxation's optimum is not known) and how much is what the relaxation's freedoms are
-    worth (docs/formulation.md §15.10). ``jobs`` on the empty ``cluster``."""
-    data = capped_jobs(jobs, cluster, shapes)
+    worth (docs/formulation.md §15.10). ``jobs`` on the empty ``cluster``; ``shapes``,
+    ``pools``: as for :func:`capped_jobs`."""
+    data = capped_jobs(jobs, cluster, shapes, pools)
     sub = counted(data)
     if not len(sub):
         return float(data.fewest.sum())

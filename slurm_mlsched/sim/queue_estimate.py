@@ -85,6 +85,7 @@ from .capped_bound import (
     greedy_schedule,
     relaxation_total,
 )
+from .job_bounds import node_pools
 
 #: the resources of a row of usage, in order
 RESOURCES = ("gpu", "cpu", "mem")
@@ -507,8 +508,15 @@ def capped_from_now(
         return 0.0
     data = capped_jobs([replace(j, arrival_slot=0) for j in jobs], cluster)
     data = data.with_fewest(np.asarray(alone, dtype=np.int64))
+    by_size = node_pools(fixed.capacity)  # the GPU pools by node size, as capped_jobs's
+    inside = by_size.members(fixed.capacity)
     rows = np.stack(
-        [fixed.seg_res[:, r, :].sum(axis=0) / totals[r] for r in pooled], axis=1
+        [fixed.seg_res[:, r, :].sum(axis=0) / totals[r] for r in pooled]
+        + [
+            fixed.seg_res[inside[k], 0, :].sum(axis=0) / by_size.total[k]
+            for k in range(len(by_size))
+        ],
+        axis=1,
     )  # (segments, pooled resources)
     pool = Pool((np.asarray(fixed.seg_starts, dtype=np.int64) - fixed.t0), np.clip(rows, 0, 1))
     sub = counted(data)

@@ -40,7 +40,11 @@ NU = RESNET.nu_in(DELTA)
 
 @st.composite
 def small_replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
-    cluster = make_cluster(draw(st.integers(1, 2)), draw(st.sampled_from([2, 4])), 16)
+    # one node size, or big and small nodes (the bound's GPU pools by node size)
+    sizes = draw(st.sampled_from([[2], [4], [2, 2], [4, 4], [4, 1], [2, 1, 1]]))
+    cluster = ClusterSnapshot(
+        tuple(Machine(f"node{i + 1}", Resources(g, 16, 65536)) for i, g in enumerate(sizes))
+    )
     entries = []
     for i in range(draw(st.integers(1, 4))):
         w = draw(st.integers(1, 4))

@@ -8,7 +8,10 @@
 * it is never above a schedule: below the offline optimum and every policy's replay
   (tests/sim/test_bound_property.py, through ``scalable_bound``), and below a greedy
   schedule of its own relaxation (``relaxed_schedule``, which the sweep reports), and
-  that schedule is never below the fine LP.
+  that schedule is never below the fine LP;
+* the GPU pools by node size (Lemma 2″): every real placement of a job holds at least its
+  curve's share of each pool, and on a cluster of big and small nodes, where wide jobs
+  need the big ones to run at their fastest, the bound rises and stays below every policy.
 """
 
 from __future__ import annotations
@@ -22,8 +25,17 @@ from hypothesis import strategies as st
 from scipy import sparse
 from scipy.optimize import linprog
 
-from slurm_mlsched.model import Architecture, ClusterSnapshot, JobProfile, JobRequest, Resources
+from slurm_mlsched.model import (
+    Architecture,
+    ClusterSnapshot,
+    JobProfile,
+    JobRequest,
+    Machine,
+    Resources,
+)
+from slurm_mlsched.model.speed import upper_rate
 from slurm_mlsched.placement import PlacementParams, policy_names
+from slurm_mlsched.placement.program.packing import fit_counts
 from slurm_mlsched.sim import admit, sim_jobs, simulate
 from slurm_mlsched.sim.bounds import rank_bound, scalable_bound
 from slurm_mlsched.sim.capped_bound import (
@@ -39,8 +51,10 @@ from slurm_mlsched.sim.capped_bound import (
 )
 from slurm_mlsched.sim.job_bounds import (
     SLACK,
+    Piece,
     cost_per_batch,
     max_rate,
+    node_pools,
     resource_curve,
     widths,
 )
@@ -311,3 +325,108 @@ def test_the_resource_curve_lies_below_every_shape(case: tuple[JobRequest, np.nd
     for u, held in shapes:
         for r in range(3):
             assert h(u, r) <= held[r] * (1 + 1e-9) + 1e-9, (u, r, held, curve)
+
+
+# --- GPU pools by node size (Lemma 2″) ---------------------------------------------------
+
+
+def test_the_pools_of_a_mixed_cluster() -> None:
+    capacity = np.array([[8.0, 64, 1], [8.0, 64, 1], [4.0, 32, 1], [1.0, 8, 1], [0.0, 8, 1]])
+    pools = node_pools(capacity)
+    assert pools.least == (4.0, 8.0)
+    assert pools.total == (20.0, 16.0)  # the GPUs of the nodes with ≥ 4, ≥ 8 GPUs
+    assert pools.below_total == (1.0, 5.0)
+    assert pools.below_max == (1.0, 4.0)
+    assert pools.members(capacity).tolist() == [
+        [True, True, True, False, False],
+        [True, True, False, False, False],
+    ]
+    assert pools.colocated(4.0) == (4.0, 0.0)  # fits the 4-GPU node: none of pool ≥ 8
+    assert pools.colocated(6.0) == (6.0, 6.0)
+    assert pools.spread(1.0, 6, 0.0) == (5.0, 1.0)  # 6 one-GPU workers: 5 GPUs outside ≥ 8
+    assert pools.spread(2.0, 3, 0.0) == (6.0, 1.0)  # 2-GPU workers never fit a 1-GPU node
+    assert len(node_pools(np.array([[4.0, 8, 1]] * 3))) == 0
+
+
+def _h(curve: tuple[Piece, ...], u: float, r: int) -> float:
+    out, lo = 0.0, 0.0
+    for p in curve:
+        out += p.cost[r] * min(max(u - lo, 0.0), p.rate)
+        lo += p.rate
+    return out
+
+
+@st.composite
+def pooled_jobs(draw: st.DrawFn) -> tuple[JobRequest, np.ndarray]:
+    job, _ = draw(shaped_jobs())
+    sizes = draw(st.lists(st.sampled_from([1.0, 2.0, 4.0, 8.0]), min_size=2, max_size=6))
+    capacity = np.array([[g, 32.0, 262144.0] for g in sizes])
+    return job, capacity
+
+
+@settings(max_examples=200, deadline=None)
+@given(pooled_jobs())
+def test_every_placement_holds_the_curve_of_each_pool(case: tuple[JobRequest, np.ndarray]) -> None:
+    """Lemma 2″: co-located on any machine that holds it, or spread with as many workers
+    outside the pool as fit there, a shape of rate u holds at least h_k(u) of pool k."""
+    job, capacity = case
+    w = widths(job, capacity)
+    pools = node_pools(capacity)
+    curve = resource_curve(job, w, DELTA, pools=pools)
+    rate = max_rate(job, w, DELTA)
+    if rate <= 0:
+        assert curve == ()
+        return
+    assert sum(p.rate for p in curve) == pytest.approx(rate, rel=1e-9)
+    assert all(len(p.cost) == 3 + len(pools) for p in curve)
+    inside = pools.members(capacity)
+    alpha = np.array(job.worker.as_tuple())
+    beta = np.array(job.ps.as_tuple())
+    placements: list[tuple[float, list[float]]] = []  # (rate, held of each pool)
+    if not job.is_allreduce:
+        for n in range(1, w.colocated + 1):
+            need = n * alpha + beta
+            for m in range(len(capacity)):
+                if (capacity[m] >= need - 1e-9).all():
+                    held = [float(need[0]) if inside[k, m] else 0.0 for k in range(len(pools))]
+                    placements.append((n * job.profile.nu_in(DELTA), held))
+    spread = range(job.min_distributed_workers(), w.distributed + 1)
+    if job.is_allreduce:
+        spread = range(1, max(w.colocated, w.distributed) + 1)
+    for n in spread:
+        u = upper_rate(job, n, DELTA) if job.is_allreduce else n * job.profile.nu_ex(DELTA)
+        held = []
+        for k in range(len(pools)):
+            outside = int(fit_counts(capacity[~inside[k]], alpha).sum()) if alpha.any() else n
+            held.append(max(0, n - outside) * float(alpha[0]))
+        placements.append((u, held))
+    for u, held in placements:
+        for k in range(len(pools)):
+            assert _h(curve, u, 3 + k) <= held[k] * (1 + 1e-9) + 1e-9, (u, k, held, curve)
+
+
+def test_wide_jobs_wait_for_the_big_node() -> None:
+    # one 8-GPU node and eight 1-GPU nodes; two 8-worker jobs co-locate at ν_in a worker
+    # or spread at ν_ex = ν_in / 4: pooled, both run at their fastest at once (16 GPUs);
+    # with the pools only one holds the big node at a time, so the bound rises
+    profile = JobProfile(0.1, 500.0, 30.0, 306.5)
+    nu_in, nu_ex = profile.nu_in(DELTA), profile.nu_ex(DELTA)
+    assert nu_in > 3 * nu_ex
+    small = [Machine(f"small{i}", Resources(1, 8, 32768)) for i in range(8)]
+    machines = (Machine("big", Resources(8, 64, 262144)), *small)
+    cluster = ClusterSnapshot(machines, slot_seconds=DELTA)
+    jobs = [make_job(f"w{i}", workers=8, workload=8 * nu_in * 4, profile=profile) for i in range(2)]
+    pooled, _ = capped_bound(jobs, cluster, pools=False)
+    by_size, _ = capped_bound(jobs, cluster)
+    assert pooled == pytest.approx(8.0, abs=0.05)  # both end after their 4 fastest slots
+    assert by_size > pooled + 1.0
+    assert by_size <= fine_lp(capped_jobs(jobs, cluster), floor=True) * (1 + 1e-6)
+    assert relaxed_schedule(jobs, cluster) >= by_size - 1e-6
+    entries = [(j, 0.0) for j in jobs]
+    admitted, _ = admit(sim_jobs(entries, DELTA), cluster)
+    for policy in policy_names():
+        result = simulate(admitted, cluster, policy, PlacementParams())
+        if result.rejected:
+            continue
+        total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
+        assert by_size <= total + 1e-6, policy

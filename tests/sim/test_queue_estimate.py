@@ -336,14 +336,17 @@ def test_the_earliest_requested_start_skips_only_starts_that_cannot_fit(
 @st.composite
 def queues(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[JobRequest], str]:
     nodes = draw(st.integers(1, 3))
-    gpus = draw(st.sampled_from([2, 4]))
+    # nodes of one size, or of several (the bound's GPU pools by node size, Lemma 2″)
+    sizes = draw(st.sampled_from([[2], [4], [1, 4], [2, 4, 1]]))
+    gpus = [float(sizes[h % len(sizes)]) for h in range(nodes)]
     running = []
     for h in range(nodes):
         for k in range(draw(st.integers(0, 2))):
-            g = draw(st.integers(0, gpus // 2))
+            g = draw(st.integers(0, int(gpus[h]) // 2))
             end = draw(st.integers(1, 30))
             running.append(Reservation(f"node{h + 1}", 0, end, Resources(g, 1, 4096), f"r{h}{k}"))
-    cluster = _cluster(nodes, gpus, tuple(running))
+    machines = tuple(Machine(f"node{h + 1}", Resources(gpus[h], 16, 65536)) for h in range(nodes))
+    cluster = replace(_cluster(nodes, 1), machines=machines, reservations=tuple(running))
     jobs = []
     for i in range(draw(st.integers(1, 6))):
         w = draw(st.integers(1, 6))
