@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-price bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -104,6 +104,16 @@ bench-resize: venv
 	$(PY) -m bench.param_ladder render --base defaults --other resize-pm1000 \
 		--section param-resize \
 		--title "Resize by checkpoint-restart: \`preempt_resize\` with \`preempt_max\` 1000 against the defaults"
+
+# yu-rr alone over the same 103 cells: the LP's machine price, best fit (the default)
+# against the load price it replaced (docs/formulation.md §4; about 30 min on 2 cores).
+bench-price: venv
+	rm -f bench/out/ladder/price-load.jsonl bench/out/ladder/price-fit.jsonl
+	$(PY) -m bench.param_ladder run --tag price-load --workers 2 --set machine_price='"load"'
+	$(PY) -m bench.param_ladder run --tag price-fit --workers 2 --set machine_price='"fit"'
+	$(PY) -m bench.param_ladder render --base price-load --other price-fit \
+		--section param-price \
+		--title "Machine price: \`machine_price\` fit (the default) against load"
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv

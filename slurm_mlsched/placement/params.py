@@ -24,6 +24,10 @@ class Binding(StrEnum):
     EARLY = "early"  # §4 read literally: the whole future is booked at the arrival
 
 
+#: The values of ``PlacementParams.machine_price``.
+MACHINE_PRICES = ("fit", "load")
+
+
 @dataclass(frozen=True)
 class PlacementParams:
     form: Form = Form.NON_ELASTIC
@@ -46,6 +50,18 @@ class PlacementParams:
     minimum over the block) when the window is longer. 1 slot per block when it fits."""
     max_start_candidates: int = 32
     """Non-elastic: start slots considered (arrival, then each slot where capacity frees)."""
+    machine_price: str = "fit"
+    """The LP's tie-break price of a unit of resource r on machine h (docs/formulation.md
+    §4). ``fit`` (the default since 2026-12-05): C̃[h, r]/(max_h C[h, r])², the share of
+    the largest machine's r a unit is, priced by the share of it still free on h: cheaper
+    on a fuller machine, so the LP packs a job into the holes of busy machines and keeps
+    whole machines whole (best fit, as the fast path and Slurm's own node selection do);
+    the co-location candidates' ties then go to the machine with the least room left.
+    ``load``: (1 + load)/C[h, r], dearer on a busier and on a smaller machine (the rule
+    until then, and the one a decision stored without this field decodes with). Measured
+    over the 103 cells of the parameter ladder: ``fit`` 0.997 × the average JCT of
+    ``load``, better by more than 1 % in 9 cells (the mixed cluster to 0.93 ×), worse in
+    1 (1.014 ×; docs/benchmarks.md, "Machine price")."""
     time_weight: float = 0.05
     """Tie-break: the load price grows by this fraction from the window's first to last
     slot, so among equally cheap schedules the LP prefers earlier work."""

@@ -44,7 +44,7 @@ from ..model.decision import (
     kept_reason,
     least_total_completion_reason,
 )
-from ..placement.params import Binding, PlacementParams
+from ..placement.params import MACHINE_PRICES, Binding, PlacementParams
 
 Json = Any
 _T = TypeVar("_T", int, float)
@@ -269,6 +269,12 @@ def decode_params(d: Json) -> PlacementParams:
         m["tiresias_thresholds_s"] = tuple(float(x) for x in m["tiresias_thresholds_s"])
     if "binding" in m:
         m["binding"] = _enum(Binding, m["binding"], "params.binding")
+    # a decision stored before the field existed was priced by load (the rule until then)
+    m.setdefault("machine_price", "load")
+    if m["machine_price"] not in MACHINE_PRICES:
+        raise CodecError(
+            f"params.machine_price: {m['machine_price']!r} is not one of {list(MACHINE_PRICES)}"
+        )
     return PlacementParams(**m)
 
 

@@ -129,6 +129,7 @@ def test_canonical_text_and_digest_are_stable() -> None:
         (codec.decode_resources, {"gpu": 1, "cpu": 1}, "missing field 'mem'"),
         (codec.decode_resources, {"gpu": "1", "cpu": 1, "mem": 1}, "'gpu' must be a number"),
         (codec.decode_params, {"sed": 1}, "unknown field"),
+        (codec.decode_params, {"machine_price": "cheap"}, "machine_price"),
         (codec.decode_slot_plan, {"slot": 0, "mode": "x", "workers": [], "ps": [], "length": 1},
          "mode"),
         (codec.decode_time, "yesterday", "ISO 8601"),
@@ -163,3 +164,14 @@ def test_an_allreduce_request_keeps_its_architecture_and_a_ps_request_writes_non
     bad = {**encoded, "arch": "ring"}
     with pytest.raises(codec.CodecError, match="request"):
         codec.decode_request(bad)
+
+
+def test_params_stored_before_the_machine_price_decode_to_the_load_price() -> None:
+    """A decision stored before ``machine_price`` existed was priced by load: it decodes
+    so (a re-solve reproduces it), while a new decision carries its own."""
+    old = codec.encode_params(PlacementParams())
+    del old["machine_price"]
+    assert codec.decode_params(old).machine_price == "load"
+    assert PlacementParams().machine_price == "fit"
+    again = codec.decode_params(codec.encode_params(PlacementParams()))
+    assert again.machine_price == "fit"

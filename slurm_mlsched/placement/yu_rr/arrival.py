@@ -82,8 +82,12 @@ class Arrival:
         per_machine = mins[reps]  # (G, 3, B)
         cap_m = self.res.capacity[reps][:, :, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            load = np.where(cap_m > 0, 1.0 - per_machine / cap_m, 0.0)
-            price = np.where(cap_m > 0, (1.0 + load) / cap_m, 0.0)
+            if self.params.machine_price == "fit":
+                top = self.res.capacity.max(axis=0)[None, :, None]
+                price = np.where(top > 0, per_machine / top**2, 0.0)
+            else:
+                load = np.where(cap_m > 0, 1.0 - per_machine / cap_m, 0.0)
+                price = np.where(cap_m > 0, (1.0 + load) / cap_m, 0.0)
         return LpInstance(
             widths=(stops - starts).astype(np.int64),
             n_colo=len(self.colo),
@@ -144,7 +148,7 @@ def with_candidates(arr: Arrival) -> Arrival:
     """``arr`` with its co-location candidates (top-k) and groups of identical machines."""
     params, res = arr.params, arr.res
     end = max(arr.a + math.ceil(params.horizon_factor * arr.d_min), res.free_after + 1)
-    colo = _top_k(res, arr.shape, arr.a, end, params.top_k_colocated)
+    colo = _top_k(res, arr.shape, arr.a, end, params.top_k_colocated, params.machine_price)
     if params.group_identical:
         rest = identical_groups(res, set(colo))
     else:
@@ -153,10 +157,13 @@ def with_candidates(arr: Arrival) -> Arrival:
     return replace(arr, colo=tuple(colo), groups=groups)
 
 
-def _top_k(res: Residual, shape: JobShape, a: int, end: int, k: int) -> list[int]:
+def _top_k(
+    res: Residual, shape: JobShape, a: int, end: int, k: int, price: str = "load"
+) -> list[int]:
     """The k machines with the most room for co-located workers over [a, end), weighted by
     how long each residual segment lasts; machines that never hold one worker and one PS
-    are left out. Ties go to the lower machine index."""
+    are left out. Ties go to the lower machine index (``price`` ``fit``: to the machine
+    with the least room left in its first segment, Σ_r C̃/max C, then the lower index)."""
     if k <= 0:
         return []
     starts = res.seg_starts
@@ -175,7 +182,12 @@ def _top_k(res: Residual, shape: JobShape, a: int, end: int, k: int) -> list[int
         fit = np.where((seg >= -1e-9).all(axis=1), float(shape.n_max), 0.0)
     room = fit @ weight[live]
     best = fit.max(axis=1)
-    order = np.lexsort((np.arange(res.n_machines), -room))
+    tie = np.zeros(res.n_machines)
+    if price == "fit":
+        top = res.capacity.max(axis=0)
+        used = top > 0
+        tie = (res.seg_res[:, used, live[0]] / top[used]).sum(axis=1)
+    order = np.lexsort((np.arange(res.n_machines), tie, -room))
     return [int(h) for h in order if best[h] >= 1][:k]
 
 
