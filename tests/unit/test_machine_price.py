@@ -10,6 +10,9 @@ import pytest
 
 from slurm_mlsched.model import ClusterSnapshot, JobProfile, Reservation, Resources
 from slurm_mlsched.placement import PlacementParams, place
+from slurm_mlsched.placement.program.job_lp import JobShape
+from slurm_mlsched.placement.program.residual import residual_from
+from slurm_mlsched.placement.yu_rr.arrival import _top_k
 from tests.conftest import make_cluster, make_job
 
 DELTA = 600.0
@@ -49,3 +52,18 @@ def test_load_spreads_over_the_idle_nodes(seed: int) -> None:
 
 def test_the_default_is_fit() -> None:
     assert PlacementParams().machine_price == "fit"
+
+
+def test_co_location_candidates_of_equal_room_go_to_the_fullest_first() -> None:
+    """Two workers fit on each of three nodes for the whole window: with ``fit`` the node
+    with least room left comes first, with ``load`` the lower index."""
+    busy = (
+        Reservation("node2", 0, 1000, Resources(2, 2, 8192), "a"),
+        Reservation("node3", 0, 1000, Resources(1, 1, 4096), "b"),
+    )
+    cluster = replace(make_cluster(3, 4, 16), reservations=busy, slot_seconds=DELTA)
+    job = make_job("j", workers=2, workload=PROFILE.nu_in(DELTA) * 2 * 5, profile=PROFILE)
+    shape = JobShape.of(job, DELTA)
+    res = residual_from(cluster, 0)
+    assert _top_k(res, shape, 0, 20, 3, "fit") == [1, 2, 0]
+    assert _top_k(res, shape, 0, 20, 3, "load") == [0, 1, 2]
