@@ -64,6 +64,7 @@ from ..placement.program.highs_lp import LpStatus, SparseLp, solve_lp
 from .job_bounds import (
     NO_POOLS,
     SLACK,
+    NodePools,
     Piece,
     Widths,
     fewest_slots,
@@ -161,6 +162,33 @@ class Pool:
         return int(self.edges[k]) if k < len(self.edges) else None
 
 
+@dataclass(frozen=True)
+class Column:
+    """One capacity row of the LP per slot: ``cost`` indexes a piece's cost tuple (gpu,
+    cpu, mem, then the GPU pools by node size), ``resource`` the machines' resource it
+    counts and ``machines`` which machines' (all of them, or a pool's)."""
+
+    cost: int
+    resource: int
+    machines: npt.NDArray[np.bool_]
+
+    def total(self, capacity: FloatArray) -> float:
+        """What ``capacity`` (H, 3) holds of it."""
+        return float(capacity[self.machines, self.resource].sum())
+
+
+def columns(capacity: FloatArray, pools: bool = True) -> tuple[NodePools, list[Column]]:
+    """The GPU pools by node size of machines of ``capacity`` (H, 3) (none without
+    ``pools``) and the LP's columns in order: each of (gpu, cpu, mem) the machines have,
+    then each pool (Lemma 2″)."""
+    by_size = node_pools(capacity) if pools else NO_POOLS
+    every = np.ones(len(capacity), dtype=bool)
+    out = [Column(r, r, every) for r in range(3) if capacity[:, r].sum() > 0]
+    inside = by_size.members(capacity)
+    out += [Column(3 + k, 0, inside[k]) for k in range(len(by_size))]
+    return by_size, out
+
+
 def capped_jobs(
     jobs: Sequence[JobRequest],
     cluster: ClusterSnapshot,
@@ -168,16 +196,14 @@ def capped_jobs(
     pools: bool = True,
 ) -> CappedJobs:
     """:class:`CappedJobs` of ``jobs`` on the empty ``cluster`` (``shapes``: their
-    :func:`.job_bounds.widths` there, when the caller has them); with ``pools``, the GPU
-    pools by node size (:func:`.job_bounds.node_pools`, Lemma 2″) are resources after
-    (gpu, cpu, mem), in that order (those with GPUs)."""
+    :func:`.job_bounds.widths` there, when the caller has them), one resource per
+    :func:`columns` (with ``pools``, the GPU pools by node size, Lemma 2″)."""
     capacity = np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64)
     capacity = capacity.reshape(-1, 3)
     if shapes is None:
         shapes = [widths(j, capacity) for j in jobs]
-    by_size = node_pools(capacity) if pools else NO_POOLS
-    totals = (*cluster.total_capacity().as_tuple(), *by_size.total)
-    pooled = [r for r, c in enumerate(totals) if c > 0]
+    by_size, cols = columns(capacity, pools)
+    totals = [c.total(capacity) for c in cols]
     delta = cluster.slot_seconds
     n = len(jobs)
     arrival = np.zeros(n, dtype=np.int64)
@@ -194,12 +220,12 @@ def capped_jobs(
         least[i] = work / rate
         rows.append((i, work, resource_curve(job, w, delta, pools=by_size)))
     k = max((len(curve) for _, _, curve in rows), default=0) or 1
-    share = np.zeros((n, k, len(pooled)), dtype=np.float64)
+    share = np.zeros((n, k, len(cols)), dtype=np.float64)
     cap = np.zeros((n, k), dtype=np.float64)
     for i, work, curve in rows:  # the pieces' rates add up to R_i: their caps to 1/d_i'
         for j, piece in enumerate(curve):
             cap[i, j] = piece.rate / work
-            share[i, j] = [work * piece.cost[r] / totals[r] for r in pooled]
+            share[i, j] = [work * piece.cost[c.cost] / t for c, t in zip(cols, totals, strict=True)]
     return CappedJobs(arrival, fewest, least, share, cap)
 
 

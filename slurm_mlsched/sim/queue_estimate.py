@@ -80,12 +80,12 @@ from ..placement.yu_rr.nonelastic import Shape, end_slot
 from .capped_bound import (
     Pool,
     capped_jobs,
+    columns,
     counted,
     find_prices,
     greedy_schedule,
     relaxation_total,
 )
-from .job_bounds import node_pools
 
 #: the resources of a row of usage, in order
 RESOURCES = ("gpu", "cpu", "mem")
@@ -502,19 +502,15 @@ def capped_from_now(
     (the pool's share of it), each term at least its L_i ``alone``; slots counted from t0
     (0 without a job with work to count, and 0 without solving when a schedule of its
     relaxation is no higher than ``beat``, a bound the caller has)."""
-    totals = fixed.capacity.sum(axis=0)
-    pooled = [r for r in range(3) if totals[r] > 0]
-    if not jobs or not pooled:
+    _, cols = columns(fixed.capacity)  # capped_jobs's columns, on the same machines
+    if not jobs or not cols:
         return 0.0
     data = capped_jobs([replace(j, arrival_slot=0) for j in jobs], cluster)
     data = data.with_fewest(np.asarray(alone, dtype=np.int64))
-    by_size = node_pools(fixed.capacity)  # the GPU pools by node size, as capped_jobs's
-    inside = by_size.members(fixed.capacity)
     rows = np.stack(
-        [fixed.seg_res[:, r, :].sum(axis=0) / totals[r] for r in pooled]
-        + [
-            fixed.seg_res[inside[k], 0, :].sum(axis=0) / by_size.total[k]
-            for k in range(len(by_size))
+        [
+            fixed.seg_res[c.machines, c.resource, :].sum(axis=0) / c.total(fixed.capacity)
+            for c in cols
         ],
         axis=1,
     )  # (segments, pooled resources)
