@@ -178,21 +178,23 @@ def replay(
         ),
     ] = "exact",
     preempt_resize: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--preempt-resize/--no-preempt-resize",
-            help="With preemption: also resize a running job by checkpoint-restart (grow "
-            "a job slower than its fastest shape, start a job that waits for its width "
-            "narrow and grow it), each at the restart cost (a prototype, off: replay "
-            "only, docs/formulation.md §16).",
+            help="With preemption (default: on with it): also resize a running job by "
+            "checkpoint-restart (grow a job slower than its fastest shape, start a job "
+            "that waits for its width narrow and grow it), each at the restart cost; live, "
+            "a site's `preempt_resize = true` (docs/formulation.md §16).",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
     preempt_max: Annotated[
         int | None,
         typer.Option(
             "--preempt-max",
-            help="With preemption: pause or resize one job at most N times (default 8: a "
-            "guard against thrash; each pause must gain more than its restart cost anyway).",
+            help="With preemption: pause one job for waiting jobs at most N times (default "
+            "1000: each pause must gain more than its restart cost anyway; resizes do not "
+            "count).",
             show_default=False,
         ),
     ] = None,

@@ -139,13 +139,14 @@ class PlacementParams:
     docs/benchmarks.md; ``--no-preempt`` turns it off), and live a site turns it on with
     ``preempt = true`` in its configuration, for the jobs that consent by
     ``#SBATCH --signal``."""
-    preempt_max: int = 8
-    """At most this many preemptions of one job: a guard against thrash, not the rule
-    (each pause must already gain more than its restart cost, :mod:`.preemption`). 8, not
-    the earlier 2: a 48-GPU job on a 48-GPU cluster paused twice then held every GPU for
-    40 slots while short jobs waited (docs/formulation.md §16); measured on all 87 cells
-    of the robustness sweep, 8 lowered the avg JCT in the cells it changed and 1,000
-    measured the same as 8 (the gain rule limits itself; docs/benchmarks.md)."""
+    preempt_max: int = 1000
+    """At most this many pauses of one job for waiting jobs: a guard against thrash, not the
+    rule (each pause must already gain more than its restart cost, :mod:`.preemption`); a
+    resize (``preempt_resize``) does not count, since each leaves the job strictly faster
+    and pays on its own (until 2026-12-05 it counted). 1000 since 2026-12-05 (8 from
+    2026-12-04, 2 before): on the 87 sweep cells 1000 measured the same as 8 without
+    resizes, and with them 8 cost up to 15 % (Pollux 2 at Δ = 60 s: 0.83 → 0.95 h, a job
+    at its limit resumed at full width while short jobs waited; docs/formulation.md §16)."""
     preempt_jobs: int = 32
     """Waiting jobs (in queue order) the preemption rule considers per event."""
     preempt_cost: str = "exact"
@@ -156,6 +157,14 @@ class PlacementParams:
     2026-12-04). ``exact`` measured 0.9985 × the avg JCT of ``slot`` over the 87 sweep
     cells and the 16 policy cells (21 better, 12 worse; docs/formulation.md §16)."""
     preempt_resize: bool = False
+    narrow_regret: float = 2.0
+    """With ``preempt_resize``: a job that waits for its width starts narrow now only if
+    that narrow run alone — should the grow it is started for never come — would end at
+    most this many times as long after now as the plan it replaces (:mod:`.yu_rr.
+    preemption`, "Start narrow, then grow"): whatever happens later, the job's time from
+    now to its end is at most ``narrow_regret`` × what waiting would give. 0 = no guard
+    (the rule until 2026-12-05). 2, the factor of the classic rent-or-buy bound, not a
+    value fitted to any trace (docs/formulation.md §16)."""
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
     A running job slower than its fastest shape is re-decided (its work left + the
     restart charge, by the same per-job decision) in the room freed, its own included,

@@ -183,7 +183,7 @@ def simulate(
                     request,
                     derive_seed(params.seed, job.job_id),
                     decision,
-                    0 if past is None else past.preemptions,
+                    0 if past is None else past.pauses,
                 )
         done += 1
         if progress is not None and (done % progress_every == 0 or done == len(order)):
@@ -325,7 +325,8 @@ class _History:
     """What the earlier runs of a preempted job did (``params.preempt``)."""
 
     runs: tuple[SlotPlan, ...] = ()  # its runs, cut at the slot it was paused
-    preemptions: int = 0
+    preemptions: int = 0  # its restarts: pauses and resizes
+    pauses: int = 0  # pauses for waiting jobs (``for_jobs``), what ``preempt_max`` limits
     charge: float = 0.0  # mini-batches of restart charge added over its pauses
     done: float = 0.0  # mini-batches its runs covered before each pause
 
@@ -338,6 +339,7 @@ class _History:
         return _History(
             (*self.runs, *cut),
             self.preemptions + 1,
+            self.pauses + (1 if p.for_jobs else 0),
             self.charge + p.charge,
             self.done + p.work_done,
         )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -275,6 +276,15 @@ def decode_params(d: Json) -> PlacementParams:
         raise CodecError(
             f"params.machine_price: {m['machine_price']!r} is not one of {list(MACHINE_PRICES)}"
         )
+    # nor did narrow starts have a guard (0 = none, the rule until then)
+    m.setdefault("narrow_regret", 0.0)
+    regret = m["narrow_regret"]
+    if (
+        isinstance(regret, bool)
+        or not isinstance(regret, int | float)
+        or not (0 <= regret < math.inf)
+    ):
+        raise CodecError(f"params.narrow_regret: expected a finite number >= 0, got {regret!r}")
     return PlacementParams(**m)
 
 

@@ -162,9 +162,18 @@ def test_preempt_cost_is_recorded_and_checked(tmp_path: Path) -> None:
 
 
 def test_preempt_max_is_recorded_and_checked(tmp_path: Path) -> None:
-    assert recorded_params(tmp_path, "--preempt-max", "1000")["preempt_max"] == 1000
+    assert recorded_params(tmp_path, "--preempt-max", "3")["preempt_max"] == 3
     (tmp_path / "default").mkdir()
-    assert recorded_params(tmp_path / "default")["preempt_max"] == 8  # the library's
+    default = recorded_params(tmp_path / "default")
+    assert default["preempt_max"] == 1000  # the library's
+    assert default["preempt_resize"] is True and default["narrow_regret"] == 2.0  # replay's
+    (tmp_path / "off").mkdir()
+    off = recorded_params(tmp_path / "off", "--no-preempt")
+    assert off["preempt"] is False and off["preempt_resize"] is False  # resize needs it
+    (tmp_path / "pauses").mkdir()
+    assert recorded_params(tmp_path / "pauses", "--no-preempt-resize")["preempt_resize"] is False
+    refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--no-preempt", "--preempt-resize")
+    assert refused.exit_code == 3 and "option --preempt-resize" in refused.stderr
     for args, says in (
         (("--preempt-max", "-1"), "option --preempt-max must be between 0 and 1000000, got -1"),
         (("--no-preempt", "--preempt-max", "3"), "option --preempt-max limits how often"),

@@ -5,8 +5,10 @@
   no more than the restart cost, nothing changes; a job that would wait for its width
   starts narrow and grows; off by default;
 * the rule on one event: the grown run starts now in the room the step leaves, the pause
-  is for the job itself; not for a job paused ``preempt_max`` times, not for one already
-  in its fastest shape, never into the room of a job the step started;
+  is for the job itself; also for a job paused ``preempt_max`` times (that limit is for
+  pauses for waiting jobs), not for one already in its fastest shape, never into the
+  room of a job the step started; no narrow start that alone would end more than
+  ``narrow_regret`` × later than the plan it replaces;
 * the property of tests/sim/test_preemption.py (capacity, work conserved) is drawn with
   ``preempt_resize`` on too.
 """
@@ -45,18 +47,18 @@ def _params(resize: bool, **kw: object) -> PlacementParams:
     )
 
 
-def _story(b_slots: int, resize: bool) -> dict[str, object]:
-    """B: 2 workers for ``b_slots`` slots from slot 0; N: 4 workers' worth of 100 slots,
-    arriving just after B, so it starts at 2 workers beside B (ends at 200 > B's end +
-    100)."""
+def _story(b_slots: int, resize: bool, b_workers: int = 2, **kw: object) -> dict[str, object]:
+    """B: ``b_workers`` workers for ``b_slots`` slots from slot 0; N: 4 workers' worth of
+    100 slots, arriving just after B, so it starts at 2 workers beside B (ends at 200 > B's
+    end + 100)."""
     jobs = sim_jobs(
         [
-            (make_job("B", workers=2, workload=NU * 2 * b_slots), 0.0),
+            (make_job("B", workers=b_workers, workload=NU * b_workers * b_slots), 0.0),
             (make_job("N", workers=4, workload=NU * 4 * 100), 1.0),
         ],
         DELTA,
     )
-    result = simulate(jobs, NODE, "yu-rr", _params(resize))
+    result = simulate(jobs, NODE, "yu-rr", _params(resize, **kw))
     assert capacity_violations(result) == [] and decision_problems(result) == []
     return {o.job.job_id: o.decision for o in result.outcomes}
 
@@ -100,6 +102,17 @@ def test_a_job_that_waits_for_its_width_starts_narrow_and_grows() -> None:
     assert dict(on["N"].stats)["restarts"] == 1.0  # type: ignore[attr-defined]
 
 
+def test_no_narrow_start_that_alone_would_end_more_than_narrow_regret_times_later() -> None:
+    # B holds 3 GPUs until slot 10: N's plan waits for 4 (10..109). Started now at the one
+    # GPU left and grown at 10 it would end at 107, more than the restart cost sooner, but
+    # should the grow never come it would run 400 slots alone, ending at 400 > 2 × 109
+    guarded = _story(10, resize=True, b_workers=3)
+    assert _runs(guarded["N"]) == [(10, 100, 4)]
+    bet = _story(10, resize=True, b_workers=3, narrow_regret=0.0)  # 0: no guard
+    assert _runs(bet["N"]) == [(1, 9, 1), (10, 98, 4)]
+    assert _runs(bet["B"]) == _runs(guarded["B"])
+
+
 def test_off_by_default() -> None:
     assert PlacementParams().preempt_resize is False
     on = _story(180, resize=False)
@@ -137,8 +150,12 @@ def test_the_rule_restarts_a_narrow_run_wider_in_the_same_step() -> None:
     assert p.gain_s == pytest.approx((199 - 150) * DELTA) and p.cost_s == DELTA
     # off, tired, or ending within the restart cost: nothing
     assert _replan((), run, snap, _params(False)) == (step.__class__(()), ())
+    # preempt_max limits pauses for waiting jobs only: each grow pays on its own and
+    # leaves the job strictly faster, so a run paused that often still grows
     tired = RunningRun(run.request, run.seed, run.decision, preemptions=8)
-    assert _replan((), tired, snap, _params(True, preempt_max=8))[1] == ()
+    t_step, t_paused = _replan((), tired, snap, _params(True, preempt_max=8))
+    assert [(x.job_id, x.for_jobs, x.gain_s) for x in t_paused] == [("N", (), p.gain_s)]
+    assert [(x.job_id, x.slots) for x in t_step.started] == [(d.job_id, d.slots)]
     late_run, late = _narrow_running(199)
     assert _replan((), late_run, late, _params(True))[1] == ()
 
@@ -154,3 +171,16 @@ def test_the_rule_leaves_a_run_in_its_fastest_shape_and_the_step_s_starts_alone(
 
 
 NODE_CAPS = __import__("numpy").array([m.capacity.as_tuple() for m in NODE.machines])
+
+
+def test_only_pauses_for_waiting_jobs_count_towards_preempt_max() -> None:
+    """The replay's history of a job: a resize (``for_jobs`` empty) is a restart but not a
+    pause, so ``preempt_max`` (read from ``pauses``) does not stop a job that grew."""
+    from slurm_mlsched.placement.yu_rr.preemption import Preemption
+    from slurm_mlsched.sim.engine import _History
+
+    run, _ = _narrow_running(100)
+    grow = Preemption("N", run.request, 1.0, 0.2, (), 600.0, 600.0)
+    pause = Preemption("N", run.request, 1.0, 0.2, ("W",), 600.0, 600.0)
+    h = _History().paused(run, 100, grow).paused(run, 120, grow).paused(run, 140, pause)
+    assert (h.preemptions, h.pauses) == (3, 1)

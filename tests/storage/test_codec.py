@@ -130,6 +130,8 @@ def test_canonical_text_and_digest_are_stable() -> None:
         (codec.decode_resources, {"gpu": "1", "cpu": 1, "mem": 1}, "'gpu' must be a number"),
         (codec.decode_params, {"sed": 1}, "unknown field"),
         (codec.decode_params, {"machine_price": "cheap"}, "machine_price"),
+        (codec.decode_params, {"narrow_regret": -1}, "narrow_regret"),
+        (codec.decode_params, {"narrow_regret": "2"}, "narrow_regret"),
         (codec.decode_slot_plan, {"slot": 0, "mode": "x", "workers": [], "ps": [], "length": 1},
          "mode"),
         (codec.decode_time, "yesterday", "ISO 8601"),
@@ -175,3 +177,12 @@ def test_params_stored_before_the_machine_price_decode_to_the_load_price() -> No
     assert PlacementParams().machine_price == "fit"
     again = codec.decode_params(codec.encode_params(PlacementParams()))
     assert again.machine_price == "fit"
+
+
+def test_params_stored_before_the_narrow_regret_decode_to_no_guard() -> None:
+    """A decision stored before ``narrow_regret`` existed had no guard on a narrow start:
+    it decodes as 0 (none), while a new decision carries its own."""
+    old = codec.encode_params(PlacementParams())
+    del old["narrow_regret"]
+    assert codec.decode_params(old).narrow_regret == 0.0
+    assert codec.decode_params(codec.encode_params(PlacementParams())).narrow_regret == 2.0

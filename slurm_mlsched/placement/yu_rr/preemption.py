@@ -30,7 +30,8 @@ rate r_j, (⌈(R_j + ρ_j)/r_j⌉ − ⌈R_j/r_j⌉)·Δ with R_j its work left 
 the slack of its last slot, one slot when it does not; ``slot`` takes the most a restart
 may cost, ⌈restart_s / Δ⌉·Δ, for every victim (the rule until 2026-12-04). Victims are
 tried from the largest key (lowest priority) down; each sees the room the ones before it
-freed and their S took. A job is preempted at most ``preempt_max`` times; only running
+freed and their S took. A job is paused for waiting jobs at most ``preempt_max`` times
+(its resizes below do not count: each pays on its own and leaves it faster); only running
 jobs that started before now are candidates; at most ``preempt_jobs`` waiting jobs are
 looked at.
 
@@ -51,8 +52,8 @@ one constant width, so a job that started narrow (the room was short) could neve
 the GPUs that free up later, and a job the per-job decision makes wait for its width
 holds nothing while GPUs stand idle. Two rules, both paying the restart charge ρ above:
 
-* *Grow* (:func:`grow`). A running job j that started before now, was paused fewer than
-  ``preempt_max`` times, runs slower than its fastest shape (:func:`fastest_rate`) and
+* *Grow* (:func:`grow`). A running job j that started before now, runs slower than its
+  fastest shape (:func:`fastest_rate`) and
   has more than ⌈restart_s / Δ⌉ slots left is decided again: its resumed request (the
   work left + ρ_j) by the same per-job decision (the queue call on that one job) on the
   room with j's own room given back. If that decision starts now and ends e_new with
@@ -73,7 +74,11 @@ holds nothing while GPUs stand idle. Two rules, both paying the restart charge �
   rate r_N < r_P until t, then i grows into P's shape at rate r_P for the rest plus ρ_i:
   it ends at t + ⌈(W_i − r_N·(t − now) + ρ_i) / r_P⌉ − 1, and it is taken when that is
   more than the restart cost before P's end. The grow at t is the rule above, in the
-  room the re-plan at t leaves (so it may not come: then i runs N to its end).
+  room the re-plan at t leaves (so it may not come: then i runs N to its end). Since
+  nothing keeps P's room for it, the bet is bounded (``narrow_regret`` = κ, 2 by
+  default; 0 = no bound): N is taken only if N alone ends at most κ times as long after
+  now as P, e_N − now + 1 ≤ κ·(e_P − now + 1), so the job's time from now to its end is
+  at most κ × what waiting gives, whether the grow comes or not.
 
 What neither weighs: the waiting jobs the step neither started nor reserved (they held
 nothing) may find a wider run in their way, and a narrow start's grow may find its room
@@ -108,7 +113,8 @@ QueueCall = Callable[
 class RunningRun:
     """A running job as the preemption rule sees it: ``request`` is what its current run
     covers (after an earlier preemption: the work left then plus the charge), ``decision``
-    the run (one constant shape), ``preemptions`` how often it was paused before."""
+    the run (one constant shape), ``preemptions`` how often it was paused before for
+    waiting jobs (what ``preempt_max`` limits; resizes are not counted)."""
 
     request: JobRequest
     seed: int
@@ -353,7 +359,8 @@ def _grow_candidates(
     running: Sequence[RunningRun], snapshot: ClusterSnapshot, params: PlacementParams
 ) -> list[tuple[tuple[float, int, str], RunningRun, JobRequest, float, float]]:
     """The running jobs a resize may speed up, by queue key of their resumed request:
-    started before now, paused fewer than ``preempt_max`` times, more than the restart
+    started before now (however often paused: ``preempt_max`` limits pauses for waiting
+    jobs, and each grow pays on its own and leaves the job faster), more than the restart
     cost left, slower than their fastest shape (module docstring)."""
     now, delta = snapshot.now_slot, snapshot.slot_seconds
     slots_c = math.ceil(max(0.0, params.restart_s) / delta - 1e-9)
@@ -362,7 +369,7 @@ def _grow_candidates(
     cands = []
     for run in running:
         d = run.decision
-        if run.preemptions >= params.preempt_max or d.start_slot >= now:
+        if d.start_slot >= now:
             continue
         if d.end_slot - now <= slots_c:
             continue  # it ends within the restart cost: a restart cannot pay
@@ -463,6 +470,8 @@ def _narrow_then_grow(
         r_p = plan_rate(d.slots[0], req, delta)
         if r_n >= r_p * (1 - 1e-9) or r_n <= 0:
             continue
+        if 0 < params.narrow_regret * (d.end_slot - now + 1) < n.end_slot - now + 1:
+            continue  # should the grow never come, N alone would end too late
         by_t = r_n * (d.start_slot - now)
         if by_t >= req.workload:
             continue

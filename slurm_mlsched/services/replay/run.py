@@ -311,7 +311,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             f"option --cores-per-worker must be between 1 and 100000, got {opts.cores_per_worker}",
             context={"option": "--cores-per-worker", "value": opts.cores_per_worker},
         )
-    if opts.preempt_resize and not opts.preempt:
+    if opts.preempt_resize is True and not opts.preempt:
         raise InputError(
             "option --preempt-resize resizes running jobs by checkpoint-restart, which "
             "needs preemption, but --no-preempt was given",
@@ -352,7 +352,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         lookahead=opts.lookahead,
         lookahead_widths=opts.lookahead_widths,
         preempt=opts.preempt,
-        preempt_resize=opts.preempt_resize,
+        preempt_resize=opts.preempt if opts.preempt_resize is None else opts.preempt_resize,
         preempt_cost=opts.preempt_cost,
     )
     if opts.preempt_max is not None:

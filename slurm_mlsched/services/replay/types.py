@@ -41,9 +41,10 @@ class ReplayOptions:
     preempt: bool = True  # checkpoint-restart preemption under late binding (formulation
     # §16): on, as a site with `preempt = true` runs it live; it won on the sweep's average
     preempt_cost: str = "exact"  # what a pause is weighed against (formulation §16)
-    preempt_resize: bool = False  # resize a running job by checkpoint-restart (formulation
-    # §16, "Resize"; a prototype: measured, off, replay only)
-    preempt_max: int | None = None  # pauses and resizes per job (None: PlacementParams')
+    preempt_resize: bool | None = None  # resize a running job by checkpoint-restart
+    # (formulation §16, "Resize"): None = on with preemption (it won on the average of the
+    # ladder's 103 cells once narrow starts were bounded, 2026-12-05); live a site's choice
+    preempt_max: int | None = None  # pauses per job for waiting jobs (None: PlacementParams')
     restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
