@@ -19,6 +19,10 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
     preempt = true                     # mlsub replan may checkpoint-restart running jobs
                                        # that consent (#SBATCH --signal); site file only
     preempt_wait_max_s = 120           # the longest wait for a job's checkpoint (site only)
+    preempt_resize = true              # and resize them by checkpoint-restart: start a job
+                                       # narrow, grow it (needs preempt; site file only)
+    restart_s = 30                     # what one checkpoint-restart costs a job here, the
+                                       # cost a pause or resize must beat (site file only)
 
     [gpu_speed]                        # throughput per GPU type for live planning
     a100 = 2.0                         # (1.0 = the profiles' reference GPU; unlisted
@@ -28,7 +32,8 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
     partition = "gpu"                  # the command line); names as in JobOptions
     mem_per_worker = "16G"
 
-``admins``, ``slurm_admin_level``, ``preempt`` and ``preempt_wait_max_s`` are the site's
+``admins``, ``slurm_admin_level``, ``preempt``, ``preempt_wait_max_s``,
+``preempt_resize`` and ``restart_s`` are the site's
 alone: only ``/etc/mlsched/config.toml``
 sets them, and only when that file is owned by root and writable by nobody else; a user's
 file that sets one is an error, and ``MLSUB_ADMINS`` and ``MLSUB_SLURM_ADMIN_LEVEL`` are
@@ -37,7 +42,9 @@ honoured for root only (docs/admin-guide.md, trust model). ``slurm_admin_level``
 (``sacctmgr show user``, read from slurmdbd) is at least that an admin of mlsub too.
 
 Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS``, ``MLSUB_SLURM_ADMIN_LEVEL``,
-``MLSUB_PREEMPT`` and ``MLSUB_PREEMPT_WAIT_MAX_S`` (root only), ``MLSUB_CLUSTER_NAME``,
+``MLSUB_PREEMPT``, ``MLSUB_PREEMPT_WAIT_MAX_S``, ``MLSUB_PREEMPT_RESIZE`` and
+``MLSUB_RESTART_S`` (root only),
+``MLSUB_CLUSTER_NAME``,
 ``MLSUB_RESERVATION_GRACE_S``, ``MLSUB_DB_BUSY_TIMEOUT_S``, ``MLSUB_SLOT_SECONDS``,
 ``MLSUB_REMOTE``, ``MLSUB_REMOTE_DIR``, ``MLSUB_GPU_SPEED`` (``a100=2,t4=0.5``).
 ``MLSUB_CONFIG`` names the user config file instead of the XDG one.
@@ -70,6 +77,8 @@ DEFAULT_REMOTE_DIR = ".mlsub/decisions"
 DEFAULT_STALE_AFTER_S = 3600.0
 #: ``mlsub replan`` with ``preempt``: the longest wait for a job's checkpoint.
 DEFAULT_PREEMPT_WAIT_MAX_S = 120.0
+#: The restart cost of the placement's time model (``PlacementParams.restart_s``).
+DEFAULT_RESTART_S = 30.0
 
 RESERVATION_GRACE_DOC = (
     "after its predicted end, a decision that is not yet in a terminal state (the job may "
@@ -111,6 +120,15 @@ class Config:
     preempt_wait_max_s: float = DEFAULT_PREEMPT_WAIT_MAX_S
     """The longest a re-plan waits for a signalled job to checkpoint (its ``--signal``
     warning time, at most this) before it requeues it."""
+    preempt_resize: bool = False
+    """With ``preempt``: ``mlsub replan`` also resizes by checkpoint-restart (the replay's
+    ``preempt_resize``, docs/formulation.md §16): a job that waits for its width starts
+    narrow, and a running job that consents and runs slower than its fastest shape is
+    paused and started again wider when that ends it sooner; the site's choice."""
+    restart_s: float = DEFAULT_RESTART_S
+    """What one checkpoint-restart costs a job on this site (seconds: the checkpoint, the
+    requeue, the start again): the restart cost ``mlsub replan``'s preemption rule weighs
+    a pause or a resize against (the replay's ``restart_s``, ``--restart-cost``)."""
     gpu_speed: tuple[tuple[str, float], ...] = ()
     """The speed table of live planning: (GPU type, throughput factor) sorted by type; ()
     = every type at 1.0 (docs/formulation.md §17)."""
@@ -128,7 +146,16 @@ KEYS = tuple(f.name for f in fields(Config) if f.name != "sources")
 FILE_ONLY = frozenset({"job"})
 #: Keys only the site file sets: who is an admin is the site's to say, never a user's
 #: (``MLSUB_ADMINS`` is honoured for root only, for tests and support).
-SITE_ONLY = frozenset({"admins", "slurm_admin_level", "preempt", "preempt_wait_max_s"})
+SITE_ONLY = frozenset(
+    {
+        "admins",
+        "slurm_admin_level",
+        "preempt",
+        "preempt_wait_max_s",
+        "preempt_resize",
+        "restart_s",
+    }
+)
 
 
 def default_db_path(env: Mapping[str, str]) -> Path:
@@ -187,6 +214,13 @@ def load_config(
     if given:
         config = _apply(config, given, "command line")
         sources.append("command line")
+    if config.preempt_resize and not config.preempt:
+        raise InputError(
+            "config key 'preempt_resize' resizes running jobs by checkpoint-restart, which "
+            "needs preemption, but 'preempt' is not true",
+            hint="set preempt = true beside it in the site file, or remove preempt_resize",
+            context={"key": "preempt_resize", "sources": ", ".join(sources)},
+        )
     return replace(config, sources=tuple(sources))
 
 
@@ -370,5 +404,7 @@ _CONVERT = {
     "remote_dir": _text,
     "preempt": _flag,
     "preempt_wait_max_s": _seconds,
+    "preempt_resize": _flag,
+    "restart_s": _seconds,
     "gpu_speed": _gpu_speed,
 }

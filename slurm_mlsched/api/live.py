@@ -309,7 +309,14 @@ def _preemption(config: Config, starter: SlurmStarter) -> LivePreemption | None:
 
     if not config.preempt:
         return None
-    return LivePreemption(starter, PreemptSettings(wait_max_s=config.preempt_wait_max_s))
+    return LivePreemption(
+        starter,
+        PreemptSettings(
+            wait_max_s=config.preempt_wait_max_s,
+            resize=config.preempt_resize,
+            restart_s=config.restart_s,
+        ),
+    )
 
 
 def run_queue(request: ReplanRequest, *, clock: Clock, everyone: bool) -> QueueView:

@@ -218,28 +218,47 @@ def queue_step(
 
 
 def preempting_step(
-    entries: Sequence[QueueEntry], running: Sequence[RunningRun], snapshot: ClusterSnapshot
+    entries: Sequence[QueueEntry],
+    running: Sequence[RunningRun],
+    snapshot: ClusterSnapshot,
+    *,
+    resize: bool = False,
+    base: QueueEntry | None = None,
+    restart_s: float | None = None,
 ) -> tuple[QueueStep, dict[str, QueueEntry], tuple[Preemption, ...]]:
     """:func:`queue_step` with checkpoint-restart preemption (docs/formulation.md §16,
     "Live"): the replay's own rule (``placement/yu_rr/preemption.replan_preempting``)
     over ``running`` (the preemptible running jobs on ``snapshot``'s grid, keyed by their
-    reservations' job ids), with the oldest entry's parameters and ``preempt`` on. Returns
-    the step taken with the preemptions (in which the paused jobs wait), and those."""
+    reservations' job ids), with the oldest entry's parameters and ``preempt`` on, and
+    ``preempt_resize`` as ``resize`` says (the site's setting): then the step may also
+    start a waiting job narrow, and grow a running one (a pause whose ``for_jobs`` is
+    empty). With no entries only a grow can come of it: the parameters are then
+    ``base``'s (the oldest running candidate's), and nothing is done without it.
+    ``restart_s``: the site's restart cost (None: the parameters' own). Returns the step
+    taken with the preemptions (in which the paused jobs wait), and those."""
     by_key = {e.key: e for e in entries}
-    if not entries:
+    first = entries[0] if entries else base
+    if first is None or not (entries or (resize and running)):
         return QueueStep(()), by_key, ()
-    params, queue, pending = _step_inputs(entries, preempt=True)
+    params, queue, pending = _step_inputs(entries, preempt=True, resize=resize, first=first)
+    if restart_s is not None:
+        params = replace(params, restart_s=restart_s)
     step, chosen = replan_preempting(pending, running, snapshot, params, queue)
     return step, by_key, chosen
 
 
 def _step_inputs(
-    entries: Sequence[QueueEntry], *, preempt: bool = False
+    entries: Sequence[QueueEntry],
+    *,
+    preempt: bool = False,
+    resize: bool = False,
+    first: QueueEntry | None = None,
 ) -> tuple[PlacementParams, QueueFn, tuple[PendingJob, ...]]:
-    """The oldest entry's parameters (late binding; ``preempt`` as the caller says, never
-    as stored: on the live queue it is the site's setting), its policy's queue form, and
-    the entries of that policy as the step's waiting jobs."""
-    first = entries[0]
+    """The oldest entry's parameters (``first``'s when given; late binding; ``preempt``
+    and ``preempt_resize`` as the caller says, never as stored: on the live queue they
+    are the site's settings), its policy's queue form, and the entries of that policy as
+    the step's waiting jobs."""
+    first = entries[0] if first is None else first
     if first.params.preempt and not preempt:
         raise InputError(
             "decision parameters with preempt on: on the live queue checkpoint-restart "
@@ -248,7 +267,9 @@ def _step_inputs(
             hint="re-plan with preempt off in the decision; an admin sets preempt = true",
             context={"parameter": "preempt", "policy": first.params_policy},
         )
-    params = replace(first.params, binding=Binding.LATE, preempt=preempt)
+    params = replace(
+        first.params, binding=Binding.LATE, preempt=preempt, preempt_resize=preempt and resize
+    )
     policy = first.params_policy
     queue = get_queue(policy, params)
     if queue is None:  # submit queues only jobs whose policy has a queue form

@@ -28,8 +28,15 @@ still runs.
 
 Only a job that consents is preempted: its script has a ``--signal`` line, it can be
 submitted again (its launch is kept), Slurm vouches for it (its exact tag, its owner),
-this process may act for its owner, and it was preempted fewer than ``preempt_max``
-times.
+this process may act for its owner; the rule pauses it for waiting jobs only if it was
+paused so fewer than ``preempt_max`` times.
+
+With the site's ``preempt_resize`` the same rule also resizes (docs/formulation.md §16,
+"Live"): a *grow* is a pause of a running job that consents (its ``for_jobs`` empty),
+acted on as any pause, after which the queue's next step starts it again wider in the
+room it and the idle nodes free; its ``preempting`` transition reads
+``replan: resized …`` (:data:`~..storage.records.RESIZE_DETAIL`), so it does not count
+towards ``preempt_max``.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from ..sbatch.tag import find_tags
 from ..slurm.jobs import JobStatus
 from ..slurm.nodes import NodeStateSource
 from ..storage import DecisionRecord, DecisionState, DecisionStore, PlanningSession
+from ..storage.records import RESIZE_DETAIL
 from .clock import Clock
 from .live_queue import tag_of
 
@@ -62,11 +70,14 @@ REQUEUE_CONFIRM_S = 30.0
 
 @dataclass(frozen=True)
 class PreemptSettings:
-    """The site's preemption settings (``preempt``, ``preempt_wait_max_s``) and the poll."""
+    """The site's preemption settings (``preempt``, ``preempt_wait_max_s``,
+    ``preempt_resize``, ``restart_s``) and the poll."""
 
     wait_max_s: float = DEFAULT_WAIT_MAX_S
     confirm_s: float = REQUEUE_CONFIRM_S
     poll_s: float = 1.0
+    resize: bool = False  # the site's ``preempt_resize``
+    restart_s: float = 30.0  # the site's ``restart_s``: the cost a pause or resize must beat
 
 
 class Preempter(Protocol):
@@ -123,8 +134,8 @@ def candidates(
         if status.phase != "running" or status.state != "RUNNING" or status.start is None:
             continue
         signal = checkpoint_signal(r.script)
-        if signal is None or r.launch is None or r.preemptions >= r.params.preempt_max:
-            continue
+        if signal is None or r.launch is None:
+            continue  # (how often it was paused is the rule's to weigh: ``preempt_max``)
         tag = str(tag_of(cluster_name, r.summary))
         if tag not in {str(t) for t in find_tags(status.comment)}:
             continue
@@ -144,8 +155,8 @@ def running_run(c: Candidate, snapshot: ClusterSnapshot) -> RunningRun | None:
     """``c`` as the rule sees a running job, on ``snapshot``'s grid: its request (arrival
     re-based, as a queued job's), its seed, its decision shifted so that its run starts
     in the slot Slurm started it in (the work it covered by now is its rate × the slots
-    since then), and its earlier preemptions. None when it cannot be put on this grid
-    (another Δ) or runs on nodes the snapshot does not have."""
+    since then), and how often it was paused for waiting jobs. None when it cannot be put
+    on this grid (another Δ) or runs on nodes the snapshot does not have."""
     r = c.record
     delta = snapshot.slot_seconds
     assert c.status.start is not None  # candidates() keeps started jobs only
@@ -160,7 +171,7 @@ def running_run(c: Candidate, snapshot: ClusterSnapshot) -> RunningRun | None:
     arrived = r.snapshot.slot_start(r.request.arrival_slot)
     arrival = math.floor((arrived - snapshot.epoch).total_seconds() / delta)
     request = replace(r.request, job_id=key, arrival_slot=arrival)
-    return RunningRun(request, r.seed, decision, r.preemptions)
+    return RunningRun(request, r.seed, decision, r.pauses)
 
 
 def resumed_request(record: DecisionRecord, p: Preemption) -> JobRequest:
@@ -383,10 +394,16 @@ def record_preemptions(
         for_ids = count_for(p, ids)
         if c.record.state not in (S.SUBMITTED, S.RUNNING):
             continue
+        if p.for_jobs:
+            why = (
+                f"replan: preempted for decision(s) {', '.join(map(str, for_ids)) or '—'} "
+                f"(gain {p.gain_s:g} s"
+            )
+        else:  # a grow: the job itself starts again wider
+            why = f"{RESIZE_DETAIL} to start again wider (ends {p.gain_s:g} s sooner"
         detail = (
-            f"replan: preempted for decision(s) {', '.join(map(str, for_ids)) or '—'} "
-            f"(gain {p.gain_s:g} s > restart cost {p.cost_s:g} s); checkpoint signal "
-            f"{c.signal.signal}, then requeue held"
+            f"{why} > restart cost {p.cost_s:g} s); checkpoint signal {c.signal.signal}, "
+            "then requeue held"
         )
         try:
             stored = tx.preempt(

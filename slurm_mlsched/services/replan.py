@@ -90,6 +90,7 @@ from .preempt import (
     LivePreemption,
     Preempted,
     Preempter,
+    PreemptSettings,
     act,
     candidates,
     record_preemptions,
@@ -291,8 +292,10 @@ def replan(
             if starter.may_start(owner(r)) and verified_owner(r, held, wiring.cluster_name)
         }
         skipped = [r.decision_id for r in queued if r.decision_id not in startable]
+        seen: set[str] = set()  # where-keys of the groups re-planned
         for group in policy_groups(queued):
             partition, narrowing = where_allowed(group[0])
+            seen.add(where_key(group[0]))
             cluster = stored_and_running(
                 tx,
                 state,
@@ -304,11 +307,17 @@ def replan(
                 gpu_speed=wiring.gpu_speed,
             )  # with the starts of the groups before
             entries = [rebased(r, cluster.snapshot) for r in group]
-            if runs:
-                paused = _preempt_group(tx, wiring, entries, runs, cluster, startable, chosen)
+            taken: QueueStep | None = None
+            if preempt is not None and (runs or preempt.settings.resize):
+                paused, taken = _preempt_group(
+                    tx, wiring, entries, runs, cluster, startable, chosen, preempt.settings,
+                    where=where_key(group[0]),
+                )  # fmt: skip
                 if paused:
                     continue  # re-planned below, once they are requeued
             step, by_key = queue_step(entries, cluster.snapshot)
+            if taken is not None:  # with resize: the step with its narrow starts
+                step = taken
             waiting.extend(reasons(step, entries, cluster.snapshot))
             for d in step.started:
                 entry = by_key[d.job_id]
@@ -316,6 +325,22 @@ def replan(
                     starts.append(_record_start(tx, entry, d, cluster, now, process=wiring.process))
             for d in step.planned:  # the reserved head(s): their plan is the next step's
                 _keep_tentative(tx, by_key[d.job_id], d, cluster.snapshot)
+        if preempt is not None and preempt.settings.resize:
+            # the running jobs no queued group shares nodes rules with: nothing waits
+            # where they may run, but a job's end there is room they may grow into
+            for where, group_runs in _by_where(runs).items():
+                if where in seen:
+                    continue
+                partition, narrowing = where_allowed(group_runs[0].record)
+                cluster = stored_and_running(
+                    tx, state, now, wiring.slot_seconds, wiring.cluster_name,
+                    partition=partition, narrowing=narrowing, gpu_speed=wiring.gpu_speed,
+                )  # fmt: skip
+                base = rebased(group_runs[0].record, cluster.snapshot)
+                _preempt_group(
+                    tx, wiring, [], group_runs, cluster, startable, chosen, preempt.settings,
+                    where=where, base=base,
+                )  # fmt: skip
     started = tuple(_act(wiring.store, starter, s, now) for s in starts)
     report = ReplanReport(
         wiring.cluster_name, started, tuple(waiting), tuple(skipped), tuple(notes)
@@ -380,10 +405,19 @@ def _preempt_group(
     cluster: ClusterState,
     startable: set[int],
     chosen: list[Chosen],
-) -> bool:
+    settings: PreemptSettings,
+    *,
+    where: str,
+    base: QueueEntry | None = None,
+) -> tuple[bool, QueueStep | None]:
     """The replay's preemption rule over this group (``live_queue.preempting_step``):
-    when it pauses jobs for queued jobs this process may start, record them
-    ``preempting`` (appended to ``chosen``) and say so; else change nothing."""
+    when it pauses jobs for queued jobs this process may start, or (the site's
+    ``preempt_resize``) to start them again wider, record them ``preempting`` (appended to
+    ``chosen``) and say so; else change nothing, and with resize give back the step (its
+    narrow starts) for the caller to take. A grow is kept only for a job whose own nodes
+    rules (``where``: :func:`where_key`) are the group's, so it is decided on the nodes it
+    may use. ``base``: the parameters when ``entries`` is empty
+    (``live_queue.preempting_step``)."""
     taken = {c.record.decision_id for c in chosen}
     by_run: dict[str, Candidate] = {}
     running = []
@@ -394,17 +428,42 @@ def _preempt_group(
         if run is not None:
             by_run[run_key(c.record.decision_id)] = c
             running.append(run)
-    if not running:
-        return False
-    _, by_key, paused = preempting_step(entries, running, cluster.snapshot)
+    if not running and not settings.resize:
+        return False, None
+    step, by_key, paused = preempting_step(
+        entries,
+        running,
+        cluster.snapshot,
+        resize=settings.resize,
+        base=base,
+        restart_s=settings.restart_s,
+    )
+    if not paused:  # with resize, the step holds its narrow starts
+        return False, step if settings.resize else None
+    paused = tuple(p for p in paused if p.for_jobs or where_key(by_run[p.job_id].record) == where)
     ids = {k: e.record.decision_id for k, e in by_key.items() if e.record is not None}
-    if not paused or not all(any(ids.get(k) in startable for k in p.for_jobs) for p in paused):
-        return False  # nothing pays, or it would be for jobs this process may not start
+    fine = all(not p.for_jobs or any(ids.get(k) in startable for k in p.for_jobs) for p in paused)
+    if not paused or not fine:  # nothing pays, or it is for jobs this process may not start
+        return False, None  # (the step was taken with them: the plain step instead)
     recorded = record_preemptions(
         tx, paused, by_run, ids, clock=wiring.clock, process=wiring.process
     )
     chosen.extend(recorded)
-    return bool(recorded)
+    return bool(recorded), None
+
+
+def where_key(record: DecisionRecord) -> str:
+    """The nodes rules of a decision (:func:`where_allowed`) as one comparable key."""
+    partition, narrowing = where_allowed(record)
+    return json.dumps([partition, narrowing.to_json()], sort_keys=True)
+
+
+def _by_where(runs: Sequence[Candidate]) -> dict[str, list[Candidate]]:
+    """The running candidates by their nodes rules, each group oldest first."""
+    out: dict[str, list[Candidate]] = {}
+    for c in sorted(runs, key=lambda c: c.record.decision_id):
+        out.setdefault(where_key(c.record), []).append(c)
+    return out
 
 
 def policy_groups(queued: Sequence[DecisionRecord]) -> list[list[DecisionRecord]]:
@@ -414,9 +473,7 @@ def policy_groups(queued: Sequence[DecisionRecord]) -> list[list[DecisionRecord]
     may use, against the starts of the groups before."""
     groups: dict[tuple[str, str], list[DecisionRecord]] = {}
     for r in queued:  # oldest first
-        partition, narrowing = where_allowed(r)
-        key = json.dumps([partition, narrowing.to_json()], sort_keys=True)
-        groups.setdefault((r.decision.policy, key), []).append(r)
+        groups.setdefault((r.decision.policy, where_key(r)), []).append(r)
     return list(groups.values())
 
 

@@ -13,6 +13,10 @@ from ..placement.params import PlacementParams
 from ..sbatch.launch import Launch
 from .states import DecisionState
 
+#: How the ``preempting`` transition of a resize begins (``services/preempt``): a pause
+#: of the job to start it again wider, not for waiting jobs.
+RESIZE_DETAIL = "replan: resized"
+
 
 @dataclass(frozen=True)
 class Transition:
@@ -130,13 +134,23 @@ class DecisionRecord:
 
     @property
     def preemptions(self) -> int:
-        """How often it was preempted and requeued (``preempting`` → ``queued``)."""
-        states = [t.state for t in self.transitions]
-        return sum(
-            1
-            for a, b in itertools.pairwise(states)
-            if a == DecisionState.PREEMPTING and b == DecisionState.QUEUED
-        )
+        """How often it was preempted and requeued (``preempting`` → ``queued``), for
+        waiting jobs or to be resized."""
+        return len(self._requeues())
+
+    @property
+    def pauses(self) -> int:
+        """How often it was paused for waiting jobs (the requeues that were not resizes:
+        what ``preempt_max`` limits, docs/formulation.md §16)."""
+        return sum(1 for t in self._requeues() if not t.detail.startswith(RESIZE_DETAIL))
+
+    def _requeues(self) -> list[Transition]:
+        """The ``preempting`` transitions that were followed by ``queued``."""
+        return [
+            a
+            for a, b in itertools.pairwise(self.transitions)
+            if a.state == DecisionState.PREEMPTING and b.state == DecisionState.QUEUED
+        ]
 
     @property
     def decision_id(self) -> int:

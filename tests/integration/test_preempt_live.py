@@ -177,3 +177,85 @@ def test_a_long_job_is_checkpointed_requeued_held_and_resumed_for_short_ones(
         assert ran_on(cluster, ended["slurm_job_id"]) == decision_nodes(ended) == {"node1"}
         ((_, start, _, _),) = [r for r in accounting(cluster, ended["slurm_job_id"])]
         assert datetime.fromisoformat(start) >= requeued_at, (start, requeued_at)
+
+
+def test_with_resize_a_job_starts_narrow_and_is_restarted_wider_when_the_room_frees(
+    cluster: LabCluster, tmp_path: Path
+) -> None:
+    """The site's ``preempt_resize`` on the real cluster (docs/formulation.md §16, "Live"):
+    B holds 2 of node1's 4 GPUs for about 40 s; N (4 one-GPU workers, node1 only,
+    consents) waits for all 4. ``mlsub replan`` starts N now on the 2 GPUs left (the
+    replay's rule: narrow now and grown at B's end ends sooner than waiting); when B has
+    ended, a re-plan — nothing waits then — pauses N (a resize: checkpoint signal,
+    requeue held) and submits it again on all 4 GPUs of node1; it resumes from its
+    checkpoint and completes. Δ = 5 s and the site's restart cost 5 s (one slot)."""
+    mlsub = Mlsub(tmp_path, slot_seconds=5, cluster_name="lab-resize")
+    resizing = Mlsub(
+        tmp_path,
+        slot_seconds=5,
+        cluster_name="lab-resize",
+        extra_env={
+            "MLSUB_PREEMPT": "1",
+            "MLSUB_PREEMPT_RESIZE": "1",
+            "MLSUB_RESTART_S": "5",
+            "MLSUB_PREEMPT_WAIT_MAX_S": "30",
+        },
+    )
+    idle(cluster)
+    path = script(tmp_path)
+    one_gpu = ("--gpus-per-worker", "1", "--cpus-per-worker", "1", "--mem-per-worker", "1G")
+
+    def submit_workers(name: str, workers: int, steps: int, batches: int) -> dict[str, Any]:
+        out: dict[str, Any] = mlsub.json(
+            str(path), "--name", name, "--output", str(tmp_path / f"{name}.out"),
+            "--workers", str(workers), *one_gpu, "--batches-per-epoch", str(batches),
+            "--", "--steps", str(steps), "--step-time", "0.1",
+        )  # fmt: skip
+        cluster.jobs.append(int(out["slurm_job_id"]))
+        return out
+
+    # B: 2 workers, 40 s (predicted 800 batches: 8 slots); N: predicted 12 slots at 4
+    # workers (24 at 2: it waits for B's end), each of its ranks trains 60 s
+    b = submit_workers("b", 2, 400, 800)
+    assert b["state"] == "submitted" and not b["waits"], b
+    n = submit_workers("n", 4, 600, 2400)
+    assert n["state"] == "queued" and n["waits"], n  # a submission never resizes
+    first = resizing.json("replan")
+    shown = mlsub.json("show", str(n["decision_id"]))
+    said = f"{json.dumps(first, indent=1)}\n{json.dumps(shown, indent=1)}"
+    assert [s["decision_id"] for s in first["started"]] == [n["decision_id"]], said
+    assert first["preempted"] == [], said
+    workers = [p for p in shown["placement"] if p["role"] == "worker"]
+    assert [(p["node"], p["count"]) for p in workers] == [("node1", 2)], said
+    narrow_job = str(shown["slurm_job_id"])
+    cluster.jobs.append(int(narrow_job))
+    poll("N to run narrow", lambda: squeue(cluster, narrow_job, "%T") == "RUNNING", 60)
+    cluster.wait_finished(int(b["slurm_job_id"]), timeout=120)
+
+    def grown() -> dict[str, Any] | None:
+        report = resizing.json("replan")
+        return report if report["preempted"] else None
+
+    report = poll("a re-plan to resize N", grown, timeout=60, every=3)
+    said = json.dumps(report, indent=1)
+    (paused,) = report["preempted"]
+    assert paused["decision_id"] == n["decision_id"] and paused["action"] == "requeued", said
+    assert paused["for_decisions"] == [] and paused["gain_s"] > paused["cost_s"], said
+    assert [s["decision_id"] for s in report["started"]] == [n["decision_id"]], said
+    after = mlsub.json("show", str(n["decision_id"]))
+    said += "\n" + json.dumps(after, indent=1)
+    moved = [t for t in after["transitions"] if t["state"] == "preempting"]
+    assert len(moved) == 1 and moved[0]["detail"].startswith("replan: resized"), said
+    workers = [p for p in after["placement"] if p["role"] == "worker"]
+    assert [(p["node"], p["count"]) for p in workers] == [("node1", 4)], said
+    wide_job = str(after["slurm_job_id"])
+    assert wide_job != narrow_job, said  # a new layout: submitted again, the held one cancelled
+    cluster.jobs.append(int(wide_job))
+    cluster.wait_finished(int(wide_job), timeout=180)
+    mlsub.run("reconcile")
+    final = mlsub.json("show", str(n["decision_id"]))
+    assert final["state"] == "completed", final
+    assert ran_on(cluster, wide_job) == {"node1"}
+    log = (tmp_path / "n.out").read_text()
+    assert re.search(r"^resumed from checkpoint \S+ at step \d+/", log, re.M), log
+    assert accounting(cluster, narrow_job)[0][0] == "REQUEUED", accounting(cluster, narrow_job)

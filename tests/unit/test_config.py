@@ -113,3 +113,37 @@ def test_slurm_admin_level_is_the_sites_alone(tmp_path: Path) -> None:
     site.write_text('slurm_admin_level = "root"\n')
     with pytest.raises(InputError, match="must be operator, administrator or empty"):
         load_config({}, system_path=site, user_path=tmp_path / "none")
+
+
+def test_preempt_resize_is_the_sites_alone_and_needs_preempt(tmp_path: Path) -> None:
+    paths = {"system_path": tmp_path / "x", "user_path": tmp_path / "y"}
+    env = {"MLSUB_PREEMPT": "1", "MLSUB_PREEMPT_RESIZE": "true"}
+    assert load_config(env, euid=0, **paths).preempt_resize is True
+    assert Config().preempt_resize is False
+    with pytest.raises(InputError, match="MLSUB_PREEMPT_RESIZE is honoured for root only"):
+        load_config({"MLSUB_PREEMPT_RESIZE": "1"}, euid=1000, **paths)
+    user = tmp_path / "user.toml"
+    user.write_text("preempt = true\npreempt_resize = true\n")
+    with pytest.raises(InputError, match="may only be set in the site file"):
+        load_config({}, system_path=tmp_path / "none", user_path=user, euid=1000)
+    site = tmp_path / "site.toml"
+    site.write_text("preempt_resize = true\n")
+    site.chmod(0o644)
+    with pytest.raises(InputError, match="needs preemption") as err:
+        load_config({}, system_path=site, user_path=tmp_path / "none")
+    assert err.value.context["key"] == "preempt_resize"
+    site.write_text('preempt = true\npreempt_resize = "maybe"\n')
+    with pytest.raises(InputError, match="must be true or false"):
+        load_config({}, system_path=site, user_path=tmp_path / "none")
+
+
+def test_the_sites_restart_cost_defaults_to_the_time_models(tmp_path: Path) -> None:
+    from slurm_mlsched.placement import PlacementParams
+
+    paths = {"system_path": tmp_path / "x", "user_path": tmp_path / "y"}
+    assert load_config({}, **paths).restart_s == PlacementParams().restart_s == 30.0
+    assert load_config({"MLSUB_RESTART_S": "5"}, euid=0, **paths).restart_s == 5.0
+    with pytest.raises(InputError, match="MLSUB_RESTART_S is honoured for root only"):
+        load_config({"MLSUB_RESTART_S": "5"}, euid=1000, **paths)
+    with pytest.raises(InputError, match="restart_s"):
+        load_config({"MLSUB_RESTART_S": "-1"}, euid=0, **paths)

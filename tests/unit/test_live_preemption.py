@@ -30,7 +30,7 @@ from slurm_mlsched.services.reconcile import plan_updates
 from slurm_mlsched.services.replan import as_owner, replan
 from slurm_mlsched.services.submit import submit_job
 from slurm_mlsched.slurm.jobs import JobStatus
-from slurm_mlsched.storage import DecisionState, SqlDecisionStore, open_store
+from slurm_mlsched.storage import DecisionRecord, DecisionState, SqlDecisionStore, open_store
 from slurm_mlsched.storage.states import RESERVING, can_move, reached
 from tests.unit.test_replan_service import ME, FakeStarter, HeldSubmitter, live, whole_node
 from tests.unit.test_submit_service import JOB, NOW, opts, status
@@ -316,25 +316,45 @@ def test_who_may_be_preempted(store: SqlDecisionStore, tmp_path: Path) -> None:
     assert candidates(records, pending, "lab", lambda owner: True) == ()
 
 
-def test_a_job_preempted_preempt_max_times_is_not_preempted_again(
+def test_a_job_paused_preempt_max_times_is_not_paused_again_but_resizes_do_not_count(
     store: SqlDecisionStore, tmp_path: Path
 ) -> None:
-    from slurm_mlsched.storage.records import DecisionRecord, Transition
+    """It stays a candidate (a resize may still speed it up); the rule, on the pauses its
+    history counts, does not pause it for the short job once more."""
+    from slurm_mlsched.services.live_queue import preempting_step, rebased, stored_and_running
+    from slurm_mlsched.services.preempt import running_run
+    from slurm_mlsched.storage.records import RESIZE_DETAIL, Transition
 
     sc = scene(store, tmp_path)
     rec = store.get(sc.long)
-    cycle = (S.PREEMPTING, S.QUEUED, S.STARTING, S.SUBMITTED)
     limit = rec.params.preempt_max
 
-    def paused(times: int) -> DecisionRecord:
-        steps = tuple(Transition(s, NOW) for s in cycle * times)
-        return replace(rec, transitions=rec.transitions + steps)
+    def requeued(times: int, detail: str = "replan: preempted for decision(s) 9") -> DecisionRecord:
+        cycle = (
+            Transition(S.PREEMPTING, NOW, detail),
+            *(Transition(s, NOW) for s in (S.QUEUED, S.STARTING, S.SUBMITTED)),
+        )
+        return replace(rec, transitions=rec.transitions + cycle * times)
 
-    worn = paused(limit)
-    assert worn.preemptions == limit
-    assert candidates([worn], sc.slurm.jobs(), "lab", lambda owner: True) == ()
-    (c,) = candidates([paused(limit - 1)], sc.slurm.jobs(), "lab", lambda owner: True)
-    assert c.record.preemptions == limit - 1
+    now = NOW + timedelta(seconds=120)
+    w = live(store, tmp_path, sc.sub, at=120)
+    with store.viewing("lab") as tx:
+        cluster = stored_and_running(tx, w.source.read(now), now, w.slot_seconds, "lab")
+    entries = [rebased(store.get(sc.short), cluster.snapshot)]
+
+    def paused(record: DecisionRecord) -> tuple[str, ...]:
+        (c,) = candidates([record], sc.slurm.jobs(), "lab", lambda owner: True)
+        run = running_run(c, cluster.snapshot)
+        assert run is not None and run.preemptions == record.pauses
+        return tuple(p.job_id for p in preempting_step(entries, [run], cluster.snapshot)[2])
+
+    worn = requeued(limit)
+    assert worn.preemptions == worn.pauses == limit
+    assert paused(worn) == ()
+    assert paused(requeued(limit - 1)) == (f"mlsub-{sc.long}",)
+    resized = requeued(limit, f"{RESIZE_DETAIL} to start again wider")
+    assert (resized.preemptions, resized.pauses) == (limit, 0)
+    assert paused(resized) == (f"mlsub-{sc.long}",)
 
 
 def test_signal_and_requeue_run_as_the_jobs_owner_from_root() -> None:
@@ -400,3 +420,76 @@ def test_pyslurm_reads_a_requeued_job_as_held_by_its_user_as_squeue_does() -> No
     module = SimpleNamespace(Jobs=SimpleNamespace(load=lambda: {141: job("Resources")}))
     (status,) = fold_components(pyslurm_status_rows(module), "squeue").values()
     assert not status.held and status.reason == "Resources"
+
+
+# --- resize by checkpoint-restart (the site's preempt_resize) ----------------------------------
+
+
+def workers(record: DecisionRecord) -> list[tuple[str, int]]:
+    return [(c.node, c.count) for c in record.decision.placement if c.role.value == "worker"]
+
+
+def test_with_resize_a_waiting_job_starts_narrow_and_grows_when_the_room_frees(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """Three long whole-node jobs fill node1-3 and B holds 2 of node4's 4 GPUs for 10
+    slots; N (4 workers, consents) waits for node4. With the site's ``preempt_resize`` the
+    re-plan starts N now on the 2 GPUs left (the replay's rule: narrow now and grown at
+    B's end ends 4 slots sooner than waiting, and alone at most 2 × later); when B ends,
+    the next re-plan — nothing waits then — pauses N (a resize: for no waiting job, not
+    counted as a pause) and starts it again on all 4 GPUs of node4 with the work it has
+    left."""
+    sub = HeldSubmitter()
+    w = live(store, tmp_path, sub)
+    fillers = [submit_job(w, opts(**LONG, name=f"f{k}"), JOB) for k in range(3)]
+    b = submit_job(w, opts(workers=2, batches_per_epoch=2 * 120 * 10, name="b"), JOB)
+    n = submit_job(w, opts(workers=4, batches_per_epoch=4 * 120 * 20, name="n", sbatch=SIGNAL), JOB)
+    assert n.waits and n.record is not None and b.record is not None
+    assert {c.node for c in b.record.decision.placement} == {"node4"}
+    fake = FakeSlurm(store=store)
+    for out in (*fillers, b):
+        assert out.record is not None and out.slurm_job_id is not None
+        tag = str(tag_of("lab", out.record.summary))
+        fake.running[out.slurm_job_id] = status(
+            out.slurm_job_id, "RUNNING", tag, start=NOW, user=ME
+        )
+    slept: list[float] = []
+    resize = LivePreemption(
+        fake, PreemptSettings(wait_max_s=5.0, confirm_s=3.0, resize=True), sleep=slept.append
+    )
+    # without resize N waits; with it, it starts now on node4's 2 free GPUs
+    plain = LivePreemption(fake, PreemptSettings(wait_max_s=5.0, confirm_s=3.0))
+    assert replan(live(store, tmp_path, sub, at=60), fake, preempt=plain).started == ()
+    report = replan(live(store, tmp_path, sub, at=60), fake, preempt=resize)
+    (started,) = report.started
+    nid = n.record.decision_id
+    narrow = store.get(nid)
+    assert started.decision_id == nid and report.preempted == ()
+    assert workers(narrow) == [("node4", 2)]
+    job = narrow.summary.slurm_job_id
+    assert job is not None
+    tag = str(tag_of("lab", narrow.summary))
+    fake.running[job] = status(job, "RUNNING", tag, start=NOW + timedelta(seconds=60), user=ME)
+    # B ends at its planned end; the next re-plan grows N
+    assert b.slurm_job_id is not None
+    del fake.running[b.slurm_job_id]
+    store.transition(b.record.decision_id, S.COMPLETED, NOW + timedelta(seconds=600), "ended")
+    # at the site's restart cost of 50 min no grow pays
+    costly = PreemptSettings(wait_max_s=5.0, confirm_s=3.0, resize=True, restart_s=3000.0)
+    dear = replan(
+        live(store, tmp_path, sub, at=610), fake, preempt=replace(resize, settings=costly)
+    )
+    assert dear.preempted == () and fake.calls == []
+    grown = replan(live(store, tmp_path, sub, at=610), fake, preempt=resize)
+    (p,) = grown.preempted
+    assert (p.decision_id, p.action, p.for_decisions) == (nid, "requeued", ())
+    assert [c[0] for c in fake.calls] == ["signal", "requeuehold"]
+    rec = store.get(nid)
+    paused = next(t for t in rec.transitions if t.state == S.PREEMPTING)
+    assert paused.detail.startswith("replan: resized")
+    assert (rec.preemptions, rec.pauses) == (1, 0)
+    assert [s.decision_id for s in grown.started] == [nid]
+    assert workers(rec) == [("node4", 4)]
+    assert rec.request.workload < narrow.request.workload  # the work it had left
+    ends = [r.snapshot.slot_start(r.decision.end_slot + 1) for r in (narrow, rec)]
+    assert ends[1] < ends[0]  # it ends sooner than it would have, narrow
