@@ -93,17 +93,18 @@ bench-param: venv
 	$(PY) -m bench.param_ladder render --base rd1 --other exact --section param-reserve \
 		--title "Reservations: \`reserve_depth\` 4 (the default) against 1"
 
-# yu-rr alone over the same 103 cells: resize by checkpoint-restart (preempt_resize, with
-# preempt_max 1000: every resize counts towards it) against the defaults, two cells at a
-# time (docs/formulation.md §16; about 70 min on 2 cores).
+# yu-rr alone over the same 103 cells: the defaults (resize by checkpoint-restart on, its
+# narrow starts bounded by narrow_regret 2, preempt_max 1000) against the defaults before
+# 2026-12-05 (no resize, preempt_max 8), two cells at a time (docs/formulation.md §16;
+# about 60 min on 2 cores).
 bench-resize: venv
-	rm -f bench/out/ladder/defaults.jsonl bench/out/ladder/resize-pm1000.jsonl
+	rm -f bench/out/ladder/before-resize.jsonl bench/out/ladder/defaults.jsonl
+	$(PY) -m bench.param_ladder run --tag before-resize --workers 2 \
+		--set preempt_resize=false --set preempt_max=8
 	$(PY) -m bench.param_ladder run --tag defaults --workers 2
-	$(PY) -m bench.param_ladder run --tag resize-pm1000 --workers 2 \
-		--set preempt_resize=true --set preempt_max=1000
-	$(PY) -m bench.param_ladder render --base defaults --other resize-pm1000 \
+	$(PY) -m bench.param_ladder render --base before-resize --other defaults \
 		--section param-resize \
-		--title "Resize by checkpoint-restart: \`preempt_resize\` with \`preempt_max\` 1000 against the defaults"
+		--title "Resize by checkpoint-restart: the defaults (resize on, \`narrow_regret\` 2, \`preempt_max\` 1000) against no resize and \`preempt_max\` 8"
 
 # yu-rr alone over the same 103 cells: the LP's machine price, best fit (the default)
 # against the load price it replaced (docs/formulation.md §4; about 30 min on 2 cores).

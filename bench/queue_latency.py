@@ -15,9 +15,10 @@ and the re-plan reserves for it; there the estimate ``mlsub queue`` shows (the w
 jobs list-scheduled forward, :func:`slurm_mlsched.sim.queue_estimate.estimate_queue`) is
 timed too, since the user waits for both.
 
-Scenarios *running* and *preempt*: the light instance's running jobs as runs that
-started before now (one in five long), timed without and with checkpoint-restart
-preemption (the replay's default; live, a site's ``preempt = true``): with it, the call
+Scenarios *running*, *preempt* and *resize*: the light instance's running jobs as runs
+that started before now (one in five long), timed without and with checkpoint-restart
+preemption (the replay's default; live, a site's ``preempt = true``), and with resize too
+(``preempt_resize``; live, a site's ``preempt_resize = true``): with either, the call
 timed is the whole re-plan with preemption (``preemption.replan_preempting``), which the
 same targets bound.
 """
@@ -165,10 +166,12 @@ def measure(machines: int, program: str, runs: int, scenario: str = "light") -> 
             snap, pending = full_instance(machines, 1000 + k)
         else:
             snap, pending = instance(machines, 1000 + k)
-        preempt = scenario == "preempt"
-        params = PlacementParams(queue_program=program, preempt=preempt)
+        preempt = scenario in ("preempt", "resize")
+        params = PlacementParams(
+            queue_program=program, preempt=preempt, preempt_resize=scenario == "resize"
+        )
         running: tuple[RunningRun, ...] = ()
-        if scenario in ("running", "preempt"):
+        if scenario in ("running", "preempt", "resize"):
             snap, running = running_runs(snap, 1000 + k)
         recent = tuple(p.request for p in pending)  # they arrived over the last 50 slots
         began = time.perf_counter()
@@ -233,7 +236,8 @@ def render(res: dict[str, Any]) -> str:
         "checkpoint-restart preemption on (docs/formulation.md §16; the replay's default, "
         "live a site's `preempt = true`: `replan_preempting`, the rule, then the re-plan, "
         "repeated when a pause would not pay), so the two rows differ by preemption "
-        "alone; *paused* = running jobs it paused (mean).",
+        "alone; *resize* with resize by checkpoint-restart on too (`preempt_resize`: the "
+        "grows and narrow starts of §16); *paused* = running jobs it paused or grew (mean).",
         "",
         "| scenario | machines | program | runs | waiting | running jobs | started | p50 (s) | "
         "p99 (s) | max (s) | target | met | estimate p50 / max (s) | paused |",
@@ -280,7 +284,7 @@ def main() -> None:
             measure(machines, program, args.runs, scenario)
             for machines in (64, 1024)
             for program in ("per-job", "joint")
-            for scenario in ("running", "preempt")
+            for scenario in ("running", "preempt", "resize")
         ]
     )
     res = {"machine": machine_facts(), "rows": rows}

@@ -84,8 +84,10 @@ What neither weighs: the waiting jobs the step neither started nor reserved (the
 nothing) may find a wider run in their way, and a narrow start's grow may find its room
 taken by then; the average over the sweep decides whether that pays (measured:
 docs/formulation.md §16, the parameter table). The live queue calls the same
-:func:`replan_preempting`, but its ``mlsub replan`` acts only on pauses made for queued
-jobs (``for_jobs``): a grow (whose ``for_jobs`` is empty) is not acted on there yet.
+:func:`replan_preempting` (``services/live_queue.preempting_step``): with the site's
+``preempt_resize`` its ``mlsub replan`` starts the narrow starts and acts on a grow (a
+pause whose ``for_jobs`` is empty) as on any pause, the job started again wider by the
+re-plan that follows (docs/formulation.md §16, "Live").
 """
 
 from __future__ import annotations
