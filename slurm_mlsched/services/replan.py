@@ -267,7 +267,10 @@ def replan(
     step may first pause running jobs that consent (``services/preempt.py``); those are
     recorded ``preempting``, signalled, requeued held and recorded ``queued``, and then
     the queue is re-planned once more without preemption, which starts the jobs they made
-    room for (and later, like any queued job, the paused ones)."""
+    room for (and later, like any queued job, the paused ones). With the site's
+    ``preempt_resize`` the step may also start a waiting job narrow, and pause a running
+    one to start it again wider (a grow, decided on the job's own nodes rules, also where
+    nothing waits: :func:`_preempt_group`)."""
     notes: list[str] = []
     now = wiring.clock.now()
     held = {j.job_id: j for j in starter.held_jobs()}  # one squeue for the whole re-plan

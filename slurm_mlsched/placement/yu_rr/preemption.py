@@ -103,7 +103,7 @@ from ..params import PlacementParams
 from ..program.residual import FloatArray, Residual, residual_from
 from ..program.widths import max_rate, widths
 from .late_binding import PendingJob, QueueStep, ordered
-from .list_schedule import arrival_of, requested_at
+from .list_schedule import arrival_of, rate_bound, requested_at
 from .queue_order import largest_capacity, queue_key
 
 QueueCall = Callable[
@@ -464,6 +464,8 @@ def _narrow_then_grow(
                 if r.end_slot > now
             ),
         )
+        if not _may_pay(req, d, frozen, params, capacity, cost):
+            continue  # no narrow run in the idle room can pass the tests below
         one = queue((PendingJob(req, p.seed),), frozen, params, recent)
         n = next((x for x in one.started if x.job_id == d.job_id), None)
         if n is None or len(n.slots) != 1:
@@ -487,6 +489,38 @@ def _narrow_then_grow(
     if len(started) == len(step.started):
         return step
     return replace(step, started=tuple(started), planned=tuple(planned))
+
+
+def _may_pay(
+    req: JobRequest,
+    plan: Decision,
+    frozen: ClusterSnapshot,
+    params: PlacementParams,
+    capacity: FloatArray,
+    cost: float,
+) -> bool:
+    """A screen of :func:`_narrow_then_grow` before its per-job decision: False only when
+    no run N in the room idle now can pass its tests, read at N's best rate, an upper
+    bound r̄ ≥ r_N of any constant shape there (``list_schedule.rate_bound``): N alone ends
+    no sooner than now + ⌈V/r̄⌉ − 1 (the ``narrow_regret`` test), and the estimated end
+    after the grow falls as r_N rises (the gain test). An allreduce job is not screened."""
+    if req.is_allreduce:
+        return True
+    now, delta = frozen.now_slot, frozen.slot_seconds
+    res = residual_from(frozen, now)
+    best = rate_bound(arrival_of(req, delta, res, params, now), res.at(now))
+    if best <= 0:
+        return False
+    horizon = plan.end_slot - now + 1
+    if 0 < params.narrow_regret * horizon < math.ceil(req.workload / best - 1e-9):
+        return False
+    r_p = plan_rate(plan.slots[0], req, delta)
+    by_t = min(best, r_p) * (plan.start_slot - now)
+    if r_p <= 0 or by_t >= req.workload:
+        return True
+    rho = restart_charge(req, capacity, delta, params.restart_s)
+    est = plan.start_slot + math.ceil((req.workload - by_t + rho) / r_p - 1e-9) - 1
+    return (plan.end_slot - est) * delta > cost
 
 
 def _replan_pausing(
