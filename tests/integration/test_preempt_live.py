@@ -215,10 +215,11 @@ def test_with_resize_a_job_starts_narrow_and_is_restarted_wider_when_the_room_fr
         return out
 
     # B: 2 workers, 40 s (predicted 800 batches: 8 slots); N: predicted 12 slots at 4
-    # workers (24 at 2: it waits for B's end), each of its ranks trains 60 s
+    # workers (24 at 2: it waits for B's end), each of its ranks trains 80 s (so its
+    # narrow run is still running well after B's end, when the re-plan grows it)
     b = submit_workers("b", 2, 400, 800)
     assert b["state"] == "submitted" and not b["waits"], b
-    n = submit_workers("n", 4, 600, 2400)
+    n = submit_workers("n", 4, 800, 2400)
     assert n["state"] == "queued" and n["waits"], n  # a submission never resizes
     first = resizing.json("replan")
     shown = mlsub.json("show", str(n["decision_id"]))
