@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot
 from slurm_mlsched.placement import PlacementParams
@@ -27,9 +29,10 @@ from slurm_mlsched.placement.yu_rr.preemption import (
     replan_preempting,
     restart_charge,
 )
-from slurm_mlsched.sim import sim_jobs, simulate
+from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_cluster, make_job
+from tests.sim.test_preemption import replays
 
 DELTA = 600.0
 NU = RESNET.nu_in(DELTA)
@@ -184,3 +187,27 @@ def test_only_pauses_for_waiting_jobs_count_towards_preempt_max() -> None:
     pause = Preemption("N", run.request, 1.0, 0.2, ("W",), 600.0, 600.0)
     h = _History().paused(run, 100, grow).paused(run, 120, grow).paused(run, 140, pause)
     assert (h.preemptions, h.pauses) == (3, 1)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(replays(), st.sampled_from([0.0, 2.0]), st.sampled_from([30.0, 900.0]))
+def test_the_narrow_start_screen_changes_no_decision(
+    case: tuple[ClusterSnapshot, list[SimJob]], regret: float, restart_s: float
+) -> None:
+    """``preemption._may_pay`` skips only narrow starts the decision's own tests reject:
+    every job's runs are the same with the screen as with it always passing."""
+    from unittest import mock
+
+    from slurm_mlsched.placement.yu_rr import preemption
+
+    cluster, jobs = case
+    admitted, _ = admit(jobs, cluster)
+    params = _params(True, narrow_regret=regret, restart_s=restart_s)
+
+    def runs() -> dict[str, list[tuple[int, int, int]]]:
+        result = simulate(admitted, cluster, "yu-rr", params)
+        return {o.job.job_id: _runs(o.decision) for o in result.outcomes}
+
+    screened = runs()
+    with mock.patch.object(preemption, "_may_pay", lambda *a, **k: True):
+        assert runs() == screened
