@@ -157,6 +157,17 @@ class PlacementParams:
     2026-12-04). ``exact`` measured 0.9985 × the avg JCT of ``slot`` over the 87 sweep
     cells and the 16 policy cells (21 better, 12 worse; docs/formulation.md §16)."""
     preempt_resize: bool = False
+    """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
+    A running job slower than its fastest shape is re-decided (its work left + the
+    restart charge, by the same per-job decision) in the room freed, its own included,
+    and restarted so when that ends it more than the restart cost sooner (after the
+    event's re-plan, in the room it leaves: its started and reserved jobs keep theirs);
+    and a reserved job that waits for its width starts narrow now in the idle room when
+    that and a grow at its planned start end more than the restart cost sooner (within
+    ``narrow_regret``). A resize does not count towards ``preempt_max``. False here, so
+    nothing is resized unless asked: ``mlsub replay`` turns it on with preemption (0.990
+    × the avg JCT over the 103 ladder cells, docs/formulation.md §16;
+    ``--no-preempt-resize`` turns it off), and live a site with ``preempt_resize = true``."""
     narrow_regret: float = 2.0
     """With ``preempt_resize``: a job that waits for its width starts narrow now only if
     that narrow run alone — should the grow it is started for never come — would end at
@@ -165,15 +176,6 @@ class PlacementParams:
     now to its end is at most ``narrow_regret`` × what waiting would give. 0 = no guard
     (the rule until 2026-12-05). 2, the factor of the classic rent-or-buy bound, not a
     value fitted to any trace (docs/formulation.md §16)."""
-    """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
-    A running job slower than its fastest shape is re-decided (its work left + the
-    restart charge, by the same per-job decision) in the room freed, its own included,
-    and restarted so when that ends it more than the restart cost sooner (after the
-    event's re-plan, in the room it leaves: its started and reserved jobs keep theirs);
-    and a reserved job that waits for its width starts narrow now in the idle room when that and
-    a grow at its planned start end more than the restart cost sooner. Each resize counts
-    towards ``preempt_max``. Off: a prototype (measured on the robustness sweep,
-    docs/formulation.md §16)."""
 
     # --- the time model shared by every policy (MODEL.md §6) ---
     restart_s: float = 30.0

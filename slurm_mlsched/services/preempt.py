@@ -77,7 +77,8 @@ class PreemptSettings:
     confirm_s: float = REQUEUE_CONFIRM_S
     poll_s: float = 1.0
     resize: bool = False  # the site's ``preempt_resize``
-    restart_s: float = 30.0  # the site's ``restart_s``: the cost a pause or resize must beat
+    restart_s: float | None = None  # the site's ``restart_s``, the cost a pause or resize
+    # must beat (None: the decision parameters' own, ``PlacementParams.restart_s``)
 
 
 class Preempter(Protocol):

@@ -476,12 +476,8 @@ def _narrow_then_grow(
             continue
         if 0 < params.narrow_regret * (d.end_slot - now + 1) < n.end_slot - now + 1:
             continue  # should the grow never come, N alone would end too late
-        by_t = r_n * (d.start_slot - now)
-        if by_t >= req.workload:
-            continue
-        rho = restart_charge(req, capacity, delta, params.restart_s)
-        est = d.start_slot + math.ceil((req.workload - by_t + rho) / r_p - 1e-9) - 1
-        if (d.end_slot - est) * delta <= cost:
+        est = _grown_end(req, d, r_n, r_p, capacity, params, now, delta)
+        if est is None or (d.end_slot - est) * delta <= cost:
             continue
         started.append(n)
         book.extend(n.reservations(req))
@@ -515,12 +511,30 @@ def _may_pay(
     if 0 < params.narrow_regret * horizon < math.ceil(req.workload / best - 1e-9):
         return False
     r_p = plan_rate(plan.slots[0], req, delta)
-    by_t = min(best, r_p) * (plan.start_slot - now)
-    if r_p <= 0 or by_t >= req.workload:
-        return True
-    rho = restart_charge(req, capacity, delta, params.restart_s)
-    est = plan.start_slot + math.ceil((req.workload - by_t + rho) / r_p - 1e-9) - 1
-    return (plan.end_slot - est) * delta > cost
+    grown = min(best, r_p)
+    est = _grown_end(req, plan, grown, r_p, capacity, params, now, delta) if r_p > 0 else None
+    return est is None or (plan.end_slot - est) * delta > cost
+
+
+def _grown_end(
+    req: JobRequest,
+    plan: Decision,
+    r_n: float,
+    r_p: float,
+    capacity: FloatArray,
+    params: PlacementParams,
+    now: int,
+    slot_seconds: float,
+) -> int | None:
+    """The estimated end of a job run narrow at r_n from ``now`` until its plan's start t
+    and then in its plan's shape at r_p with the rest plus its restart charge ρ:
+    t + ⌈(V − r_n·(t − now) + ρ)/r_p⌉ − 1 (falling as r_n rises); None when the narrow
+    run alone covers V by t (then it is no narrow start to grow)."""
+    by_t = r_n * (plan.start_slot - now)
+    if by_t >= req.workload:
+        return None
+    rho = restart_charge(req, capacity, slot_seconds, params.restart_s)
+    return plan.start_slot + math.ceil((req.workload - by_t + rho) / r_p - 1e-9) - 1
 
 
 def _replan_pausing(
