@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-price bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -105,6 +105,17 @@ bench-resize: venv
 	$(PY) -m bench.param_ladder render --base before-resize --other defaults \
 		--section param-resize \
 		--title "Resize by checkpoint-restart: the defaults (resize on, \`narrow_regret\` 2, \`preempt_max\` 1000) against no resize and \`preempt_max\` 8"
+
+# yu-rr alone over the same 103 cells: the queue's aging counted in the cluster's size (the
+# default) against aging in machines (docs/formulation.md §14.2; about 60 min on 2 cores).
+bench-aging: venv
+	rm -f bench/out/ladder/aging-machine.jsonl bench/out/ladder/aging-cluster.jsonl
+	$(PY) -m bench.param_ladder run --tag aging-machine --workers 2 \
+		--set aging=0.3 --set aging_unit='"machine"'
+	$(PY) -m bench.param_ladder run --tag aging-cluster --workers 2
+	$(PY) -m bench.param_ladder render --base aging-machine --other aging-cluster \
+		--section param-aging \
+		--title "The unit of the queue's aging: \`aging_unit\` cluster (the default, γ' = 0.01875) against machine (γ = 0.3)"
 
 # yu-rr alone over the same 103 cells: the LP's machine price, best fit (the default)
 # against the load price it replaced (docs/formulation.md §4; about 30 min on 2 cores).

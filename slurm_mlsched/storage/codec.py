@@ -45,7 +45,7 @@ from ..model.decision import (
     kept_reason,
     least_total_completion_reason,
 )
-from ..placement.params import MACHINE_PRICES, Binding, PlacementParams
+from ..placement.params import AGING_UNITS, MACHINE_PRICES, Binding, PlacementParams
 
 Json = Any
 _T = TypeVar("_T", int, float)
@@ -275,6 +275,12 @@ def decode_params(d: Json) -> PlacementParams:
     if m["machine_price"] not in MACHINE_PRICES:
         raise CodecError(
             f"params.machine_price: {m['machine_price']!r} is not one of {list(MACHINE_PRICES)}"
+        )
+    # nor was the queue's aging counted in the cluster's size (the rule until then)
+    m.setdefault("aging_unit", "machine")
+    if m["aging_unit"] not in AGING_UNITS:
+        raise CodecError(
+            f"params.aging_unit: {m['aging_unit']!r} is not one of {list(AGING_UNITS)}"
         )
     # nor did narrow starts have a guard (0 = none, the rule until then)
     m.setdefault("narrow_regret", 0.0)

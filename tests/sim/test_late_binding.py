@@ -9,14 +9,19 @@
 
 from __future__ import annotations
 
+import math
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot, JobRequest, Machine, Resources
 from slurm_mlsched.placement import Binding, PlacementParams
-from slurm_mlsched.placement.yu_rr.late_binding import PendingJob, fits, replan_queue
+from slurm_mlsched.placement.yu_rr.late_binding import PendingJob, fits, ordered, replan_queue
 from slurm_mlsched.placement.yu_rr.per_arrival import place_yu_rr
 from slurm_mlsched.placement.yu_rr.queue_order import (
+    aging_rate,
+    cluster_size,
     largest_capacity,
     overtaking_window_s,
     queue_key,
@@ -91,6 +96,58 @@ def test_a_later_job_overtakes_only_within_the_window(
     ahead = queue_key(j, DELTA, largest, aging) < queue_key(i, DELTA, largest, aging)
     if ahead and gap > 0:
         assert gap * DELTA < overtaking_window_s(i, largest, aging)
+
+
+def test_the_cluster_size_counts_largest_machines_in_the_scarcest_resource() -> None:
+    assert cluster_size(make_cluster(6, 8, 64).machines) == 6.0
+    # 4 × 8 + 1 × 4 + 16 × 1 GPUs = 52 = 6.5 eight-GPU machines; CPUs would say 8.5
+    mixed = (
+        *(Machine(f"big{i}", Resources(8, 64, 512)) for i in range(4)),
+        Machine("mid", Resources(4, 32, 256)),
+        *(Machine(f"one{i}", Resources(1, 16, 128)) for i in range(16)),
+    )
+    assert cluster_size(mixed) == 6.5
+    # a CPU cluster: resources no machine has are left out
+    cpus = tuple(Machine(f"c{i}", Resources(0, 24, 64)) for i in range(3))
+    assert cluster_size(cpus) == 3.0
+    assert cluster_size(()) == 1.0
+
+
+def test_aging_in_the_cluster_unit_is_the_same_patience_on_any_cluster() -> None:
+    """With ``aging_unit = cluster`` a job's overtaking window is 1/γ times its service's
+    time on the whole cluster (S_i/M): the same multiple on 6, 16 and 64 machines. The
+    default on 16 machines is the old γ = 0.3 in machines, exactly."""
+    job = make_job("i", workers=2, workload=5000.0)
+    params = PlacementParams()
+    for n in (6, 16, 64):
+        machines = make_cluster(n, 8, 64).machines
+        big = largest_capacity(machines)
+        rate = aging_rate(machines, params.aging, params.aging_unit)
+        window = overtaking_window_s(job, big, rate)
+        assert math.isclose(window, service_seconds(job, big) / n / params.aging)
+    sixteen = make_cluster(16).machines
+    assert aging_rate(sixteen, params.aging, params.aging_unit) == 0.3
+    assert aging_rate(sixteen, 0.3, "machine") == 0.3
+    with pytest.raises(ValueError, match="aging_unit"):
+        aging_rate(sixteen, 0.3, "gpu")
+
+
+def test_on_a_small_cluster_a_short_late_job_goes_ahead_of_an_old_long_one() -> None:
+    """What the unit changes (docs/formulation.md §14.2). On 6 × 8 GPUs an 8-GPU job of 300
+    slots has S = 300 slots of machine-time. With γ = 0.3 machines nothing arriving more
+    than S/γ = 1,000 slots after it overtakes it; in the cluster unit (γ' = 0.01875, M = 6)
+    the window is S/(γ'M) ≈ 2,667 slots. A 1-slot job arriving 1,200 slots later is behind
+    it under the old rule and ahead of it under the new one."""
+    cluster = make_cluster(6, 8, 64)
+    old = make_job("old", workers=8, workload=NU * 8 * 300, arrival=0)
+    short = make_job("short", workers=1, workload=NU * 1, arrival=1200)
+    snapshot = ClusterSnapshot(cluster.machines, slot_seconds=DELTA)
+    pending = [PendingJob(old, 0), PendingJob(short, 0)]
+    new_order = ordered(pending, snapshot, PlacementParams())
+    assert [p.request.job_id for p in new_order] == ["short", "old"]
+    machine = PlacementParams(aging=0.3, aging_unit="machine")
+    old_order = ordered(pending, snapshot, machine)
+    assert [p.request.job_id for p in old_order] == ["old", "short"]
 
 
 def test_service_is_width_independent_machine_time() -> None:

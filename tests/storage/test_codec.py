@@ -132,6 +132,7 @@ def test_canonical_text_and_digest_are_stable() -> None:
         (codec.decode_params, {"machine_price": "cheap"}, "machine_price"),
         (codec.decode_params, {"narrow_regret": -1}, "narrow_regret"),
         (codec.decode_params, {"narrow_regret": "2"}, "narrow_regret"),
+        (codec.decode_params, {"aging_unit": "gpu"}, "aging_unit"),
         (codec.decode_slot_plan, {"slot": 0, "mode": "x", "workers": [], "ps": [], "length": 1},
          "mode"),
         (codec.decode_time, "yesterday", "ISO 8601"),
@@ -186,3 +187,15 @@ def test_params_stored_before_the_narrow_regret_decode_to_no_guard() -> None:
     del old["narrow_regret"]
     assert codec.decode_params(old).narrow_regret == 0.0
     assert codec.decode_params(codec.encode_params(PlacementParams())).narrow_regret == 2.0
+
+
+def test_params_stored_before_the_aging_unit_decode_to_aging_in_machines() -> None:
+    """A decision stored before ``aging_unit`` existed aged its queue by γ machines (0.3
+    then): it decodes with the unit ``machine``, so a re-solve orders the queue as it did;
+    a new decision carries its own unit."""
+    old = {**codec.encode_params(PlacementParams()), "aging": 0.3}
+    del old["aging_unit"]
+    decoded = codec.decode_params(old)
+    assert (decoded.aging, decoded.aging_unit) == (0.3, "machine")
+    again = codec.decode_params(codec.encode_params(PlacementParams()))
+    assert (again.aging, again.aging_unit) == (0.01875, "cluster")

@@ -47,7 +47,7 @@ from ..params import PlacementParams
 from ..program.residual import Residual
 from .arrival import Arrival
 from .list_schedule import arrival_of, fastest_run_slots, list_schedule
-from .queue_order import largest_capacity, queue_key
+from .queue_order import aging_rate, largest_capacity, queue_key
 
 MAX_FORECAST = 64
 """At most this many forecast arrivals per rollout (size control; the earliest kept)."""
@@ -155,7 +155,8 @@ def _order(
 ) -> Callable[[Arrival], tuple[float, int, str]]:
     largest = largest_capacity(snapshot.machines)
     delta = snapshot.slot_seconds
-    return lambda a: queue_key(a.job, delta, largest, params.aging)
+    aging = aging_rate(snapshot.machines, params.aging, params.aging_unit)
+    return lambda a: queue_key(a.job, delta, largest, aging)
 
 
 def narrow_start_pays(

@@ -104,7 +104,7 @@ from ..program.residual import FloatArray, Residual, residual_from
 from ..program.widths import max_rate, widths
 from .late_binding import PendingJob, QueueStep, ordered
 from .list_schedule import arrival_of, rate_bound, requested_at
-from .queue_order import largest_capacity, queue_key
+from .queue_order import aging_rate, largest_capacity, queue_key
 
 QueueCall = Callable[
     [tuple[PendingJob, ...], ClusterSnapshot, PlacementParams, Sequence[JobRequest]], QueueStep
@@ -244,9 +244,10 @@ def choose(
         return ()
     res = residual_from(snapshot, now)
     largest = largest_capacity(snapshot.machines)
+    aging = aging_rate(snapshot.machines, params.aging, params.aging_unit)
 
     def key(job: JobRequest) -> tuple[float, int, str]:
-        return queue_key(job, delta, largest, params.aging)
+        return queue_key(job, delta, largest, aging)
 
     blocked: list[_Blocked] = []
     for p in ordered(pending, snapshot, params)[: max(0, params.preempt_jobs)]:
@@ -368,6 +369,7 @@ def _grow_candidates(
     slots_c = math.ceil(max(0.0, params.restart_s) / delta - 1e-9)
     capacity = np.array([m.capacity.as_tuple() for m in snapshot.machines], dtype=np.float64)
     largest = largest_capacity(snapshot.machines)
+    aging = aging_rate(snapshot.machines, params.aging, params.aging_unit)
     cands = []
     for run in running:
         d = run.decision
@@ -379,7 +381,7 @@ def _grow_candidates(
         if rate >= fastest_rate(run.request, capacity, delta) * (1 - 1e-9):
             continue  # already in its fastest shape: no resize is faster
         req, done, charge = resumed(run, now, capacity, delta, params.restart_s)
-        cands.append((queue_key(req, delta, largest, params.aging), run, req, done, charge))
+        cands.append((queue_key(req, delta, largest, aging), run, req, done, charge))
     cands.sort(key=lambda c: c[0])
     return cands
 

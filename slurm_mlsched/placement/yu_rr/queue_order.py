@@ -17,6 +17,16 @@ which is the classic "service minus γ × time waited" priority, S_i − γ(t �
 same γt for every job at time t: the order of two jobs never changes while they wait, so
 the key is computed once.
 
+**The unit of γ** (``aging_unit``). γ above is in machines (machine-seconds of service
+per second waited). With ``aging_unit = cluster`` (the default) it is γ = γ'·M, γ' the
+parameter ``aging`` and M the cluster's size in its largest machines (:func:`cluster_size`),
+so the key divided by M is S_i/M + γ'·s_i: the job's service as time on the whole cluster,
+plus γ' × its arrival. A job can then be overtaken for S_i/(γ'M) seconds, 1/γ' times the
+time its work takes on the whole cluster, on any cluster: the same patience, in the
+cluster's own time, on 6 machines as on 64. With γ in machines (``machine``, the rule
+until 2026-12-05) a job's window S_i/γ does not shrink with the cluster's speed, so a
+small cluster under load turns into first come, first served (docs/formulation.md §14.2).
+
 **Bound on overtaking (proof).** A job j that arrives after i (s_j > s_i) is ahead of i
 only if k_j < k_i, i.e. γ(s_j − s_i) < S_i − S_j ≤ S_i, so s_j < s_i + S_i / γ. No job
 arriving later than S_i/γ seconds after i is ever put ahead of it: from then on, the jobs
@@ -49,6 +59,26 @@ def largest_capacity(machines: Sequence[Machine]) -> tuple[float, float, float]:
         max((c[1] for c in caps), default=0.0),
         max((c[2] for c in caps), default=0.0),
     )
+
+
+def cluster_size(machines: Sequence[Machine]) -> float:
+    """M: how many of its largest machine the cluster amounts to, in its scarcest resource,
+    min_r Σ_h C_h[r] / C̄[r] over the resources some machine has (the machine count on a
+    cluster of equal machines; 6.5 on 4 × 8 + 1 × 4 + 16 × 1 GPUs). 1 for no machines."""
+    largest = largest_capacity(machines)
+    totals = [sum(m.capacity.as_tuple()[r] for m in machines) for r in range(3)]
+    sizes = [t / c for t, c in zip(totals, largest, strict=True) if c > 0]
+    return min(sizes, default=1.0) or 1.0
+
+
+def aging_rate(machines: Sequence[Machine], aging: float, unit: str) -> float:
+    """γ of the key in machine-seconds per second: ``aging`` × :func:`cluster_size` with
+    ``unit`` ``cluster``, ``aging`` itself with ``machine`` (module docstring)."""
+    if unit == "machine":
+        return aging
+    if unit != "cluster":
+        raise ValueError(f"aging_unit {unit!r} is not 'cluster' or 'machine'")
+    return aging * cluster_size(machines)
 
 
 def worker_share(job: JobRequest, largest: tuple[float, float, float]) -> float:
