@@ -97,7 +97,8 @@ def service_seconds(job: JobRequest, largest: tuple[float, float, float]) -> flo
 def queue_key(
     job: JobRequest, slot_seconds: float, largest: tuple[float, float, float], aging: float
 ) -> tuple[float, int, str]:
-    """k_i = S_i + γ·a_i·Δ, then arrival slot, then job id (module docstring)."""
+    """k_i = S_i + γ·a_i·Δ, then arrival slot, then job id (module docstring); ``aging``
+    is γ in machines (:func:`aging_rate` of the parameters)."""
     key = service_seconds(job, largest) + aging * job.arrival_slot * slot_seconds
     return (key, job.arrival_slot, job.job_id)
 
@@ -105,7 +106,8 @@ def queue_key(
 def overtaking_window_s(
     job: JobRequest, largest: tuple[float, float, float], aging: float
 ) -> float:
-    """S_i / γ: later arrivals after this many seconds are never put ahead of ``job``."""
+    """S_i / γ: later arrivals after this many seconds are never put ahead of ``job``
+    (``aging``: γ in machines, :func:`aging_rate`)."""
     if aging <= 0:
         return float("inf")
     return service_seconds(job, largest) / aging
