@@ -211,3 +211,28 @@ def test_the_narrow_start_screen_changes_no_decision(
     screened = runs()
     with mock.patch.object(preemption, "_may_pay", lambda *a, **k: True):
         assert runs() == screened
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(replays(), st.sampled_from([30.0, 900.0]), st.booleans())
+def test_the_pause_room_screen_changes_no_decision(
+    case: tuple[ClusterSnapshot, list[SimJob]], restart_s: float, resize: bool
+) -> None:
+    """``preemption._may_fit`` skips a waiting job for a victim's room only when the room's
+    total is below what its requested width needs: every job's runs are the same with the
+    screen as with it always passing."""
+    from unittest import mock
+
+    from slurm_mlsched.placement.yu_rr import preemption
+
+    cluster, jobs = case
+    admitted, _ = admit(jobs, cluster)
+    params = _params(resize, restart_s=restart_s)
+
+    def runs() -> dict[str, list[tuple[int, int, int]]]:
+        result = simulate(admitted, cluster, "yu-rr", params)
+        return {o.job.job_id: _runs(o.decision) for o in result.outcomes}
+
+    screened = runs()
+    with mock.patch.object(preemption, "_may_fit", lambda *a, **k: True):
+        assert runs() == screened

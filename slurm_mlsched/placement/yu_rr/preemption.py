@@ -100,6 +100,7 @@ import numpy as np
 
 from ...model import ClusterSnapshot, Decision, JobRequest, SlotPlan, speed
 from ..params import PlacementParams
+from ..program.job_lp import JobShape
 from ..program.residual import FloatArray, Residual, residual_from
 from ..program.widths import max_rate, widths
 from .late_binding import PendingJob, QueueStep, ordered
@@ -272,9 +273,10 @@ def choose(
         if not blocked or kj <= min(b.key for b in blocked):
             break  # victims come by falling key: no waiting job may overtake the rest
         room = _freed(res, run, index, now)
+        free = room.at(now).sum(axis=0)
         taken: list[tuple[_Blocked, int]] = []
         for b in blocked:
-            if b.key >= kj:
+            if b.key >= kj or not _may_fit(b.pending.request, delta, free):
                 continue
             got = requested_at(arrival_of(b.pending.request, delta, room, params, now), room, now)
             if got is None:
@@ -304,6 +306,18 @@ def choose(
         served = {id(b) for b, _ in taken}
         blocked = [b for b in blocked if id(b) not in served]
     return tuple(out)
+
+
+def _may_fit(job: JobRequest, slot_seconds: float, free: FloatArray) -> bool:
+    """Whether ``job`` at its requested width may start in a room whose total free
+    resources now are ``free`` (3,): a screen before :func:`.list_schedule.requested_at`,
+    which places all N workers and a PS co-located on one machine (needs α·N + β there)
+    or N_ex workers distributed (needs α·N_ex in all). A total below the smaller of the two
+    in some resource fails both, so the screen skips only jobs that call would reject."""
+    shape = JobShape.of(job, slot_seconds)
+    colo = shape.alpha * shape.n_max + shape.beta
+    least = np.minimum(colo, shape.alpha * shape.n_dist_max)
+    return bool((free >= least - 1e-9).all())
 
 
 def _freed(res: Residual, run: RunningRun, index: dict[str, int], now: int) -> Residual:
