@@ -114,7 +114,7 @@ def test_the_cluster_size_counts_largest_machines_in_the_scarcest_resource() -> 
 
 
 def test_aging_in_the_cluster_unit_is_the_same_patience_on_any_cluster() -> None:
-    """With ``aging_unit = cluster`` a job's overtaking window is 1/γ times its service's
+    """With ``aging_unit = cluster`` a job's overtaking window is 1/γ' times its service's
     time on the whole cluster (S_i/M): the same multiple on 6, 16 and 64 machines. The
     default on 16 machines is the old γ = 0.3 in machines, exactly."""
     job = make_job("i", workers=2, workload=5000.0)
