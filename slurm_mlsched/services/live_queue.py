@@ -29,7 +29,7 @@ from ..placement.policy_table import QueueFn
 from ..placement.registry import get_queue
 from ..placement.yu_rr.late_binding import PendingJob, QueueStep
 from ..placement.yu_rr.preemption import Preemption, RunningRun, replan_preempting
-from ..placement.yu_rr.queue_order import aging_rate, largest_capacity, queue_key
+from ..placement.yu_rr.queue_order import keyer
 from ..sbatch.tag import DecisionTag, decision_tag
 from ..slurm.nodes import NodeState, NodeStateSource
 from ..storage import DecisionRecord, DecisionStore, DecisionSummary, PlanningSession
@@ -285,9 +285,6 @@ def in_queue_order(entries: Sequence[QueueEntry], snapshot: ClusterSnapshot) -> 
     service first, aged; the oldest entry's aging γ)."""
     if not entries:
         return []
-    largest = largest_capacity(snapshot.machines)
     first = entries[0].params
-    aging = aging_rate(snapshot.machines, first.aging, first.aging_unit)
-    return sorted(
-        entries, key=lambda e: queue_key(e.request, snapshot.slot_seconds, largest, aging)
-    )
+    key = keyer(snapshot.machines, snapshot.slot_seconds, first.aging, first.aging_unit)
+    return sorted(entries, key=lambda e: key(e.request))

@@ -189,6 +189,27 @@ def test_only_pauses_for_waiting_jobs_count_towards_preempt_max() -> None:
     assert (h.preemptions, h.pauses) == (3, 1)
 
 
+def _screen_changes_nothing(
+    case: tuple[ClusterSnapshot, list[SimJob]], params: PlacementParams, screen: str
+) -> None:
+    """Every job's runs are the same with ``preemption.<screen>`` as with it always
+    passing (a screen may skip only what the rule's own tests reject)."""
+    from unittest import mock
+
+    from slurm_mlsched.placement.yu_rr import preemption
+
+    cluster, jobs = case
+    admitted, _ = admit(jobs, cluster)
+
+    def runs() -> dict[str, list[tuple[int, int, int]]]:
+        result = simulate(admitted, cluster, "yu-rr", params)
+        return {o.job.job_id: _runs(o.decision) for o in result.outcomes}
+
+    screened = runs()
+    with mock.patch.object(preemption, screen, lambda *a, **k: True):
+        assert runs() == screened
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(replays(), st.sampled_from([0.0, 2.0]), st.sampled_from([30.0, 900.0]))
 def test_the_narrow_start_screen_changes_no_decision(
@@ -196,21 +217,8 @@ def test_the_narrow_start_screen_changes_no_decision(
 ) -> None:
     """``preemption._may_pay`` skips only narrow starts the decision's own tests reject:
     every job's runs are the same with the screen as with it always passing."""
-    from unittest import mock
-
-    from slurm_mlsched.placement.yu_rr import preemption
-
-    cluster, jobs = case
-    admitted, _ = admit(jobs, cluster)
     params = _params(True, narrow_regret=regret, restart_s=restart_s)
-
-    def runs() -> dict[str, list[tuple[int, int, int]]]:
-        result = simulate(admitted, cluster, "yu-rr", params)
-        return {o.job.job_id: _runs(o.decision) for o in result.outcomes}
-
-    screened = runs()
-    with mock.patch.object(preemption, "_may_pay", lambda *a, **k: True):
-        assert runs() == screened
+    _screen_changes_nothing(case, params, "_may_pay")
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -221,18 +229,4 @@ def test_the_pause_room_screen_changes_no_decision(
     """``preemption._may_fit`` skips a waiting job for a victim's room only when the room's
     total is below what its requested width needs: every job's runs are the same with the
     screen as with it always passing."""
-    from unittest import mock
-
-    from slurm_mlsched.placement.yu_rr import preemption
-
-    cluster, jobs = case
-    admitted, _ = admit(jobs, cluster)
-    params = _params(resize, restart_s=restart_s)
-
-    def runs() -> dict[str, list[tuple[int, int, int]]]:
-        result = simulate(admitted, cluster, "yu-rr", params)
-        return {o.job.job_id: _runs(o.decision) for o in result.outcomes}
-
-    screened = runs()
-    with mock.patch.object(preemption, "_may_fit", lambda *a, **k: True):
-        assert runs() == screened
+    _screen_changes_nothing(case, _params(resize, restart_s=restart_s), "_may_fit")

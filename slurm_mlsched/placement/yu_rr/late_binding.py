@@ -59,7 +59,7 @@ from ..params import PlacementParams
 from ..program.residual import FloatArray, Residual, residual_from
 from .list_schedule import arrival_of, later_start_ends_sooner
 from .lookahead import cheapest_width, holds_back
-from .queue_order import aging_rate, largest_capacity, queue_key
+from .queue_order import keyer
 
 
 class DecideFn(Protocol):
@@ -101,10 +101,8 @@ def ordered(
     pending: Sequence[PendingJob], snapshot: ClusterSnapshot, params: PlacementParams
 ) -> list[PendingJob]:
     """The waiting jobs in queue order (:func:`.queue_order.queue_key`)."""
-    largest = largest_capacity(snapshot.machines)
-    delta = snapshot.slot_seconds
-    aging = aging_rate(snapshot.machines, params.aging, params.aging_unit)
-    return sorted(pending, key=lambda p: queue_key(p.request, delta, largest, aging))
+    key = keyer(snapshot.machines, snapshot.slot_seconds, params.aging, params.aging_unit)
+    return sorted(pending, key=lambda p: key(p.request))
 
 
 def fits(reservations: Sequence[Reservation], snapshot: ClusterSnapshot) -> bool:

@@ -47,7 +47,7 @@ from ..params import PlacementParams
 from ..program.residual import Residual
 from .arrival import Arrival
 from .list_schedule import arrival_of, fastest_run_slots, list_schedule
-from .queue_order import aging_rate, largest_capacity, queue_key
+from .queue_order import keyer
 
 MAX_FORECAST = 64
 """At most this many forecast arrivals per rollout (size control; the earliest kept)."""
@@ -153,10 +153,8 @@ def rollout_cost(
 def _order(
     snapshot: ClusterSnapshot, params: PlacementParams
 ) -> Callable[[Arrival], tuple[float, int, str]]:
-    largest = largest_capacity(snapshot.machines)
-    delta = snapshot.slot_seconds
-    aging = aging_rate(snapshot.machines, params.aging, params.aging_unit)
-    return lambda a: queue_key(a.job, delta, largest, aging)
+    key = keyer(snapshot.machines, snapshot.slot_seconds, params.aging, params.aging_unit)
+    return lambda a: key(a.job)
 
 
 def narrow_start_pays(

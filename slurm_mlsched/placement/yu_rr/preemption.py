@@ -94,7 +94,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -105,7 +105,7 @@ from ..program.residual import FloatArray, Residual, residual_from
 from ..program.widths import max_rate, widths
 from .late_binding import PendingJob, QueueStep, ordered
 from .list_schedule import arrival_of, rate_bound, requested_at
-from .queue_order import aging_rate, largest_capacity, queue_key
+from .queue_order import keyer
 
 QueueCall = Callable[
     [tuple[PendingJob, ...], ClusterSnapshot, PlacementParams, Sequence[JobRequest]], QueueStep
@@ -205,6 +205,8 @@ class _Blocked:
     pending: PendingJob
     key: tuple[float, int, str]
     res: Residual  # the room it was found not to start in (after the starts ahead of it)
+    # (3,) the least total room its requested width needs (_least_room; zeros: no screen)
+    least: FloatArray = field(default_factory=lambda: np.zeros(3))
     found: int | None = None  # the earliest start found so far (``res`` never changes)
     scanned: int = 0  # starts before this slot were tried (and failed, unless ``found``)
 
@@ -244,11 +246,7 @@ def choose(
     if not params.preempt or not pending or not running:
         return ()
     res = residual_from(snapshot, now)
-    largest = largest_capacity(snapshot.machines)
-    aging = aging_rate(snapshot.machines, params.aging, params.aging_unit)
-
-    def key(job: JobRequest) -> tuple[float, int, str]:
-        return queue_key(job, delta, largest, aging)
+    key = keyer(snapshot.machines, delta, params.aging, params.aging_unit)
 
     blocked: list[_Blocked] = []
     for p in ordered(pending, snapshot, params)[: max(0, params.preempt_jobs)]:
@@ -256,7 +254,7 @@ def choose(
         if got is not None:
             res = got[1]  # the re-plan starts it now: its room is taken first
         else:
-            blocked.append(_Blocked(p, key(p.request), res))
+            blocked.append(_Blocked(p, key(p.request), res, _least_room(p.request, delta)))
     if not blocked:
         return ()
     victims = []
@@ -276,7 +274,7 @@ def choose(
         free = room.at(now).sum(axis=0)
         taken: list[tuple[_Blocked, int]] = []
         for b in blocked:
-            if b.key >= kj or not _may_fit(b.pending.request, delta, free):
+            if b.key >= kj or not _may_fit(b.least, free):
                 continue
             got = requested_at(arrival_of(b.pending.request, delta, room, params, now), room, now)
             if got is None:
@@ -308,15 +306,23 @@ def choose(
     return tuple(out)
 
 
-def _may_fit(job: JobRequest, slot_seconds: float, free: FloatArray) -> bool:
-    """Whether ``job`` at its requested width may start in a room whose total free
-    resources now are ``free`` (3,): a screen before :func:`.list_schedule.requested_at`,
-    which places all N workers and a PS co-located on one machine (needs α·N + β there)
-    or N_ex workers distributed (needs α·N_ex in all). A total below the smaller of the two
-    in some resource fails both, so the screen skips only jobs that call would reject."""
+def _least_room(job: JobRequest, slot_seconds: float) -> FloatArray:
+    """(3,) the least total room ``job`` needs at its requested width, as
+    :func:`.list_schedule.requested_at` places it: all N workers and a PS co-located on one
+    machine (α·N + β there) or N_ex workers distributed (α·N_ex in all); the smaller of
+    the two per resource."""
     shape = JobShape.of(job, slot_seconds)
-    colo = shape.alpha * shape.n_max + shape.beta
-    least = np.minimum(colo, shape.alpha * shape.n_dist_max)
+    out: FloatArray = np.minimum(
+        shape.alpha * shape.n_max + shape.beta, shape.alpha * shape.n_dist_max
+    )
+    return out
+
+
+def _may_fit(least: FloatArray, free: FloatArray) -> bool:
+    """Whether a job needing ``least`` (:func:`_least_room`) may start in a room whose
+    total free resources now are ``free`` (3,): a screen before ``requested_at``. A total
+    below ``least`` in some resource fails both of its placements, so the screen skips
+    only jobs that call would reject."""
     return bool((free >= least - 1e-9).all())
 
 
@@ -382,8 +388,7 @@ def _grow_candidates(
     now, delta = snapshot.now_slot, snapshot.slot_seconds
     slots_c = math.ceil(max(0.0, params.restart_s) / delta - 1e-9)
     capacity = np.array([m.capacity.as_tuple() for m in snapshot.machines], dtype=np.float64)
-    largest = largest_capacity(snapshot.machines)
-    aging = aging_rate(snapshot.machines, params.aging, params.aging_unit)
+    key = keyer(snapshot.machines, delta, params.aging, params.aging_unit)
     cands = []
     for run in running:
         d = run.decision
@@ -395,7 +400,7 @@ def _grow_candidates(
         if rate >= fastest_rate(run.request, capacity, delta) * (1 - 1e-9):
             continue  # already in its fastest shape: no resize is faster
         req, done, charge = resumed(run, now, capacity, delta, params.restart_s)
-        cands.append((queue_key(req, delta, largest, aging), run, req, done, charge))
+        cands.append((key(req), run, req, done, charge))
     cands.sort(key=lambda c: c[0])
     return cands
 

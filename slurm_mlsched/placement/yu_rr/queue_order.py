@@ -45,7 +45,7 @@ stream of small jobs. γ = 0 gives pure smallest-service-first, which has no suc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ...model import JobRequest, Machine
 from ...model.speed import worker_thetas
@@ -101,6 +101,16 @@ def queue_key(
     is γ in machines (:func:`aging_rate` of the parameters)."""
     key = service_seconds(job, largest) + aging * job.arrival_slot * slot_seconds
     return (key, job.arrival_slot, job.job_id)
+
+
+def keyer(
+    machines: Sequence[Machine], slot_seconds: float, aging: float, unit: str
+) -> Callable[[JobRequest], tuple[float, int, str]]:
+    """:func:`queue_key` on these machines with the parameters' ``aging`` in ``unit``
+    (:func:`aging_rate`): what every queue order reads, built once per call."""
+    largest = largest_capacity(machines)
+    rate = aging_rate(machines, aging, unit)
+    return lambda job: queue_key(job, slot_seconds, largest, rate)
 
 
 def overtaking_window_s(
