@@ -98,11 +98,13 @@ class PlacementParams:
     0.3/16 is the old 0.3 on the 16-machine clusters it was chosen on). ``machine``: M = 1,
     the rule until then (γ in machines: relative to the cluster's speed, 0.3 aged about
     11 × faster on 6 machines than on 64)."""
-    reserve_depth: int = 4
+    reserve_depth: int = 2
     """How many waiting jobs, in queue order, hold a tentative plan during a re-plan that
     later jobs may not delay (1: the head alone, as EASY backfill, which the starvation
-    bound needs; 4, the default: closer to Slurm's backfill, which delays no
-    higher-priority job's expected start; measured in docs/formulation.md §14.1)."""
+    bound needs; 2, the default since 2026-12-05: the head and the next, nearer Slurm's
+    backfill, which delays no higher-priority job's expected start, without letting the
+    held plans claim most of a small cluster; 4 until then; measured in
+    docs/formulation.md §14.1)."""
     scan_depth: int = 64
     """At most this many other waiting jobs are decided per event (in queue order), after
     a cheap test that some of their tasks fit now."""

@@ -282,6 +282,8 @@ def decode_params(d: Json) -> PlacementParams:
         raise CodecError(
             f"params.aging_unit: {m['aging_unit']!r} is not one of {list(AGING_UNITS)}"
         )
+    # a decision stored before ``reserve_depth`` existed held the head's plan alone
+    m.setdefault("reserve_depth", 1)
     # nor did narrow starts have a guard (0 = none, the rule until then)
     m.setdefault("narrow_regret", 0.0)
     regret = m["narrow_regret"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -296,8 +297,12 @@ def run_script(
     assert check.returncode == 0, check.stderr
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
+    # python3 without site-packages: the script prefers `python3 -m torch.distributed.run`
+    # where python3 has torch (as the venv's does after `make examples-deps`), and that real
+    # torchrun would wait on the test's unreachable rendezvous; these tests check the fake's
+    python3 = f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -S \"$@\"\n"
     for name, body in (("srun", FAKE_SRUN), ("torchrun", FAKE_TORCHRUN),
-                       ("scontrol", FAKE_SCONTROL)):  # fmt: skip
+                       ("scontrol", FAKE_SCONTROL), ("python3", python3)):  # fmt: skip
         (bin_dir / name).write_text(body)
         (bin_dir / name).chmod(stat.S_IRWXU)
     (tmp_path / "out").mkdir()

@@ -199,3 +199,13 @@ def test_params_stored_before_the_aging_unit_decode_to_aging_in_machines() -> No
     assert (decoded.aging, decoded.aging_unit) == (0.3, "machine")
     again = codec.decode_params(codec.encode_params(PlacementParams()))
     assert (again.aging, again.aging_unit) == (0.01875, "cluster")
+
+
+def test_params_stored_before_reserve_depth_decode_to_the_head_alone() -> None:
+    """``reserve_depth`` came with late binding at 1 (the head's plan alone); a decision
+    stored without it decodes as 1, not as today's default, while a new decision carries
+    its own."""
+    old = codec.encode_params(PlacementParams())
+    del old["reserve_depth"]
+    assert codec.decode_params(old).reserve_depth == 1
+    assert codec.decode_params(codec.encode_params(PlacementParams())).reserve_depth == 2
