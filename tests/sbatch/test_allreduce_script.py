@@ -300,7 +300,7 @@ def run_script(
     # python3 without site-packages: the script prefers `python3 -m torch.distributed.run`
     # where python3 has torch (as the venv's does after `make examples-deps`), and that real
     # torchrun would wait on the test's unreachable rendezvous; these tests check the fake's
-    python3 = f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -S \"$@\"\n"
+    python3 = f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S "$@"\n'
     for name, body in (("srun", FAKE_SRUN), ("torchrun", FAKE_TORCHRUN),
                        ("scontrol", FAKE_SCONTROL), ("python3", python3)):  # fmt: skip
         (bin_dir / name).write_text(body)
