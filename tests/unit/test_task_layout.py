@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.model import Mode, Resources
@@ -58,6 +58,10 @@ def scan(job, workers, ps, room, spread):  # type: ignore[no-untyped-def]
     st.sampled_from([None, 1, 2, 3]),
     st.booleans(),
 )
+@example(  # found by hypothesis: 1 worker and its PS fit only on 3 machines of 3 (k > W + S)
+    rooms=[(0, 0, 2), (0, 1, 1), (0, 1, 1)], workers=3, gpu=0, cpu=1, ps_cpu=0,
+    ps_count=None, fewest=True,
+)  # fmt: skip
 def test_bisection_places_what_the_scan_placed(
     rooms: list[tuple[int, int, int]],
     workers: int,
@@ -85,12 +89,13 @@ def test_bisection_places_what_the_scan_placed(
 
 
 def fewest_reference(room, alpha, workers, beta, ps):  # type: ignore[no-untyped-def]
-    """fewest_machines as first written: k = 1, 2, … one at a time."""
+    """fewest_machines' definition searched literally: k = 1, 2, …, every machine, one at a
+    time (it stopped at the job's task count until 2026-12-05, which broke monotonicity)."""
     from slurm_mlsched.placement.program.packing import fit_counts
 
     h = room.shape[0]
     order = np.lexsort((np.arange(h), -fit_counts(room, alpha)))
-    for k in range(1, min(h, workers + ps) + 1):
+    for k in range(1, h + 1):
         sel = order[:k]
         w = np.full(k, workers // k, dtype=np.int64)
         w[: workers % k] += 1
@@ -119,6 +124,7 @@ def fewest_reference(room, alpha, workers, beta, ps):  # type: ignore[no-untyped
     st.integers(0, 8),
     st.integers(0, 2),
 )
+@example(rooms=[(0, 0, 3), (0, 1, 2), (0, 1, 2)], workers=1, ps=1, gpu=0, cpu=1, ps_cpu=0)
 def test_fewest_machines_in_blocks_is_the_one_at_a_time_search(
     rooms: list[tuple[int, int, int]], workers: int, ps: int, gpu: int, cpu: int, ps_cpu: int
 ) -> None:
@@ -132,3 +138,41 @@ def test_fewest_machines_in_blocks_is_the_one_at_a_time_search(
     else:
         assert got is not None
         assert (got[0] == want[0]).all() and (got[1] == want[1]).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 8), st.integers(0, 16), st.integers(0, 32)),
+        min_size=1,
+        max_size=24,
+    ),
+    st.integers(2, 30),
+    st.integers(0, 6),
+    st.integers(0, 4),
+    st.integers(0, 8),
+    st.integers(0, 2),
+)
+@example(rooms=[(0, 0, 3), (0, 1, 2), (0, 1, 2)], workers=2, ps=1, gpu=0, cpu=1, ps_cpu=0)
+def test_fewest_machines_fits_fewer_workers_wherever_it_fits_more(
+    rooms: list[tuple[int, int, int]], workers: int, ps: int, gpu: int, cpu: int, ps_cpu: int
+) -> None:
+    """Monotone in the job's size (what the shedding's bisection needs): if W workers and S
+    PSs fit, W - 1 workers with S or S - 1 PSs fit too."""
+    room = np.array(rooms, dtype=np.float64)
+    alpha = np.array([gpu, cpu, 2.0 * cpu])
+    beta = np.array([0.0, ps_cpu, 3.0])
+    if fewest_machines(room, alpha, workers, beta, ps) is None:
+        return
+    for fewer_ps in {ps, max(ps - 1, 0)}:
+        assert fewest_machines(room, alpha, workers - 1, beta, fewer_ps) is not None
+
+
+def test_fewest_machines_puts_the_ps_past_the_job_s_task_count_when_only_there_it_fits() -> None:
+    """One worker (1 CPU) and one PS (2 GB): the two machines with CPU room have 1 GB each;
+    only the third (no CPU, 2 GB) holds the PS, so k = 3 > W + S."""
+    room = np.array([[0.0, 0.0, 2048.0], [0.0, 1.0, 1024.0], [0.0, 1.0, 1024.0]])
+    alpha, beta = np.array([0.0, 1.0, 1024.0]), np.array([0.0, 0.0, 2048.0])
+    got = fewest_machines(room, alpha, 1, beta, 1)
+    assert got is not None
+    assert got[0].tolist() == [0, 1, 0] and got[1].tolist() == [1, 0, 0]

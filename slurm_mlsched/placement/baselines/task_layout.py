@@ -58,7 +58,14 @@ def fewest_machines(
     """Optimus's placement: the smallest k such that the k machines with the most room
     (for workers; ties to the lower index) hold the job with its workers and its PSs each
     spread evenly (⌈n/k⌉ or ⌊n/k⌋ per machine; the extra workers on the first machines, the
-    extra PSs on the last)."""
+    extra PSs on the last).
+
+    k ranges over every machine count, not only up to the job's task count: past it (k > W
+    + S) the spread is one worker on each of the first W machines and one PS on each of the
+    last S of the k, with the machines between empty, so those k are one scan for the
+    first run of S machines that hold a PS (:func:`_ps_window`). With every k open, each
+    machine's share only shrinks when the job has fewer workers (or PSs), so a job that fits
+    still fits with fewer: the shedding's bisection relies on it."""
     h = room.shape[0]
     fits = fit_counts(room, alpha)
     order = np.lexsort((np.arange(h), -fits))
@@ -79,7 +86,31 @@ def fewest_machines(
             out_s = np.zeros(h, dtype=np.int64)
             out_w[order[:k]], out_s[order[:k]] = w, s
             return out_w, out_s
+    if stop < h and workers > 0 and ps > 0:
+        j = _ps_window(room[order], alpha, workers, beta, ps)
+        if j is not None:
+            out_w = np.zeros(h, dtype=np.int64)
+            out_s = np.zeros(h, dtype=np.int64)
+            out_w[order[:workers]], out_s[order[j : j + ps]] = 1, 1
+            return out_w, out_s
     return None
+
+
+def _ps_window(
+    room: FloatArray, alpha: FloatArray, workers: int, beta: FloatArray, ps: int
+) -> int | None:
+    """For the k beyond a job's ``workers`` + ``ps`` tasks (rows of ``room`` in the spread's
+    order): where the first ``ps`` consecutive rows that each hold one PS start, after the
+    ``workers`` rows that each take one worker and at least one empty row (so k > W + S),
+    or None (also when those first rows do not each hold a worker)."""
+    if not (room[:workers] >= alpha - EPS).all():
+        return None
+    holds = (room[workers + 1 :] >= beta - EPS).all(axis=1).astype(np.int64)
+    if len(holds) < ps:
+        return None
+    runs = np.convolve(holds, np.ones(ps, dtype=np.int64), mode="valid")
+    full = np.flatnonzero(runs == ps)
+    return workers + 1 + int(full[0]) if len(full) else None
 
 
 #: k values of :func:`fewest_machines` checked in one array operation.
