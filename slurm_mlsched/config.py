@@ -62,6 +62,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .errors import InputError
+from .placement.params import PlacementParams
 
 SYSTEM_CONFIG = Path("/etc/mlsched/config.toml")
 DEFAULT_RESERVATION_GRACE_S = 600.0
@@ -77,8 +78,9 @@ DEFAULT_REMOTE_DIR = ".mlsub/decisions"
 DEFAULT_STALE_AFTER_S = 3600.0
 #: ``mlsub replan`` with ``preempt``: the longest wait for a job's checkpoint.
 DEFAULT_PREEMPT_WAIT_MAX_S = 120.0
-#: The restart cost of the placement's time model (``PlacementParams.restart_s``).
-DEFAULT_RESTART_S = 30.0
+#: The restart cost of the placement's time model: ``PlacementParams.restart_s``'s default,
+#: read from it so that the live default and the replay's cannot drift apart.
+DEFAULT_RESTART_S: float = PlacementParams.restart_s
 
 RESERVATION_GRACE_DOC = (
     "after its predicted end, a decision that is not yet in a terminal state (the job may "
