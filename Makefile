@@ -81,17 +81,17 @@ bench-preempt: venv
 		--cells philly-w10000,philly-w30000,philly-w50000,philly-w70000,pollux1,pollux2,pollux3,sia1,sia2,philly5k,mustang1,mustang2
 
 # yu-rr alone over the 16 policy cells and the 87 sweep cells: preempt_cost slot against
-# exact (the default) and reserve_depth 1 against 4 (the default), the ratio per family
-# (bench/param_ladder.py; about 90 min).
+# exact (the default) and reserve_depth 4 against 2 (the default since 2026-12-05), the
+# ratio per family (bench/param_ladder.py; about 90 min on 2 cores).
 bench-param: venv
-	rm -f bench/out/ladder/slot.jsonl bench/out/ladder/exact.jsonl bench/out/ladder/rd1.jsonl
-	$(PY) -m bench.param_ladder run --tag slot --set preempt_cost='"slot"'
-	$(PY) -m bench.param_ladder run --tag exact
-	$(PY) -m bench.param_ladder run --tag rd1 --set reserve_depth=1
+	rm -f bench/out/ladder/slot.jsonl bench/out/ladder/exact.jsonl bench/out/ladder/rd4.jsonl
+	$(PY) -m bench.param_ladder run --tag slot --workers 2 --set preempt_cost='"slot"'
+	$(PY) -m bench.param_ladder run --tag exact --workers 2
+	$(PY) -m bench.param_ladder run --tag rd4 --workers 2 --set reserve_depth=4
 	$(PY) -m bench.param_ladder render --base slot --other exact \
 		--title "Restart cost of a pause: \`preempt_cost\` exact against slot"
-	$(PY) -m bench.param_ladder render --base rd1 --other exact --section param-reserve \
-		--title "Reservations: \`reserve_depth\` 4 (the default) against 1"
+	$(PY) -m bench.param_ladder render --base rd4 --other exact --section param-reserve \
+		--title "Reservations: \`reserve_depth\` 2 (the default) against 4"
 
 # yu-rr alone over the same 103 cells: the defaults (resize by checkpoint-restart on, its
 # narrow starts bounded by narrow_regret 2, preempt_max 1000) against the defaults before
