@@ -296,6 +296,39 @@ def render(res: dict[str, Any], tag: str = "", how: str = "", raw: str = "") -> 
     return "\n".join(lines) + "\n"
 
 
+def partial_runs(
+    saved: dict[str, Any] | None, policies: list[str], began: str, saved_date: str
+) -> dict[str, Any]:
+    """Which run measured which rows, after a ``--policies`` run begun ``began``: its
+    policies leave the earlier partial runs they were in (a run left with none is
+    dropped) and form the newest; the rows of no partial run are from ``others`` (the
+    last whole run, or ``saved_date`` when nothing was partial). A file written before
+    runs were listed holds one run as ``policies`` and ``run``."""
+    saved = saved or {}
+    runs = list(saved.get("runs") or [])
+    if not runs and saved.get("policies"):
+        runs = [{"policies": list(saved["policies"]), "run": saved["run"]}]
+    kept = [
+        {"policies": [p for p in r["policies"] if p not in policies], "run": r["run"]} for r in runs
+    ]
+    kept = [r for r in kept if r["policies"]]
+    return {
+        "runs": [*kept, {"policies": policies, "run": began}],
+        "others": saved.get("others") or saved_date,
+    }
+
+
+def provenance(partial: dict[str, Any]) -> str:
+    """The section's sentence on which run measured which rows (:func:`partial_runs`)."""
+    runs = partial.get("runs") or [{"policies": partial["policies"], "run": partial["run"]}]
+    said = "; ".join(
+        f"rows of {', '.join(r['policies'])} re-measured by `--policies` in the run begun "
+        f"{r['run']}"
+        for r in runs
+    )
+    return f"{said}; every other row from the run ending {partial['others']}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="docs/benchmarks.md")
@@ -362,11 +395,7 @@ def main() -> None:
             res.pop("partial", None)  # every saved row is re-measured now
         else:
             began = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-            res["partial"] = {
-                "policies": list(only),
-                "run": began,
-                "others": res.get("partial", {}).get("others") or saved_date,
-            }
+            res["partial"] = partial_runs(res.get("partial"), list(only), began, saved_date)
         for key in args.workloads.split(","):
             for delta in (float(d) for d in args.deltas.split(",")):
                 name = f"{key}@{delta:g}"
@@ -380,11 +409,7 @@ def main() -> None:
             f"--section {args.section}`"
         )
     if res.get("partial"):
-        part = res["partial"]
-        how += (
-            f" (rows of {', '.join(part['policies'])} re-measured by `--policies` in the run "
-            f"begun {part['run']}; every other row from the run ending {part['others']})"
-        )
+        how += " (" + provenance(res["partial"]) + ")"
     text = render(res, args.tag, how, str(saved_path))
     write_section(Path(args.out), args.section, text)
     print(text)

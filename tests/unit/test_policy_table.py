@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.policy_table import render, verdict
+from bench.policy_table import partial_runs, provenance, render, verdict
 
 H = 3600.0
 
@@ -93,3 +93,35 @@ def test_the_tables_give_every_policy_over_the_bound() -> None:
     drf = next(line for line in tables.splitlines() if line.startswith("| drf |"))
     assert "| 2.00 |" in drf  # 2.0 h ÷ 1.0 h
     assert "Met in this run: the target in 1 of 2 cells" in text
+
+
+def test_each_policies_run_keeps_its_own_date_in_the_provenance() -> None:
+    """Two ``--policies`` runs after a whole run: each row names the run that measured it;
+    a policy measured again leaves its earlier run, and a run left empty is dropped."""
+    first = partial_runs(None, ["yu-rr", "qssf"], "2026-12-05 09:49 UTC", "2026-12-04 18:43 UTC")
+    second = partial_runs(first, ["optimus", "tiresias"], "2026-12-05 10:26 UTC", "ignored")
+    assert second == {
+        "runs": [
+            {"policies": ["yu-rr", "qssf"], "run": "2026-12-05 09:49 UTC"},
+            {"policies": ["optimus", "tiresias"], "run": "2026-12-05 10:26 UTC"},
+        ],
+        "others": "2026-12-04 18:43 UTC",
+    }
+    said = provenance(second)
+    assert (
+        "rows of yu-rr, qssf re-measured by `--policies` in the run begun 2026-12-05 09:49" in said
+    )
+    assert (
+        "rows of optimus, tiresias re-measured by `--policies` in the run begun 2026-12-05 10:26"
+        in said
+    )
+    assert said.endswith("every other row from the run ending 2026-12-04 18:43 UTC")
+    third = partial_runs(second, ["qssf", "yu-rr"], "2026-12-05 11:00 UTC", "ignored")
+    assert [r["policies"] for r in third["runs"]] == [["optimus", "tiresias"], ["qssf", "yu-rr"]]
+
+
+def test_a_file_from_before_the_runs_were_listed_reads_as_one_run() -> None:
+    old = {"policies": ["yu-rr"], "run": "2026-12-05 07:10 UTC", "others": "2026-12-04 18:43 UTC"}
+    assert provenance(old).startswith("rows of yu-rr re-measured by `--policies` in the run begun")
+    new = partial_runs(old, ["drf"], "2026-12-05 08:00 UTC", "ignored")
+    assert [r["policies"] for r in new["runs"]] == [["yu-rr"], ["drf"]]
