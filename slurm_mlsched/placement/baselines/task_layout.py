@@ -105,7 +105,7 @@ def _ps_window(
     or None (also when those first rows do not each hold a worker)."""
     if not (room[:workers] >= alpha - EPS).all():
         return None
-    holds = (room[workers + 1 :] >= beta - EPS).all(axis=1).astype(np.int64)
+    holds: IntArray = np.asarray((room[workers + 1 :] >= beta - EPS).all(axis=1), dtype=np.int64)
     if len(holds) < ps:
         return None
     runs = np.convolve(holds, np.ones(ps, dtype=np.int64), mode="valid")
