@@ -305,11 +305,9 @@ def partial_runs(
     last whole run, or ``saved_date`` when nothing was partial). A file written before
     runs were listed holds one run as ``policies`` and ``run``."""
     saved = saved or {}
-    runs = list(saved.get("runs") or [])
-    if not runs and saved.get("policies"):
-        runs = [{"policies": list(saved["policies"]), "run": saved["run"]}]
     kept = [
-        {"policies": [p for p in r["policies"] if p not in policies], "run": r["run"]} for r in runs
+        {"policies": [p for p in r["policies"] if p not in policies], "run": r["run"]}
+        for r in _runs(saved)
     ]
     kept = [r for r in kept if r["policies"]]
     return {
@@ -318,13 +316,22 @@ def partial_runs(
     }
 
 
+def _runs(partial: dict[str, Any]) -> list[dict[str, Any]]:
+    """The partial runs of a saved ``partial`` (one run as ``policies`` and ``run`` in a
+    file written before runs were listed; none in an empty one)."""
+    if partial.get("runs"):
+        return list(partial["runs"])
+    if partial.get("policies"):
+        return [{"policies": list(partial["policies"]), "run": partial["run"]}]
+    return []
+
+
 def provenance(partial: dict[str, Any]) -> str:
     """The section's sentence on which run measured which rows (:func:`partial_runs`)."""
-    runs = partial.get("runs") or [{"policies": partial["policies"], "run": partial["run"]}]
     said = "; ".join(
         f"rows of {', '.join(r['policies'])} re-measured by `--policies` in the run begun "
         f"{r['run']}"
-        for r in runs
+        for r in _runs(partial)
     )
     return f"{said}; every other row from the run ending {partial['others']}"
 

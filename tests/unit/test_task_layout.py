@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -111,26 +114,38 @@ def fewest_reference(room, alpha, workers, beta, ps):  # type: ignore[no-untyped
     return None
 
 
+def spread_cases(
+    machines: int, cpus: int, mem: int, workers: tuple[int, int], ps: int
+) -> tuple[st.SearchStrategy[Any], ...]:
+    """(rooms, workers, PSs, worker GPUs, worker CPUs, PS CPUs) for :func:`fewest_machines`:
+    up to ``machines`` rooms of at most 8 GPUs, ``cpus`` CPUs and ``mem`` memory."""
+    rooms = st.tuples(st.integers(0, 8), st.integers(0, cpus), st.integers(0, mem))
+    return (
+        st.lists(rooms, min_size=1, max_size=machines),
+        st.integers(*workers),
+        st.integers(0, ps),
+        st.integers(0, 4),
+        st.integers(0, 8),
+        st.integers(0, 2),
+    )
+
+
+def vectors(
+    rooms: list[tuple[int, int, int]], gpu: int, cpu: int, ps_cpu: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The room, a worker's demand α and a PS's β of a :func:`spread_cases` case."""
+    alpha = np.array([gpu, cpu, 2.0 * cpu], dtype=np.float64)
+    beta = np.array([0.0, ps_cpu, 3.0])
+    return np.array(rooms, dtype=np.float64), alpha, beta
+
+
 @settings(max_examples=400, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, 8), st.integers(0, 32), st.integers(0, 64)),
-        min_size=1,
-        max_size=80,
-    ),
-    st.integers(1, 120),
-    st.integers(0, 40),
-    st.integers(0, 4),
-    st.integers(0, 8),
-    st.integers(0, 2),
-)
+@given(*spread_cases(80, 32, 64, (1, 120), 40))
 @example(rooms=[(0, 0, 3), (0, 1, 2), (0, 1, 2)], workers=1, ps=1, gpu=0, cpu=1, ps_cpu=0)
 def test_fewest_machines_in_blocks_is_the_one_at_a_time_search(
     rooms: list[tuple[int, int, int]], workers: int, ps: int, gpu: int, cpu: int, ps_cpu: int
 ) -> None:
-    room = np.array(rooms, dtype=np.float64)
-    alpha = np.array([gpu, cpu, 2.0 * cpu])
-    beta = np.array([0.0, ps_cpu, 3.0])
+    room, alpha, beta = vectors(rooms, gpu, cpu, ps_cpu)
     got = fewest_machines(room, alpha, workers, beta, ps)
     want = fewest_reference(room, alpha, workers, beta, ps)
     if want is None:
@@ -141,27 +156,14 @@ def test_fewest_machines_in_blocks_is_the_one_at_a_time_search(
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, 8), st.integers(0, 16), st.integers(0, 32)),
-        min_size=1,
-        max_size=24,
-    ),
-    st.integers(2, 30),
-    st.integers(0, 6),
-    st.integers(0, 4),
-    st.integers(0, 8),
-    st.integers(0, 2),
-)
+@given(*spread_cases(24, 16, 32, (2, 30), 6))
 @example(rooms=[(0, 0, 3), (0, 1, 2), (0, 1, 2)], workers=2, ps=1, gpu=0, cpu=1, ps_cpu=0)
 def test_fewest_machines_fits_fewer_workers_wherever_it_fits_more(
     rooms: list[tuple[int, int, int]], workers: int, ps: int, gpu: int, cpu: int, ps_cpu: int
 ) -> None:
     """Monotone in the job's size (what the shedding's bisection needs): if W workers and S
     PSs fit, W - 1 workers with S or S - 1 PSs fit too."""
-    room = np.array(rooms, dtype=np.float64)
-    alpha = np.array([gpu, cpu, 2.0 * cpu])
-    beta = np.array([0.0, ps_cpu, 3.0])
+    room, alpha, beta = vectors(rooms, gpu, cpu, ps_cpu)
     if fewest_machines(room, alpha, workers, beta, ps) is None:
         return
     for fewer_ps in {ps, max(ps - 1, 0)}:
