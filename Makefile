@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -42,6 +42,16 @@ typecheck: venv
 
 unit: venv
 	$(PY) -m pytest -q tests
+
+# The property tests (hypothesis) with fresh random examples, FUZZ_RUNS times. `make test`
+# under CI=true draws the same examples every run (tests/conftest.py); this looks further.
+FUZZ_RUNS ?= 5
+fuzz: venv
+	@files=$$(grep -rl --include='test_*.py' 'from hypothesis' tests | sort); \
+	for i in $$(seq $(FUZZ_RUNS)); do \
+	  echo "fuzz run $$i of $(FUZZ_RUNS)"; \
+	  HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q -p no:cacheprovider $$files || exit 1; \
+	done
 
 # pytest between cluster-up and cluster-down (also when tests fail): scripts/test.sh
 test: venv lint typecheck

@@ -7,8 +7,24 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from slurm_mlsched.model import ClusterSnapshot, JobProfile, JobRequest, Machine, Resources
+
+# Property tests (hypothesis). Under CI (CI=true) the examples are derived from each test's
+# own code (``derandomize``), so a CI run tests the same examples every time and a new
+# counterexample cannot fail an unrelated commit at random; elsewhere they are random, so
+# local runs keep exploring (a failure found there is kept as an @example).
+# ``make fuzz`` runs them with fresh random examples FUZZ_RUNS times (the ``fuzz`` profile:
+# random, and each failure printed with the blob that reproduces it).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("fuzz", print_blob=True)
+settings.load_profile(
+    os.environ.get(
+        "HYPOTHESIS_PROFILE",
+        "ci" if os.environ.get("CI", "").lower() == "true" else "default",
+    )
+)
 
 RESNET = JobProfile(0.449, 102.2, 91.875, 306.5, name="resnet-50")
 
