@@ -46,7 +46,15 @@ import numpy.typing as npt
 from ..errors import BelowBoundError
 from ..model import ClusterSnapshot, JobRequest
 from .capped_bound import capped_bound
-from .job_bounds import SLACK, Widths, cost_per_batch, fewest_slots, max_rate, widths
+from .job_bounds import (
+    SLACK,
+    Widths,
+    cost_per_batch,
+    fewest_slots,
+    job_widths,
+    max_rate,
+    widths,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -67,12 +75,6 @@ __all__ = [
     "srpt_total",
     "widths",
 ]
-
-
-def _capacity(cluster: ClusterSnapshot) -> FloatArray:
-    return np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64).reshape(
-        -1, 3
-    )
 
 
 def srpt_completions(releases: Sequence[float], sizes: Sequence[float]) -> list[float]:
@@ -145,8 +147,7 @@ def bound_parts(
     given as ``shapes``)."""
     delta = cluster.slot_seconds
     if shapes is None:
-        capacity = _capacity(cluster)
-        shapes = [widths(j, capacity) for j in jobs]
+        shapes = job_widths(jobs, cluster)
     arrivals = tuple(float(j.arrival_slot) for j in jobs)
     costs = [cost_per_batch(j, w, delta) for j, w in zip(jobs, shapes, strict=True)]
     srpt = []
@@ -179,8 +180,7 @@ def scalable_bound(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> tupl
     """The largest of the rank bound, the two sums it combines (the rank bound is at
     least each, but for the slack of its rounding) and the pooled LP with rate caps
     (:mod:`.capped_bound`), and which one it was."""
-    capacity = _capacity(cluster)
-    shapes = [widths(j, capacity) for j in jobs]
+    shapes = job_widths(jobs, cluster)
     parts = bound_parts(jobs, cluster, shapes)
     short, pooled, rank = parts.shortest_runs, parts.pooled, parts.by_rank
     beat = max(short, pooled, rank)

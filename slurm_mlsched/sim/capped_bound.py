@@ -60,6 +60,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..model import ClusterSnapshot, JobRequest
+from ..model.eligibility import restricts
 from ..placement.program.highs_lp import LpStatus, SparseLp, solve_lp
 from .job_bounds import (
     NO_POOLS,
@@ -68,10 +69,10 @@ from .job_bounds import (
     Piece,
     Widths,
     fewest_slots,
+    job_widths,
     max_rate,
     node_pools,
     resource_curve,
-    widths,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -166,27 +167,64 @@ class Pool:
 class Column:
     """One capacity row of the LP per slot: ``cost`` indexes a piece's cost tuple (gpu,
     cpu, mem, then the GPU pools by node size), ``resource`` the machines' resource it
-    counts and ``machines`` which machines' (all of them, or a pool's)."""
+    counts and ``machines`` which machines' (all of them, or a pool's). A GPU pool by
+    type (``types`` set: the GPUs of the nodes of those types) counts only the jobs that
+    name types within ``types`` (:meth:`counts`), each with all its GPUs (Lemma 2‴)."""
 
     cost: int
     resource: int
     machines: npt.NDArray[np.bool_]
+    types: frozenset[str] | None = None
 
     def total(self, capacity: FloatArray) -> float:
         """What ``capacity`` (H, 3) holds of it."""
         return float(capacity[self.machines, self.resource].sum())
 
+    def counts(self, job: JobRequest) -> bool:
+        """Whether ``job`` holds its cost in this column (every job, but in a type pool
+        only the jobs whose GPU tasks may run nowhere else)."""
+        if self.types is None:
+            return True
+        return restricts(job) and job.gpu_types is not None and job.gpu_types <= self.types
 
-def columns(capacity: FloatArray, pools: bool = True) -> tuple[NodePools, list[Column]]:
+
+def type_sets(jobs: Sequence[JobRequest]) -> tuple[frozenset[str], ...]:
+    """The distinct sets of GPU types the jobs name (jobs that may use any type, or use no
+    GPUs, left out), sorted: the candidate type pools of :func:`columns`."""
+    found = {j.gpu_types for j in jobs if restricts(j) and j.gpu_types is not None}
+    return tuple(sorted(found, key=lambda t: (len(t), sorted(t))))
+
+
+def columns(
+    capacity: FloatArray,
+    pools: bool = True,
+    node_types: Sequence[str | None] = (),
+    job_types: Sequence[frozenset[str]] = (),
+) -> tuple[NodePools, list[Column]]:
     """The GPU pools by node size of machines of ``capacity`` (H, 3) (none without
     ``pools``) and the LP's columns in order: each of (gpu, cpu, mem) the machines have,
-    then each pool (Lemma 2″)."""
+    then each pool by size (Lemma 2″), then, with ``pools``, one GPU pool per set of types
+    in ``job_types`` (``node_types``: each machine's GPU type) whose nodes hold some but
+    not all of the cluster's GPUs (Lemma 2‴)."""
     by_size = node_pools(capacity) if pools else NO_POOLS
     every = np.ones(len(capacity), dtype=bool)
     out = [Column(r, r, every) for r in range(3) if capacity[:, r].sum() > 0]
     inside = by_size.members(capacity)
     out += [Column(3 + k, 0, inside[k]) for k in range(len(by_size))]
+    if not pools or not len(node_types):
+        return by_size, out
+    gpus = capacity[:, 0]
+    for kinds in job_types:
+        mask = np.array([t is not None and t in kinds for t in node_types], dtype=bool)
+        held = float(gpus[mask].sum())
+        if 0 < held < float(gpus.sum()) - 1e-9:
+            out.append(Column(0, 0, mask, kinds))
     return by_size, out
+
+
+def node_types(cluster: ClusterSnapshot) -> tuple[str | None, ...]:
+    """Each machine's GPU type, in order."""
+    return tuple(m.gpu_type for m in cluster.machines)
 
 
 def capped_jobs(
@@ -201,8 +239,8 @@ def capped_jobs(
     capacity = np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64)
     capacity = capacity.reshape(-1, 3)
     if shapes is None:
-        shapes = [widths(j, capacity) for j in jobs]
-    by_size, cols = columns(capacity, pools)
+        shapes = job_widths(jobs, cluster)
+    by_size, cols = columns(capacity, pools, node_types(cluster), type_sets(jobs))
     totals = [c.total(capacity) for c in cols]
     delta = cluster.slot_seconds
     n = len(jobs)
@@ -225,7 +263,10 @@ def capped_jobs(
     for i, work, curve in rows:  # the pieces' rates add up to R_i: their caps to 1/d_i'
         for j, piece in enumerate(curve):
             cap[i, j] = piece.rate / work
-            share[i, j] = [work * piece.cost[c.cost] / t for c, t in zip(cols, totals, strict=True)]
+            share[i, j] = [
+                work * piece.cost[c.cost] / t if c.counts(jobs[i]) else 0.0
+                for c, t in zip(cols, totals, strict=True)
+            ]
     return CappedJobs(arrival, fewest, least, share, cap)
 
 

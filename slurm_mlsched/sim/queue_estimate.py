@@ -84,7 +84,9 @@ from .capped_bound import (
     counted,
     find_prices,
     greedy_schedule,
+    node_types,
     relaxation_total,
+    type_sets,
 )
 
 #: the resources of a row of usage, in order
@@ -502,7 +504,8 @@ def capped_from_now(
     (the pool's share of it), each term at least its L_i ``alone``; slots counted from t0
     (0 without a job with work to count, and 0 without solving when a schedule of its
     relaxation is no higher than ``beat``, a bound the caller has)."""
-    _, cols = columns(fixed.capacity)  # capped_jobs's columns, on the same machines
+    # capped_jobs's columns, on the same machines
+    _, cols = columns(fixed.capacity, True, node_types(cluster), type_sets(jobs))
     if not jobs or not cols:
         return 0.0
     data = capped_jobs([replace(j, arrival_slot=0) for j in jobs], cluster)

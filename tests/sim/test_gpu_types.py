@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -253,3 +254,78 @@ def test_replay_of_a_typed_trace_on_a_mixed_cluster(tmp_path: Path) -> None:
             assert _gpu_nodes(o.decision, o.job.request) <= ok
     report = run_replay(opts, FixedClock.from_iso("2026-01-01T00:00:00Z"))
     assert report.jobs == 24 and not report.unplaceable
+
+
+def _typed_cluster(types: list[str | None], gpus: float = 4) -> ClusterSnapshot:
+    return ClusterSnapshot(
+        tuple(_typed(f"n{i}", t, gpus) for i, t in enumerate(types)), slot_seconds=600.0
+    )
+
+
+def test_the_bound_counts_a_typed_job_on_the_gpus_of_its_types() -> None:
+    """Eight 4-GPU jobs that may use only the two v100 nodes of a cluster with two t4
+    nodes more: the type pool (docs/formulation.md §15.3, Lemma 2‴) gives them the v100
+    GPUs alone, so the bound is the same as on the v100 nodes alone, and `yu-rr` meets
+    it; without the types it is the bound of all 16 GPUs (72 slots, not 120)."""
+    from slurm_mlsched.sim import lower_bound
+    from slurm_mlsched.sim.bounds import scalable_bound
+
+    nu = RESNET.nu_in(600.0)
+    typed = [
+        replace(make_job(f"j{i}", workers=4, workload=nu * 4 * 6), gpu_types=frozenset({"v100"}))
+        for i in range(8)
+    ]
+    untyped = [replace(j, gpu_types=None) for j in typed]
+    mixed = _typed_cluster(["v100", "v100", "t4", "t4"])
+    v100_only = _typed_cluster(["v100", "v100"])
+    bound, _ = scalable_bound(typed, mixed)
+    assert bound == pytest.approx(scalable_bound(untyped, v100_only)[0], rel=1e-6)
+    assert bound == pytest.approx(120.0, rel=1e-6)
+    assert scalable_bound(untyped, mixed)[0] == pytest.approx(72.0, rel=1e-6)
+    admitted, _ = admit(sim_jobs([(j, 0.0) for j in typed], 600.0), mixed)
+    replay_bound = lower_bound(admitted, mixed).value
+    assert replay_bound is not None and replay_bound >= bound - 1e-6
+    for policy in ("yu-rr", "fifo-bf", "drf"):
+        result = simulate(admitted, mixed, policy, PlacementParams())
+        assert sum(d.completion_slots for d in result.decisions) >= replay_bound - 1e-6, policy
+
+
+def test_a_typed_job_is_counted_at_the_widths_of_its_nodes() -> None:
+    """An 8-worker job that may use only the 2-GPU t4 nodes never runs co-located at 8:
+    its fewest slots are counted on those nodes (``job_bounds.job_widths``), not on the
+    8-GPU v100 node it may not use."""
+    from slurm_mlsched.sim.job_bounds import fewest_slots, job_widths
+
+    def node(name: str, kind: str, gpus: float) -> Machine:
+        return Machine(name, Resources(gpus, 32, 131072), kind)
+
+    cluster = ClusterSnapshot(
+        (node("big", "v100", 8), *(node(f"s{i}", "t4", 2) for i in range(4))),
+        slot_seconds=600.0,
+    )
+    job = make_job("j", workers=8, workload=RESNET.nu_in(600.0) * 8 * 3)
+    (anywhere, on_t4) = job_widths([job, replace(job, gpu_types=frozenset({"t4"}))], cluster)
+    assert anywhere.colocated == 8 and on_t4.colocated == 2
+    assert fewest_slots(job, anywhere, 600.0) == 3
+    assert fewest_slots(job, on_t4, 600.0) > 3
+
+
+def test_type_pools_one_per_named_set_that_is_part_of_the_cluster() -> None:
+    """A column per set of types some job names, counting the jobs whose types lie within
+    it; none for a set whose nodes hold every GPU (the GPU column already counts that)."""
+    from slurm_mlsched.sim.capped_bound import columns, node_types, type_sets
+
+    cluster = _typed_cluster(["v100", "p100", "t4", None])
+    v, vp, every = frozenset({"v100"}), frozenset({"v100", "p100"}), None
+    jobs = [replace(make_job(f"j{i}"), gpu_types=t) for i, t in enumerate([vp, v, every, v])]
+    assert type_sets(jobs) == (v, vp)
+    capacity = np.array([m.capacity.as_tuple() for m in cluster.machines])
+    _, cols = columns(capacity, True, node_types(cluster), type_sets(jobs))
+    typed = [c for c in cols if c.types is not None]
+    assert [c.types for c in typed] == [v, vp]
+    assert [c.total(capacity) for c in typed] == [4.0, 8.0]
+    assert [typed[1].counts(j) for j in jobs] == [True, True, False, True]
+    assert [typed[0].counts(j) for j in jobs] == [False, True, False, True]
+    all_typed = _typed_cluster(["v100", "v100"])
+    _, cols = columns(capacity[:2], True, node_types(all_typed), (v,))
+    assert all(c.types is None for c in cols)
