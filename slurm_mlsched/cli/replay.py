@@ -177,6 +177,16 @@ def replay(
             "worst case on the slot grid, ⌈restart cost / Δ⌉ slots).",
         ),
     ] = "exact",
+    preempt_gain: Annotated[
+        str,
+        typer.Option(
+            "--preempt-gain",
+            help="With preemption: a pause's gain is estimated by exchange (the jobs that "
+            "start in its room, each against its own earliest start) | rollout (the "
+            "waiting jobs' total completion under the list schedule, with the pause "
+            "against without it).",
+        ),
+    ] = PlacementParams().preempt_gain,
     preempt_resize: Annotated[
         bool | None,
         typer.Option(
@@ -324,6 +334,7 @@ def replay(
         preempt_resize=preempt_resize,
         preempt_max=preempt_max,
         preempt_cost=preempt_cost.strip().lower(),
+        preempt_gain=preempt_gain.strip().lower(),
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,
         arch_reading=arch_reading,

@@ -29,6 +29,8 @@ MACHINE_PRICES = ("fit", "load")
 
 #: The values of ``PlacementParams.aging_unit``.
 AGING_UNITS = ("cluster", "machine")
+#: How a pause's gain is estimated (``preempt_gain``; docs/formulation.md §16).
+PREEMPT_GAINS = ("exchange", "rollout")
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,17 @@ class PlacementParams:
     most one restart may cost on the slot grid, ⌈restart_s/Δ⌉ slots (the rule until
     2026-12-04). ``exact`` measured 0.9985 × the avg JCT of ``slot`` over the 87 sweep
     cells and the 16 policy cells (21 better, 12 worse; docs/formulation.md §16)."""
+    preempt_gain: str = "rollout"
+    """How a pause's gain is estimated (:func:`.yu_rr.preemption.choose`; docs/formulation.md
+    §16): ``rollout``, the total completion of the waiting jobs and the paused one under
+    the list schedule in queue order (each at its earliest start at its requested width
+    on what the ones before it leave), with the pause against without it; ``exchange``,
+    the two-job exchange of SRPT summed over the jobs that start in its room, each against
+    its earliest start on the running jobs alone (the rule until 2026-12-05), which misses
+    that the jobs behind a node that frees soon wait for each other. ``rollout`` measured
+    0.9965 × the avg JCT of ``exchange`` over the 103 ladder cells (better by more than
+    1 % in 22, worse in 6, at most 1.037 ×) at 1.30 × the replay time
+    (docs/benchmarks.md, "Pause gain")."""
     preempt_resize: bool = False
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
     A running job slower than its fastest shape is re-decided (its work left + the

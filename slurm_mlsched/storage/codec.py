@@ -45,7 +45,13 @@ from ..model.decision import (
     kept_reason,
     least_total_completion_reason,
 )
-from ..placement.params import AGING_UNITS, MACHINE_PRICES, Binding, PlacementParams
+from ..placement.params import (
+    AGING_UNITS,
+    MACHINE_PRICES,
+    PREEMPT_GAINS,
+    Binding,
+    PlacementParams,
+)
 
 Json = Any
 _T = TypeVar("_T", int, float)
@@ -284,6 +290,12 @@ def decode_params(d: Json) -> PlacementParams:
         )
     # a decision stored before ``reserve_depth`` existed held the head's plan alone
     m.setdefault("reserve_depth", 1)
+    # nor was a pause's gain estimated by anything but the exchange (the rule until then)
+    m.setdefault("preempt_gain", "exchange")
+    if m["preempt_gain"] not in PREEMPT_GAINS:
+        raise CodecError(
+            f"params.preempt_gain: {m['preempt_gain']!r} is not one of {list(PREEMPT_GAINS)}"
+        )
     # nor did narrow starts have a guard (0 = none, the rule until then)
     m.setdefault("narrow_regret", 0.0)
     regret = m["narrow_regret"]

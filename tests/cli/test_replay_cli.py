@@ -161,6 +161,14 @@ def test_preempt_cost_is_recorded_and_checked(tmp_path: Path) -> None:
     assert "Traceback" not in refused.stderr
 
 
+def test_preempt_gain_is_recorded_and_checked(tmp_path: Path) -> None:
+    assert recorded_params(tmp_path, "--preempt-gain", "rollout")["preempt_gain"] == "rollout"
+    refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--preempt-gain", "guess")
+    assert refused.exit_code == 3, refused.stderr
+    assert "option --preempt-gain must be one of exchange, rollout, got 'guess'" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
 def test_preempt_max_is_recorded_and_checked(tmp_path: Path) -> None:
     assert recorded_params(tmp_path, "--preempt-max", "3")["preempt_max"] == 3
     (tmp_path / "default").mkdir()

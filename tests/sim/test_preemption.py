@@ -3,7 +3,9 @@
 * the rule, hand-checked: a long job is paused for many short ones when their gain
   exceeds the restart cost, and not when the cost is larger, when the waiting job is no
   shorter than the run left (the SRPT exchange), when the queue order puts the running job
-  first, or when it was preempted ``preempt_max`` times;
+  first, or when it was preempted ``preempt_max`` times; the gain by rollout (the default)
+  beside the exchange's, and a queue behind a node that frees soon, which only the
+  rollout sees;
 * the replay: the short jobs start at once, the long one resumes with its progress minus
   the restart charge; off by default;
 * property: over random replays with preemption, capacity is never exceeded, every job
@@ -67,12 +69,18 @@ def _shorts(n: int, slots: int = 2, arrival: int = 5) -> tuple[PendingJob, ...]:
 
 def test_a_long_job_is_paused_for_many_short_ones_when_the_gain_exceeds_the_cost() -> None:
     run = _long_running(100)
-    params = PlacementParams(preempt=True, aging=0.0)
+    params = PlacementParams(preempt=True, aging=0.0, preempt_gain="exchange")
     (p,) = choose(_shorts(4), (run,), _at(5, run), params)
     # each short one would start when L ends (slot 100) instead of now (5): 95 slots
     # sooner each; L resumes after the longest of them (2 slots): 4·95 − 2 = 378 slots
     assert p.job_id == "L" and p.for_jobs == ("s0", "s1", "s2", "s3")
     assert p.gain_s == pytest.approx(378 * DELTA)
+    # the rollout (the default) counts the same, and L's restart inside: its 95 slots of
+    # work and the charge take 96 slots, so it ends one slot later than the exchange's
+    (r,) = choose(_shorts(4), (run,), _at(5, run), replace(params, preempt_gain="rollout"))
+    assert PlacementParams().preempt_gain == "rollout"
+    assert (r.job_id, r.for_jobs) == (p.job_id, p.for_jobs)
+    assert r.gain_s == pytest.approx(377 * DELTA) and r.cost_s == p.cost_s
     assert p.cost_s == DELTA  # 30 s of restart rounds up to one slot on the grid
     assert p.work_done == pytest.approx(NU * 4 * 5)  # slots 0..4 at 4 workers
     charge = 4 * NU * 30.0 / DELTA  # its fastest rate × restart_s / Δ
@@ -138,10 +146,17 @@ def test_no_preemption_when_the_waiting_job_is_no_shorter_than_the_run_left() ->
     # L has 3 slots left at slot 97; one waiting job of 3 slots (1 GPU, 4 workers' room):
     # gain = min(100 − 97, 3) − 3 = 0 ≤ cost; a 1-slot one gains 3 − 1 = 2 slots > 1 slot
     run = _long_running(100)
-    params = PlacementParams(preempt=True, aging=0.0)
+    params = PlacementParams(preempt=True, aging=0.0, preempt_gain="exchange")
     assert choose(_shorts(1, slots=3, arrival=97), (run,), _at(97, run), params) == ()
     (p,) = choose(_shorts(1, slots=1, arrival=97), (run,), _at(97, run), params)
     assert p.gain_s == pytest.approx(2 * DELTA)
+    # the rollout: the 3-slot job ends at 99 instead of 102 (3 slots sooner), L with its
+    # charge at 103 instead of 99 (4 later): no pause; the 1-slot job ends 3 sooner and L
+    # 2 later: 1 slot, net of the restart
+    rollout = replace(params, preempt_gain="rollout")
+    assert choose(_shorts(1, slots=3, arrival=97), (run,), _at(97, run), rollout) == ()
+    (r,) = choose(_shorts(1, slots=1, arrival=97), (run,), _at(97, run), rollout)
+    assert r.gain_s == pytest.approx(1 * DELTA)
 
 
 def test_the_queue_order_and_the_preemption_bound_protect_the_running_job() -> None:
@@ -161,6 +176,41 @@ def test_the_queue_order_and_the_preemption_bound_protect_the_running_job() -> N
     assert choose(_shorts(4), (once_less,), _at(5, once_less), params)
     # off: never
     assert choose(_shorts(4), (run,), _at(5, run), PlacementParams()) == ()
+
+
+def test_the_rollout_counts_the_whole_queue_behind_a_node_that_frees_soon() -> None:
+    """Two 4-GPU nodes: L holds one to slot 99, M the other to slot 9; at slot 5 four
+    4-worker jobs of 10 slots wait. The exchange (``preempt_gain = exchange``) sees only the
+    first of them, which would start at 10 anyway: 5 − 10 < 0, no pause. The list schedule
+    sees the queue: without the pause the four end at 19, 29, 39, 49 and L at 99 (Σ of
+    end − 5 + 1: 215 slots); pausing L, they end at 14, 19, 24, 29 and L, resumed last with
+    its restart charge (95.05 slots of work: 96 slots), at 120 (186): 29 slots gained, so
+    ``rollout`` pauses L."""
+    two = make_cluster(2, 4, 16)
+    base = ClusterSnapshot(two.machines, slot_seconds=DELTA)
+    long_job = make_job("L", workers=4, workload=NU * 4 * 100)
+    short_run = make_job("M", workers=4, workload=NU * 4 * 10)
+    first = place_yu_rr(long_job, base, PlacementParams())
+    booked = replace(base, reservations=first.reservations(long_job))
+    second = place_yu_rr(short_run, booked, PlacementParams())
+    assert (first.end_slot, second.end_slot) == (99, 9)
+    assert {n for p in (first, second) for n, _ in p.slots[0].workers} == {"node1", "node2"}
+    runs = (RunningRun(long_job, 1, first), RunningRun(short_run, 2, second))
+    now = ClusterSnapshot(
+        two.machines,
+        (*first.reservations(long_job), *second.reservations(short_run)),
+        DELTA,
+        now_slot=5,
+    )
+    queue = tuple(
+        PendingJob(make_job(f"q{i}", workers=4, workload=NU * 4 * 10, arrival=5), i)
+        for i in range(4)
+    )
+    exchange = PlacementParams(preempt=True, aging=0.0, preempt_gain="exchange")
+    assert choose(queue, runs, now, exchange) == ()
+    (p,) = choose(queue, runs, now, replace(exchange, preempt_gain="rollout"))
+    assert p.job_id == "L" and p.for_jobs == ("q0",)
+    assert p.gain_s == pytest.approx(29 * DELTA)
 
 
 def _replay(preempt: bool, restart_s: float = 30.0) -> dict[str, object]:

@@ -209,3 +209,15 @@ def test_params_stored_before_reserve_depth_decode_to_the_head_alone() -> None:
     del old["reserve_depth"]
     assert codec.decode_params(old).reserve_depth == 1
     assert codec.decode_params(codec.encode_params(PlacementParams())).reserve_depth == 2
+
+
+def test_params_stored_before_the_preempt_gain_decode_to_the_exchange() -> None:
+    """A decision stored before ``preempt_gain`` existed weighed its pauses by the
+    exchange: it decodes so, a new decision carries its own, and an unknown value is a
+    codec error naming the field."""
+    old = codec.encode_params(PlacementParams(preempt_gain="rollout"))
+    assert codec.decode_params(old).preempt_gain == "rollout"
+    del old["preempt_gain"]
+    assert codec.decode_params(old).preempt_gain == "exchange"
+    with pytest.raises(codec.CodecError, match=r"params\.preempt_gain"):
+        codec.decode_params({**old, "preempt_gain": "guess"})

@@ -13,9 +13,26 @@ SRPT-style index with the known runtime, aged). Only waiting jobs whose key is s
 take j's place, so a preempted job is overtaken only by jobs the queue order already puts
 ahead of it and the overtaking bound of :mod:`.queue_order` still holds for it.
 
-**The exchange.** Let S be the waiting jobs, in queue order, that cannot start now but
-start now at their requested width (:func:`.list_schedule.earliest_requested`) in the
-room j frees, each with key < k_j, and t_i the start each would get without the
+**Who may take its room.** Let S be the waiting jobs, in queue order, that cannot start
+now but start now at their requested width (:func:`.list_schedule.earliest_requested`) in
+the room j frees, each with key < k_j. A victim with no such S is never paused.
+
+**The gain, by rollout** (``preempt_gain = rollout``, the default since 2026-12-05). Let
+W be the waiting jobs the rule looks at that do not start now (and the jobs it already
+paused at this event), and L(W, room) the list schedule of W in queue order on a room
+(:func:`.list_schedule.list_schedule`: each at its earliest start at its requested width
+on what the ones before it leave). Without the pause the total is Σ_{i∈W} (e_i − now + 1)
+of L(W, the running jobs' residual) plus j's own end − now + 1; with it, the same sum of
+L(W ∪ {j's resumed request}, that residual with j's room given back), j at its key, its
+restart charge in its work. gain_j is the difference, and j is paused when it is > 0 (the
+restart's cost to j is inside the second sum). It sees what the exchange below misses:
+the jobs behind a node that frees soon wait for each other, so the first of them would
+start soon but the last would not. Like the exchange it is an estimate (no arrivals, no
+backfill beyond the list's), and the re-plan's check below still drops a pause that
+starts none of S.
+
+**The gain, by exchange** (``preempt_gain = exchange``, the rule until 2026-12-05). With
+t_i the start each i ∈ S would get without the
 preemption (its earliest start at the requested width on the running jobs' residual:
 no later than the true one, which also waits for the jobs ahead of it). Pausing j now
 instead of letting it run its p_j remaining slots changes the total completion time by
@@ -24,7 +41,8 @@ instead of letting it run its p_j remaining slots changes the total completion t
 
 (each i ends t_i − now sooner; j resumes when the last of S ends, d_i its run), the
 two-job exchange argument of SRPT summed over S. j is preempted when gain_j exceeds what
-the restart costs j itself, c_j (``preempt_cost``, :func:`victim_cost_s`): by default the
+the restart costs j itself, c_j (``preempt_cost``, :func:`victim_cost_s`; the rollout
+reports c_j beside its gain): by default the
 whole slots its restart charge ρ_j adds to its run when it resumes in its current shape at
 rate r_j, (⌈(R_j + ρ_j)/r_j⌉ − ⌈R_j/r_j⌉)·Δ with R_j its work left — 0 when ρ_j fits in
 the slack of its last slot, one slot when it does not; ``slot`` takes the most a restart
@@ -99,12 +117,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ...model import ClusterSnapshot, Decision, JobRequest, SlotPlan, speed
-from ..params import PlacementParams
+from ..params import PREEMPT_GAINS, PlacementParams
 from ..program.job_lp import JobShape
 from ..program.residual import FloatArray, Residual, residual_from
 from ..program.widths import max_rate, widths
 from .late_binding import PendingJob, QueueStep, ordered
-from .list_schedule import arrival_of, rate_bound, requested_at
+from .list_schedule import arrival_of, list_schedule, rate_bound, requested_at
 from .queue_order import keyer
 
 QueueCall = Callable[
@@ -267,6 +285,11 @@ def choose(
     victims.sort(key=lambda v: v[0], reverse=True)
     out: list[Preemption] = []
     index = snapshot.machine_index()
+    if params.preempt_gain not in PREEMPT_GAINS:
+        raise ValueError(f"preempt_gain {params.preempt_gain!r} is not one of {PREEMPT_GAINS}")
+    rollout = params.preempt_gain == "rollout"
+    paused: list[tuple[tuple[float, int, str], JobRequest]] = []
+    base: int | None = None
     for kj, run, req, done, charge in victims:
         if not blocked or kj <= min(b.key for b in blocked):
             break  # victims come by falling key: no waiting job may overtake the rest
@@ -283,12 +306,24 @@ def choose(
             taken.append((b, end - now + 1))
         if not taken:
             continue
-        cap = run.decision.end_slot + 1  # when the victim's room frees anyway
-        waits = [b.alt_start(params, delta, now, cap) - now for b, _ in taken]
-        gain = sum(waits) - max(d for _, d in taken)
         cost = victim_cost_s(run, req.workload - charge, charge, params, delta)
-        if gain * delta <= cost:
-            continue
+        if rollout:
+            waiting = [(b.key, b.pending.request) for b in blocked] + paused
+            if base is None:
+                base = _list_total(waiting, res, params, delta, now)
+            without = base + run.decision.end_slot - now + 1
+            withp = _list_total(
+                [*waiting, (kj, req)], _freed(res, run, index, now), params, delta, now
+            )
+            gain = without - withp
+            if gain <= 0:
+                continue
+        else:
+            cap = run.decision.end_slot + 1  # when the victim's room frees anyway
+            waits = [b.alt_start(params, delta, now, cap) - now for b, _ in taken]
+            gain = sum(waits) - max(d for _, d in taken)
+            if gain * delta <= cost:
+                continue
         out.append(
             Preemption(
                 run.decision.job_id,
@@ -303,7 +338,22 @@ def choose(
         res = room
         served = {id(b) for b, _ in taken}
         blocked = [b for b in blocked if id(b) not in served]
+        paused.append((kj, req))
+        base = None
     return tuple(out)
+
+
+def _list_total(
+    waiting: list[tuple[tuple[float, int, str], JobRequest]],
+    res: Residual,
+    params: PlacementParams,
+    delta: float,
+    now: int,
+) -> int:
+    """Σ (end − now + 1) of ``waiting`` list-scheduled in key order on ``res``."""
+    arrs = [arrival_of(r, delta, res, params, now) for _, r in sorted(waiting, key=lambda w: w[0])]
+    listed, _ = list_schedule(arrs, res)
+    return sum(x.end - now + 1 for x in listed)
 
 
 def _least_room(job: JobRequest, slot_seconds: float) -> FloatArray:

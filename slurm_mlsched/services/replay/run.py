@@ -36,6 +36,7 @@ from ...files.job_list import is_job_list, read_job_list
 from ...model import ClusterSnapshot, JobRequest, Machine
 from ...model.gpu_speed import GpuSpeeds, parse_speed_text, with_gpu_speed
 from ...placement import PlacementParams, policy_names
+from ...placement.params import PREEMPT_GAINS
 from ...placement.registry import policy_function
 from ...sim import (
     PolicyMetrics,
@@ -337,6 +338,12 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             f"got {opts.preempt_cost!r}",
             context={"option": "--preempt-cost", "value": opts.preempt_cost},
         )
+    if opts.preempt_gain not in PREEMPT_GAINS:
+        raise InputError(
+            f"option --preempt-gain must be one of {', '.join(PREEMPT_GAINS)}, "
+            f"got {opts.preempt_gain!r}",
+            context={"option": "--preempt-gain", "value": opts.preempt_gain},
+        )
     if opts.queue_program not in QUEUE_PROGRAMS:
         raise InputError(
             f"option --queue-program must be one of {', '.join(QUEUE_PROGRAMS)}, "
@@ -354,6 +361,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         preempt=opts.preempt,
         preempt_resize=opts.preempt if opts.preempt_resize is None else opts.preempt_resize,
         preempt_cost=opts.preempt_cost,
+        preempt_gain=opts.preempt_gain,
     )
     if opts.preempt_max is not None:
         params = replace(params, preempt_max=opts.preempt_max)
