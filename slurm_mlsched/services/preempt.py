@@ -395,17 +395,23 @@ def record_preemptions(
         for_ids = count_for(p, ids)
         if c.record.state not in (S.SUBMITTED, S.RUNNING):
             continue
-        if p.for_jobs:
+        if p.for_jobs and p.net:
             why = (
                 f"replan: preempted for decision(s) {', '.join(map(str, for_ids)) or '—'} "
-                f"(gain {p.gain_s:g} s"
+                f"(the queue completes {p.gain_s:g} s sooner in total, its restart cost "
+                f"{p.cost_s:g} s included)"
+            )
+        elif p.for_jobs:
+            why = (
+                f"replan: preempted for decision(s) {', '.join(map(str, for_ids)) or '—'} "
+                f"(gain {p.gain_s:g} s > restart cost {p.cost_s:g} s)"
             )
         else:  # a grow: the job itself starts again wider
-            why = f"{RESIZE_DETAIL} to start again wider (ends {p.gain_s:g} s sooner"
-        detail = (
-            f"{why} > restart cost {p.cost_s:g} s); checkpoint signal {c.signal.signal}, "
-            "then requeue held"
-        )
+            why = (
+                f"{RESIZE_DETAIL} to start again wider (ends {p.gain_s:g} s sooner > "
+                f"restart cost {p.cost_s:g} s)"
+            )
+        detail = f"{why}; checkpoint signal {c.signal.signal}, then requeue held"
         try:
             stored = tx.preempt(
                 c.record.decision_id,

@@ -180,8 +180,10 @@ def test_a_consenting_long_job_is_checkpointed_requeued_and_its_room_given(
         "requeued",
         "USR1",
     )
-    # the cost weighed: what the restart charge adds to its own run (0 or whole slots)
-    assert p.for_decisions == (sc.short,) and p.gain_s > p.cost_s >= 0
+    # the gain: the queue's total completion, the restart inside it (``preempt_gain``
+    # rollout, the default its decision was planned with); the cost beside it, what the
+    # restart charge adds to its own run (0 or whole slots)
+    assert p.for_decisions == (sc.short,) and p.gain_s > 0 and p.cost_s >= 0
     assert p.cost_s % 600.0 == 0
     # signal, its warning time (30 s, capped at 5), requeue held, eligible at once
     assert sc.slurm.calls == [("signal", "101", "USR1", ME), ("requeuehold", "101", ME)]
@@ -189,6 +191,9 @@ def test_a_consenting_long_job_is_checkpointed_requeued_and_its_room_given(
     rec = store.get(sc.long)
     assert states(store, sc.long) == [S.SUBMITTING, S.SUBMITTED, S.PREEMPTING, S.QUEUED]
     assert "requeued held (JobHeldUser)" in rec.transitions[-1].detail
+    paused = rec.transitions[-2]
+    assert paused.state is S.PREEMPTING and before.params.preempt_gain == "rollout"
+    assert f"completes {p.gain_s:g} s sooner in total, its restart cost" in paused.detail
     # it waits with the work it has left (+ the restart charge), progress kept
     assert 0 < p.work_done < before.request.workload
     assert rec.request.workload == pytest.approx(p.work_left)

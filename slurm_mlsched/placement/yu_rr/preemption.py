@@ -152,8 +152,10 @@ class Preemption:
     work_done: float  # mini-batches its run covered before now
     charge: float  # ρ: mini-batches of restart charge added
     for_jobs: tuple[str, ...]  # S: the waiting jobs it makes room for
-    gain_s: float  # estimated reduction of the total completion time, before the cost
-    cost_s: float  # the restart cost it was weighed against
+    gain_s: float  # estimated reduction of the total completion time (``net``: with the
+    # restart's cost to the paused job inside; else before it)
+    cost_s: float  # what the restart adds to the paused job's own run
+    net: bool = False  # the gain is the rollout's, net of the restart (``preempt_gain``)
 
 
 def plan_rate(plan: SlotPlan, job: JobRequest, slot_seconds: float) -> float:
@@ -333,6 +335,7 @@ def choose(
                 tuple(b.pending.request.job_id for b, _ in taken),
                 gain * delta,
                 cost,
+                rollout,
             )
         )
         res = room
