@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -136,6 +136,18 @@ bench-price: venv
 	$(PY) -m bench.param_ladder render --base price-load --other price-fit \
 		--section param-price \
 		--title "Machine price: \`machine_price\` fit (the default) against load"
+
+# yu-rr alone over the same 103 cells: a pause's gain by rollout (the default since
+# 2026-12-05) against the two-job exchange it replaced (docs/formulation.md §16; about
+# 40 min on 2 cores).
+bench-gain: venv
+	rm -f bench/out/ladder/gain-exchange.jsonl bench/out/ladder/gain-rollout.jsonl
+	$(PY) -m bench.param_ladder run --tag gain-exchange --workers 2 \
+		--set preempt_gain='"exchange"'
+	$(PY) -m bench.param_ladder run --tag gain-rollout --workers 2
+	$(PY) -m bench.param_ladder render --base gain-exchange --other gain-rollout \
+		--section param-gain \
+		--title "Pause gain: \`preempt_gain\` rollout (the default) against exchange"
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv
