@@ -165,6 +165,11 @@ class PlacementParams:
     at its limit resumed at full width while short jobs waited; docs/formulation.md §16)."""
     preempt_jobs: int = 32
     """Waiting jobs (in queue order) the preemption rule considers per event."""
+    preempt_rollouts: int = 8
+    """With ``preempt_gain = rollout``: running jobs whose pause is weighed by a rollout per
+    event at most, the longest-remaining first (each is one list schedule of the waiting
+    jobs); the rest wait for the next event. A bound on the work of one event, as
+    ``preempt_jobs`` is: the re-plan with preemption stays within its latency target."""
     preempt_cost: str = "exact"
     """What a pause is weighed against (:func:`.yu_rr.preemption.victim_cost_s`): ``exact``,
     the whole slots the paused job's restart charge adds to its run when it resumes in

@@ -121,8 +121,9 @@ from ..params import PREEMPT_GAINS, PlacementParams
 from ..program.job_lp import JobShape
 from ..program.residual import FloatArray, Residual, residual_from
 from ..program.widths import max_rate, widths
+from .arrival import Arrival
 from .late_binding import PendingJob, QueueStep, ordered
-from .list_schedule import arrival_of, list_schedule, rate_bound, requested_at
+from .list_schedule import arrival_of, earliest_requested, rate_bound, requested_at
 from .queue_order import keyer
 
 QueueCall = Callable[
@@ -292,6 +293,7 @@ def choose(
     rollout = params.preempt_gain == "rollout"
     paused: list[tuple[tuple[float, int, str], JobRequest]] = []
     base: int | None = None
+    rollouts = 0
     for kj, run, req, done, charge in victims:
         if not blocked or kj <= min(b.key for b in blocked):
             break  # victims come by falling key: no waiting job may overtake the rest
@@ -310,16 +312,21 @@ def choose(
             continue
         cost = victim_cost_s(run, req.workload - charge, charge, params, delta)
         if rollout:
+            if rollouts >= params.preempt_rollouts:
+                break  # the event's rollouts are spent: the rest wait for the next event
+            rollouts += 1
             waiting = [(b.key, b.pending.request) for b in blocked] + paused
             if base is None:
-                base = _list_total(waiting, res, params, delta, now)
+                whole = _list_total(waiting, res, params, delta, now)
+                assert whole is not None  # no limit: never cut short
+                base = whole
             without = base + run.decision.end_slot - now + 1
             withp = _list_total(
-                [*waiting, (kj, req)], _freed(res, run, index, now), params, delta, now
+                [*waiting, (kj, req)], _freed(res, run, index, now), params, delta, now, without
             )
+            if withp is None:
+                continue  # no gain: the total with the pause reaches the one without
             gain = without - withp
-            if gain <= 0:
-                continue
         else:
             cap = run.decision.end_slot + 1  # when the victim's room frees anyway
             waits = [b.alt_start(params, delta, now, cap) - now for b, _ in taken]
@@ -352,11 +359,38 @@ def _list_total(
     params: PlacementParams,
     delta: float,
     now: int,
-) -> int:
-    """Σ (end − now + 1) of ``waiting`` list-scheduled in key order on ``res``."""
-    arrs = [arrival_of(r, delta, res, params, now) for _, r in sorted(waiting, key=lambda w: w[0])]
-    listed, _ = list_schedule(arrs, res)
-    return sum(x.end - now + 1 for x in listed)
+    limit: int | None = None,
+) -> int | None:
+    """Σ (end − now + 1) of ``waiting`` list-scheduled in key order on ``res``
+    (:func:`.list_schedule.list_schedule`), or None as soon as it is certain to reach
+    ``limit``: the sum so far plus the least term of every job still to place (its run at
+    its fastest per-worker rate, :func:`_least_term`) is ≥ ``limit``. The same answer
+    whenever it is below ``limit``, without placing the rest."""
+    order = sorted(waiting, key=lambda w: w[0])
+    arrs = [arrival_of(r, delta, res, params, now) for _, r in order]
+    floors = [_least_term(a) for a in arrs]
+    rest = sum(floors)
+    total = 0
+    for arr, floor in zip(arrs, floors, strict=True):
+        rest -= floor
+        end, res, _ = earliest_requested(replace(arr, res=res), res)
+        total += end - now + 1
+        if limit is not None and total + rest >= limit:
+            return None
+    return total
+
+
+def _least_term(arr: Arrival) -> int:
+    """No list schedule from ``arr.a`` ends the job sooner than this many slots on: a
+    ``ps`` job's work at N workers, each at the faster of ν_in and ν_ex (an allreduce job:
+    1, its ring rate depends on the layout)."""
+    shape = arr.shape
+    if arr.job.is_allreduce:
+        return 1
+    rate = shape.n_max * max(shape.nu_in, shape.nu_ex)
+    if rate <= 0:
+        return 1
+    return max(1, math.ceil(shape.workload / rate - 1e-6))
 
 
 def _least_room(job: JobRequest, slot_seconds: float) -> FloatArray:
