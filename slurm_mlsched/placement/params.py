@@ -185,8 +185,8 @@ class PlacementParams:
     the two-job exchange of SRPT summed over the jobs that start in its room, each against
     its earliest start on the running jobs alone (the rule until 2026-12-05), which misses
     that the jobs behind a node that frees soon wait for each other. ``rollout`` measured
-    0.9965 × the avg JCT of ``exchange`` over the 103 ladder cells (better by more than
-    1 % in 22, worse in 6, at most 1.037 ×) at 1.31 × the replay time
+    0.9963 × the avg JCT of ``exchange`` over the 103 ladder cells (better by more than
+    1 % in 23, worse in 6, at most 1.037 ×) at 0.99 × the replay time
     (docs/benchmarks.md, "Pause gain")."""
     preempt_resize: bool = False
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
