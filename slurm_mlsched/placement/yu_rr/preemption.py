@@ -29,7 +29,10 @@ restart's cost to j is inside the second sum). It sees what the exchange below m
 the jobs behind a node that frees soon wait for each other, so the first of them would
 start soon but the last would not. Like the exchange it is an estimate (no arrivals, no
 backfill beyond the list's), and the re-plan's check below still drops a pause that
-starts none of S.
+starts none of S. Its work is bounded: a rollout stops placing once its total plus every
+job left at its fastest run reaches the total without the pause (:func:`_list_total`: the
+same decision), and at most ``preempt_rollouts`` victims are weighed per event, the
+largest key first; the rest wait for the next event.
 
 **The gain, by exchange** (``preempt_gain = exchange``, the rule until 2026-12-05). With
 t_i the start each i ∈ S would get without the
