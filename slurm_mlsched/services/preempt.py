@@ -395,16 +395,16 @@ def record_preemptions(
         for_ids = count_for(p, ids)
         if c.record.state not in (S.SUBMITTED, S.RUNNING):
             continue
-        if p.for_jobs and p.net:
-            why = (
-                f"replan: preempted for decision(s) {', '.join(map(str, for_ids)) or '—'} "
-                f"(the queue completes {p.gain_s:g} s sooner in total, its restart cost "
-                f"{p.cost_s:g} s included)"
+        if p.for_jobs:
+            weighed = (
+                f"the queue completes {p.gain_s:g} s sooner in total, its restart cost "
+                f"{p.cost_s:g} s included"
+                if p.net
+                else f"gain {p.gain_s:g} s > restart cost {p.cost_s:g} s"
             )
-        elif p.for_jobs:
             why = (
                 f"replan: preempted for decision(s) {', '.join(map(str, for_ids)) or '—'} "
-                f"(gain {p.gain_s:g} s > restart cost {p.cost_s:g} s)"
+                f"({weighed})"
             )
         else:  # a grow: the job itself starts again wider
             why = (

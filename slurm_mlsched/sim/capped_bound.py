@@ -60,7 +60,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..model import ClusterSnapshot, JobRequest
-from ..model.eligibility import restricts
+from ..model.eligibility import restricts, type_allowed
 from ..placement.program.highs_lp import LpStatus, SparseLp, solve_lp
 from .job_bounds import (
     NO_POOLS,
@@ -215,7 +215,7 @@ def columns(
         return by_size, out
     gpus = capacity[:, 0]
     for kinds in job_types:
-        mask = np.array([t is not None and t in kinds for t in node_types], dtype=bool)
+        mask = np.array([type_allowed(kinds, t) for t in node_types], dtype=bool)
         held = float(gpus[mask].sum())
         if 0 < held < float(gpus.sum()) - 1e-9:
             out.append(Column(0, 0, mask, kinds))

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..model import ClusterSnapshot, JobRequest
-from ..model.eligibility import gpu_mask, restricts
 from ..model.speed import upper_rate, upper_worker_rate
+from ..placement.program.eligibility import allowed, masked
 from ..placement.program.widths import Widths, max_rate, widths
 
 FloatArray = npt.NDArray[np.float64]
@@ -34,7 +34,6 @@ __all__ = [
     "Piece",
     "Widths",
     "cost_per_batch",
-    "eligible_capacity",
     "fewest_slots",
     "job_widths",
     "max_rate",
@@ -44,31 +43,15 @@ __all__ = [
 ]
 
 
-def eligible_capacity(job: JobRequest, cluster: ClusterSnapshot) -> FloatArray:
-    """(H, 3) the machines' capacity as ``job`` may use it: no GPUs on a node of a type
-    it does not name (:mod:`slurm_mlsched.model.eligibility`, the rule every policy and
-    the simulator's checks apply; docs/formulation.md §17), the rest as it is."""
+def job_widths(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> list[Widths]:
+    """Each job's :func:`widths` on the machines it may use: a job that names GPU types has
+    only the GPUs of those types (the rule every policy and the simulator's checks apply,
+    :func:`.eligibility.allowed` and :func:`.eligibility.masked`; docs/formulation.md
+    §17), so its widest shapes, fewest slots and resource curve are counted there (Lemma 1
+    under the type rule)."""
     capacity = np.array([m.capacity.as_tuple() for m in cluster.machines], dtype=np.float64)
     capacity = capacity.reshape(-1, 3)
-    if restricts(job):
-        capacity[~np.array(gpu_mask(job, cluster), dtype=bool), 0] = 0.0
-    return capacity
-
-
-def job_widths(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> list[Widths]:
-    """Each job's :func:`widths` on the machines it may use (:func:`eligible_capacity`):
-    a job that names GPU types has only the GPUs of those types, so its widest shapes,
-    fewest slots and resource curve are counted there (Lemma 1 under the type rule)."""
-    whole: FloatArray | None = None
-    out: list[Widths] = []
-    for job in jobs:
-        if restricts(job):
-            out.append(widths(job, eligible_capacity(job, cluster)))
-            continue
-        if whole is None:
-            whole = eligible_capacity(job, cluster)
-        out.append(widths(job, whole))
-    return out
+    return [widths(j, masked(capacity, allowed(j, cluster.machines))) for j in jobs]
 
 
 def fewest_slots(job: JobRequest, w: Widths, slot_seconds: float) -> int:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from slurm_mlsched.cli.app import app
@@ -153,19 +154,21 @@ def test_preempt_resize_is_recorded_and_needs_preemption(tmp_path: Path) -> None
     assert "Traceback" not in refused.stderr
 
 
-def test_preempt_cost_is_recorded_and_checked(tmp_path: Path) -> None:
-    assert recorded_params(tmp_path, "--preempt-cost", "slot")["preempt_cost"] == "slot"
-    refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--preempt-cost", "cheap")
+@pytest.mark.parametrize(
+    ("option", "value", "bad", "choices"),
+    [
+        ("--preempt-cost", "slot", "cheap", "exact, slot"),
+        ("--preempt-gain", "exchange", "guess", "exchange, rollout"),
+    ],
+)
+def test_a_pause_rule_option_is_recorded_and_checked(
+    tmp_path: Path, option: str, value: str, bad: str, choices: str
+) -> None:
+    field = option.removeprefix("--").replace("-", "_")
+    assert recorded_params(tmp_path, option, value)[field] == value
+    refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", option, bad)
     assert refused.exit_code == 3, refused.stderr
-    assert "option --preempt-cost must be one of exact, slot, got 'cheap'" in refused.stderr
-    assert "Traceback" not in refused.stderr
-
-
-def test_preempt_gain_is_recorded_and_checked(tmp_path: Path) -> None:
-    assert recorded_params(tmp_path, "--preempt-gain", "rollout")["preempt_gain"] == "rollout"
-    refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--preempt-gain", "guess")
-    assert refused.exit_code == 3, refused.stderr
-    assert "option --preempt-gain must be one of exchange, rollout, got 'guess'" in refused.stderr
+    assert f"option {option} must be one of {choices}, got '{bad}'" in refused.stderr
     assert "Traceback" not in refused.stderr
 
 

@@ -13,7 +13,7 @@ by the look-ahead of a narrow start (:mod:`.lookahead`). Pure.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -184,14 +184,23 @@ def arrival_of(
     return Arrival(job, shape, res, a, job.shortest_slots(slot_seconds), (), (), params)
 
 
-def list_schedule(arrs: Sequence[Arrival], res: Residual) -> tuple[tuple[Listed, ...], Residual]:
+def listed(arrs: Iterable[Arrival], res: Residual) -> Iterator[tuple[Listed, Residual]]:
     """``arrs`` in the given order, each at :func:`earliest_requested` on what the ones
-    before it left; the terms are counted from each job's own ``a``."""
-    out: list[Listed] = []
+    before it left, one at a time with the room left after it (a caller may stop early);
+    the terms are counted from each job's own ``a``."""
     for arr in arrs:
         end, res, _ = earliest_requested(replace(arr, res=res), res)
-        out.append(Listed(arr.job.job_id, end, end - arr.a + 1))
-    return tuple(out), res
+        yield Listed(arr.job.job_id, end, end - arr.a + 1), res
+
+
+def list_schedule(arrs: Sequence[Arrival], res: Residual) -> tuple[tuple[Listed, ...], Residual]:
+    """:func:`listed` to its end: every job's term and the room left."""
+    out: list[Listed] = []
+    left = res
+    for one, after in listed(arrs, res):
+        out.append(one)
+        left = after
+    return tuple(out), left
 
 
 def rate_bound(arr: Arrival, room: FloatArray) -> float:

@@ -126,7 +126,7 @@ from ..program.residual import FloatArray, Residual, residual_from
 from ..program.widths import max_rate, widths
 from .arrival import Arrival
 from .late_binding import PendingJob, QueueStep, ordered
-from .list_schedule import arrival_of, earliest_requested, rate_bound, requested_at
+from .list_schedule import arrival_of, listed, rate_bound, requested_at
 from .queue_order import keyer
 
 QueueCall = Callable[
@@ -233,6 +233,14 @@ class _Blocked:
     least: FloatArray = field(default_factory=lambda: np.zeros(3))
     found: int | None = None  # the earliest start found so far (``res`` never changes)
     scanned: int = 0  # starts before this slot were tried (and failed, unless ``found``)
+    decided: Arrival | None = None  # its arrival at this event, for the rollouts
+
+    def arrival(self, params: PlacementParams, slot_seconds: float, now: int) -> Arrival:
+        """The job as decided at ``now`` (built once per event; a list schedule gives it
+        its room)."""
+        if self.decided is None:
+            self.decided = arrival_of(self.pending.request, slot_seconds, self.res, params, now)
+        return self.decided
 
     def alt_start(self, params: PlacementParams, slot_seconds: float, now: int, cap: int) -> int:
         """t_i: its earliest start at the requested width without the preemption, capped
@@ -267,6 +275,8 @@ def choose(
     """The running jobs to pause at ``snapshot.now_slot`` (module docstring). The
     snapshot holds the running jobs' reservations (nothing else); pure."""
     now, delta = snapshot.now_slot, snapshot.slot_seconds
+    if params.preempt_gain not in PREEMPT_GAINS:
+        raise ValueError(f"preempt_gain {params.preempt_gain!r} is not one of {PREEMPT_GAINS}")
     if not params.preempt or not pending or not running:
         return ()
     res = residual_from(snapshot, now)
@@ -291,16 +301,15 @@ def choose(
     victims.sort(key=lambda v: v[0], reverse=True)
     out: list[Preemption] = []
     index = snapshot.machine_index()
-    if params.preempt_gain not in PREEMPT_GAINS:
-        raise ValueError(f"preempt_gain {params.preempt_gain!r} is not one of {PREEMPT_GAINS}")
     rollout = params.preempt_gain == "rollout"
-    paused: list[tuple[tuple[float, int, str], JobRequest]] = []
+    paused: list[tuple[tuple[float, int, str], Arrival]] = []  # resumed at this event
     base: int | None = None
     rollouts = 0
     for kj, run, req, done, charge in victims:
         if not blocked or kj <= min(b.key for b in blocked):
             break  # victims come by falling key: no waiting job may overtake the rest
-        room = _freed(res, run, index, now)
+        freed = _freed(res, run, index, now)
+        room = freed
         free = room.at(now).sum(axis=0)
         taken: list[tuple[_Blocked, int]] = []
         for b in blocked:
@@ -318,15 +327,14 @@ def choose(
             if rollouts >= params.preempt_rollouts:
                 break  # the event's rollouts are spent: the rest wait for the next event
             rollouts += 1
-            waiting = [(b.key, b.pending.request) for b in blocked] + paused
+            waiting = [(b.key, b.arrival(params, delta, now)) for b in blocked] + paused
             if base is None:
-                whole = _list_total(waiting, res, params, delta, now)
+                whole = _list_total(waiting, res, now)
                 assert whole is not None  # no limit: never cut short
                 base = whole
             without = base + run.decision.end_slot - now + 1
-            withp = _list_total(
-                [*waiting, (kj, req)], _freed(res, run, index, now), params, delta, now, without
-            )
+            mine = (kj, arrival_of(req, delta, res, params, now))
+            withp = _list_total([*waiting, mine], freed, now, without)
             if withp is None:
                 continue  # no gain: the total with the pause reaches the one without
             gain = without - withp
@@ -351,33 +359,30 @@ def choose(
         res = room
         served = {id(b) for b, _ in taken}
         blocked = [b for b in blocked if id(b) not in served]
-        paused.append((kj, req))
+        if rollout:
+            paused.append(mine)
         base = None
     return tuple(out)
 
 
 def _list_total(
-    waiting: list[tuple[tuple[float, int, str], JobRequest]],
+    waiting: list[tuple[tuple[float, int, str], Arrival]],
     res: Residual,
-    params: PlacementParams,
-    delta: float,
     now: int,
     limit: int | None = None,
 ) -> int | None:
-    """Σ (end − now + 1) of ``waiting`` list-scheduled in key order on ``res``
-    (:func:`.list_schedule.list_schedule`), or None as soon as it is certain to reach
-    ``limit``: the sum so far plus the least term of every job still to place (its run at
-    its fastest per-worker rate, :func:`_least_term`) is ≥ ``limit``. The same answer
-    whenever it is below ``limit``, without placing the rest."""
-    order = sorted(waiting, key=lambda w: w[0])
-    arrs = [arrival_of(r, delta, res, params, now) for _, r in order]
+    """Σ (end − now + 1) of ``waiting`` (arrivals decided at ``now``) list-scheduled in
+    key order on ``res`` (:func:`.list_schedule.listed`), or None as soon as it is certain
+    to reach ``limit``: the sum so far plus the least term of every job still to place
+    (its run at its fastest per-worker rate, :func:`_least_term`) is ≥ ``limit``. The same
+    answer whenever it is below ``limit``, without placing the rest."""
+    arrs = [a for _, a in sorted(waiting, key=lambda w: w[0])]
     floors = [_least_term(a) for a in arrs]
     rest = sum(floors)
     total = 0
-    for arr, floor in zip(arrs, floors, strict=True):
+    for floor, (one, _) in zip(floors, listed(arrs, res), strict=True):
         rest -= floor
-        end, res, _ = earliest_requested(replace(arr, res=res), res)
-        total += end - now + 1
+        total += one.end - now + 1
         if limit is not None and total + rest >= limit:
             return None
     return total
