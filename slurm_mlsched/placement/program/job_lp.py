@@ -159,31 +159,16 @@ def build_lp(
     time_weight: float = 0.05,
     tight_links: bool = True,
 ) -> SparseLp:
-    """Assemble the block LP described in the module docstring as sparse arrays."""
+    """Assemble the block LP described in the module docstring as sparse arrays: one
+    block's rows (the pattern), tiled over the blocks with each block's link
+    coefficients, capacities, column bounds and costs, then the work row."""
     k, g_count, b_count = inst.n_colo, len(inst.group_sizes), len(inst.widths)
     nv = 3 * k + 1 + 2 * g_count
     iu, iwl, isl = np.arange(k), k + np.arange(k), 2 * k + np.arange(k)
     iv = 3 * k
     iwd, isd = 3 * k + 1 + np.arange(g_count), 3 * k + 1 + g_count + np.arange(g_count)
-    res_mask = (shape.alpha > 0) | (shape.beta > 0)
-    res_idx = np.flatnonzero(res_mask)
+    res_idx = np.flatnonzero((shape.alpha > 0) | (shape.beta > 0))
     nres = len(res_idx)
-
-    rows: list[IntArray] = []
-    cols: list[IntArray] = []
-    vals: list[FloatArray] = []
-    lo: list[float] = []
-    hi: list[float] = []
-    r = 0
-
-    def add(cidx: IntArray, cval: FloatArray, low: float, high: float) -> None:
-        nonlocal r
-        rows.append(np.full(len(cidx), r, dtype=np.int64))
-        cols.append(np.asarray(cidx, dtype=np.int64))
-        vals.append(np.asarray(cval, dtype=np.float64))
-        lo.append(low)
-        hi.append(high)
-        r += 1
 
     # --- per-block whole-task caps (valid for the integer program) ---
     per_machine = inst.cap / inst.group_sizes[:, None, None]
@@ -195,105 +180,109 @@ def build_lp(
         link_colo = np.full((k, b_count), float(shape.n_max))
         link_dist = np.full(b_count, float(shape.n_dist_max))
 
-    # --- one block's pattern (column indices local to the block) ---
-    add(np.r_[iu, iv], np.ones(k + 1), -INF, 1.0)  # mode
-    link_pos: list[int] = []  # positions (in the pattern's values) of -cap·u terms
-    for j in range(k):
-        link_pos.append(sum(len(v) for v in vals) + 1)
-        add(np.array([iwl[j], iu[j]]), np.array([1.0, -1.0]), -INF, 0.0)
-        add(np.array([isl[j], iu[j]]), np.array([1.0, -1.0]), 0.0, 0.0)
-    dist_pos = sum(len(v) for v in vals) + g_count
-    add(np.r_[iwd, iv], np.r_[np.ones(g_count), -1.0], -INF, 0.0)
+    # --- one block's pattern (column indices local to the block), row by row ---
+    ones_g = np.ones(g_count)
+    # the mode row, then per co-location candidate j its two link rows: wL_j − L·u_j ≤ 0
+    # (the −L entry, position 1 of the row, set per block below) and sL_j − u_j = 0
+    pattern_cols = [np.r_[iu, iv], np.stack([iwl, iu, isl, iu], axis=1).ravel()]
+    pattern_vals = [np.ones(k + 1), np.tile([1.0, -1.0, 1.0, -1.0], k)]
+    lo = [np.array([-INF]), np.tile([-INF, 0.0], k)]
+    hi = [np.array([1.0]), np.zeros(2 * k)]
+    link_pos = (k + 1) + 4 * np.arange(k) + 1  # positions of the −L·u entries
+    dist_pos = (k + 1) + 4 * k + g_count  # position of the −L_D·v entry
+    pattern_cols.append(np.r_[iwd, iv])
+    pattern_vals.append(np.r_[ones_g, -1.0])
+    lo.append(np.array([-INF]))
+    hi.append(np.array([0.0]))
     if shape.ps_fixed is None:
-        add(np.r_[isd, iwd], np.r_[np.ones(g_count), -shape.rho * np.ones(g_count)], 0.0, INF)
-        add(np.r_[isd, iwd], np.r_[np.ones(g_count), -np.ones(g_count)], -INF, 0.0)
+        pattern_cols += [np.r_[isd, iwd], np.r_[isd, iwd]]
+        pattern_vals += [np.r_[ones_g, -shape.rho * ones_g], np.r_[ones_g, -ones_g]]
+        lo.append(np.array([0.0, -INF]))
+        hi.append(np.array([INF, 0.0]))
     else:
         s = float(shape.ps_fixed)
-        add(np.r_[isd, iv], np.r_[np.ones(g_count), -s], 0.0, 0.0)
-        add(np.r_[iwd, iv], np.r_[np.ones(g_count), -s], 0.0, INF)
-    # capacity rows: colo machines then other groups, one per (group, resource)
-    cap_row_start = r
-    for g in range(g_count):
-        for ri in res_idx:
-            a, bta = shape.alpha[ri], shape.beta[ri]
-            if g < k:
-                add(
-                    np.array([iwl[g], isl[g], iwd[g], isd[g]]),
-                    np.array([a, bta, a, bta]),
-                    -INF,
-                    0.0,
-                )
-            else:
-                add(np.array([iwd[g], isd[g]]), np.array([a, bta]), -INF, 0.0)
-    nr = r
-    brow = np.concatenate(rows)
-    bcol = np.concatenate(cols)
-    bval = np.concatenate(vals)
-    blo = np.array(lo)
-    bhi = np.array(hi)
-    nnz = len(bval)
+        pattern_cols += [np.r_[isd, iv], np.r_[iwd, iv]]
+        pattern_vals += [np.r_[ones_g, -s], np.r_[ones_g, -s]]
+        lo.append(np.array([0.0, 0.0]))
+        hi.append(np.array([0.0, INF]))
+    # capacity rows, one per (group, resource): colo machines (wL, sL, wD, sD) first,
+    # then the other groups (wD, sD)
+    cap_row_start = 1 + 2 * k + 1 + 2
+    a_r, b_r = shape.alpha[res_idx], shape.beta[res_idx]
+    kc = min(k, g_count)
+    colo_cols = np.stack([iwl[:kc], isl[:kc], iwd[:kc], isd[:kc]], axis=1)  # (kc, 4)
+    pattern_cols.append(np.repeat(colo_cols, nres, axis=0).ravel())
+    pattern_vals.append(np.tile(np.stack([a_r, b_r, a_r, b_r], axis=1).ravel(), kc))
+    other_cols = np.stack([iwd[kc:], isd[kc:]], axis=1)  # (G − kc, 2)
+    pattern_cols.append(np.repeat(other_cols, nres, axis=0).ravel())
+    pattern_vals.append(np.tile(np.stack([a_r, b_r], axis=1).ravel(), g_count - kc))
+    lo.append(np.full(g_count * nres, -INF))
+    hi.append(np.zeros(g_count * nres))
+    row_len = np.r_[
+        k + 1,
+        np.full(2 * k, 2),
+        g_count + 1,
+        [len(c) for c in pattern_cols[-4:-2]],  # the two PS rows
+        np.full(kc * nres, 4),
+        np.full((g_count - kc) * nres, 2),
+    ].astype(np.int64)
+    nr = len(row_len)
+    brow = np.repeat(np.arange(nr, dtype=np.int64), row_len)
+    bcol = np.concatenate(pattern_cols).astype(np.int64)
+    bval = np.concatenate(pattern_vals).astype(np.float64)
+    blo = np.concatenate(lo)
+    bhi = np.concatenate(hi)
 
     # --- tile over blocks ---
-    offs_r = (np.arange(b_count) * nr)[:, None]
-    offs_c = (np.arange(b_count) * nv)[:, None]
-    all_rows = (brow[None, :] + offs_r).ravel()
-    all_cols = (bcol[None, :] + offs_c).ravel()
-    all_vals = np.tile(bval, b_count)
-    for b in range(b_count):
-        all_vals[b * nnz + np.array(link_pos, dtype=np.int64)] = -link_colo[:, b]
-        all_vals[b * nnz + dist_pos] = -link_dist[b]
+    blocks = np.arange(b_count)
+    all_rows = (brow[None, :] + (blocks * nr)[:, None]).ravel()
+    all_cols = (bcol[None, :] + (blocks * nv)[:, None]).ravel()
+    vals_b = np.tile(bval, (b_count, 1))  # (B, nnz)
+    vals_b[:, link_pos] = -link_colo.T
+    vals_b[:, dist_pos] = -link_dist
+    all_vals = vals_b.ravel()
     row_lo = np.tile(blo, b_count)
-    row_hi = np.tile(bhi, b_count)
+    hi_b = np.tile(bhi, (b_count, 1))  # (B, nr)
     # capacity right-hand sides: cap[g, res_idx, b]
-    cap_rhs = inst.cap[:, res_idx, :]  # (G, nres, B)
-    cap_pos = cap_row_start + np.arange(g_count * nres)
-    for b in range(b_count):
-        row_hi[b * nr + cap_pos] = cap_rhs[:, :, b].ravel()
+    hi_b[:, cap_row_start : cap_row_start + g_count * nres] = (
+        inst.cap[:, res_idx, :].transpose(2, 0, 1).reshape(b_count, -1)
+    )
+    row_hi = hi_b.ravel()
 
+    ub_b = np.empty((b_count, nv))
+    ub_b[:, iu] = np.where(wl_fit.T >= 1, 1.0, 0.0)
+    ub_b[:, iwl] = wl_fit.T
+    ub_b[:, isl] = 1.0
+    ub_b[:, iv] = np.where(wd_fit.sum(axis=0) >= shape.n_dist_min, 1.0, 0.0)
+    ub_b[:, iwd] = wd_fit.T
+    ub_b[:, isd] = np.maximum(sd_fit.T, 0.0)
+    ub = ub_b.ravel()
     ncol = nv * b_count
     lb = np.zeros(ncol)
-    ub = np.empty(ncol)
-    for b in range(b_count):
-        o = b * nv
-        ub[o + iu] = np.where(wl_fit[:, b] >= 1, 1.0, 0.0)
-        ub[o + iwl] = wl_fit[:, b]
-        ub[o + isl] = 1.0
-        ub[o + iv] = 1.0 if wd_fit[:, b].sum() >= shape.n_dist_min else 0.0
-        ub[o + iwd] = wd_fit[:, b]
-        ub[o + isd] = np.maximum(sd_fit[:, b], 0.0)
 
-    c = np.zeros(ncol)
+    c_b = np.zeros((b_count, nv))
     widths = inst.widths.astype(np.float64)
     if objective == Objective.PRICED:
-        tw = 1.0 + time_weight * np.arange(b_count) / max(b_count - 1, 1)
-        for b in range(b_count):
-            o = b * nv
-            pw = (inst.price[:, :, b] * shape.alpha[None, :]).sum(axis=1)  # (G,)
-            ps = (inst.price[:, :, b] * shape.beta[None, :]).sum(axis=1)
-            scale = widths[b] * tw[b]
-            c[o + iwl] = scale * pw[:k]
-            c[o + isl] = scale * ps[:k]
-            c[o + iwd] = scale * pw
-            c[o + isd] = scale * ps
+        tw = 1.0 + time_weight * blocks / max(b_count - 1, 1)
+        pw = (inst.price * shape.alpha[None, :, None]).sum(axis=1).T  # (B, G)
+        ps = (inst.price * shape.beta[None, :, None]).sum(axis=1).T
+        scale = (widths * tw)[:, None]
+        c_b[:, iwl] = scale * pw[:, :k]
+        c_b[:, isl] = scale * ps[:, :k]
+        c_b[:, iwd] = scale * pw
+        c_b[:, isd] = scale * ps
     elif objective == Objective.MAX_RATE:
-        for b in range(b_count):
-            o = b * nv
-            c[o + iwl] = -shape.nu_in * widths[b]
-            c[o + iwd] = -shape.nu_ex * widths[b]
+        c_b[:, iwl] = -shape.nu_in * widths[:, None]
+        c_b[:, iwd] = -shape.nu_ex * widths[:, None]
+    c = c_b.ravel()
 
     if objective != Objective.MAX_RATE:
+        # the work row: Σ_b ω_b (ν_in Σ_j wL[j,b] + ν_ex Σ_g wD[g,b]) ≥ V
         wrow = len(row_lo)
-        wcols = np.concatenate([np.r_[b * nv + iwl, b * nv + iwd] for b in range(b_count)]).astype(
-            np.int64
-        )
-        wvals = np.concatenate(
-            [
-                np.r_[
-                    np.full(k, shape.nu_in * widths[b]), np.full(g_count, shape.nu_ex * widths[b])
-                ]
-                for b in range(b_count)
-            ]
-        )
+        wcols = (np.r_[iwl, iwd][None, :] + (blocks * nv)[:, None]).ravel().astype(np.int64)
+        wvals = (
+            np.r_[np.full(k, shape.nu_in), np.full(g_count, shape.nu_ex)][None, :] * widths[:, None]
+        ).ravel()
         all_rows = np.r_[all_rows, np.full(len(wcols), wrow, dtype=np.int64)]
         all_cols = np.r_[all_cols, wcols]
         all_vals = np.r_[all_vals, wvals]
