@@ -346,7 +346,7 @@ def _list_placed(
     end, its usage (H, 3) and the room left. None when no worker ever fits beside a PS
     and the width never fits at once."""
     arr = arrival_of(job, delta, res, params, n)
-    end, _, shape = earliest_requested(arr, res)
+    end, _, shape = earliest_requested(arr, res, room_left=False)
     best: Shape | None = shape
     best_end = end if shape is not None else math.inf
     view = res.for_job(job)  # no GPU room on machines of a type the job may not use

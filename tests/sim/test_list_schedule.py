@@ -15,7 +15,10 @@ from slurm_mlsched.model import ClusterSnapshot, JobRequest, Reservation, Resour
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.program.residual import residual_from
 from slurm_mlsched.placement.yu_rr.list_schedule import (
+    _requested_later_ends_before,
     arrival_of,
+    earliest_colocated_end,
+    earliest_requested,
     fastest_run_slots,
     later_start_ends_sooner,
     rate_bound,
@@ -93,6 +96,33 @@ def test_the_screen_spares_only_jobs_that_would_wait(case: tuple) -> None:
     if later_start_ends_sooner(arr):
         for seed in (0, 1, 2):
             assert place_yu_rr(job, snap, PlacementParams(seed=seed)).start_slot > NOW
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(situations(), st.integers(0, 6))
+def test_the_screen_is_its_definition(case: tuple, later: int) -> None:
+    """The screen's scan of later starts stops early (no run of the requested width
+    started from there ends before the bound it is given); for every bound it answers as
+    the definition does, and the screen as a whole as its docstring says: some later
+    start, co-located or at the requested width, ends before any start now could."""
+    snap, job = case
+    res = residual_from(snap, NOW)
+    arr = arrival_of(job, DELTA, res, PlacementParams(), NOW + later)
+    end, _, sh = earliest_requested(arr, res)
+    quick = earliest_requested(arr, res, room_left=False)  # the same answer, room not taken
+    assert quick[0] == end and quick[1] is res and repr(quick[2]) == repr(sh)
+    for before in range(arr.a, end + 3):
+        want = sh is not None and sh.start > arr.a and end < before
+        assert _requested_later_ends_before(arr, before) == want, before
+    now_end = start_now_end_bound(arr)
+    if now_end is None:
+        want = True
+    else:
+        colo = earliest_colocated_end(arr, arr.a)
+        want = (colo is not None and colo < now_end) or (
+            sh is not None and sh.start > arr.a and end < now_end
+        )
+    assert later_start_ends_sooner(arr) == want
 
 
 def test_the_fastest_shape_is_taken_when_it_fits_now() -> None:

@@ -39,7 +39,8 @@ def first_fit(room: FloatArray, demand: FloatArray, count: int, order: IntArray)
     # before it took min(count, f_0 + … + f_{i-1}) together, so it takes the difference of
     # two capped prefix sums (the same counts as the loop over machines, without the loop).
     upto = np.minimum(np.cumsum(fits), count)
-    took = np.diff(upto, prepend=0)
+    took = upto.copy()
+    took[1:] -= upto[:-1]
     placed[order] += took
     room[order] -= took[:, None] * demand[None, :]
     return placed

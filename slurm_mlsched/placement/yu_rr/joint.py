@@ -262,7 +262,7 @@ def _repaired(arr: Arrival, drawn: Shape, lp_completion: float, grow: bool) -> S
         return None
     if grow:  # counts are fixed once started: use the room left now
         add_workers(arr, fixed, now)
-    alone, _, full = earliest_requested(arr, arr.res)
+    alone, _, full = earliest_requested(arr, arr.res, room_left=False)
     if alone < end_slot(arr, fixed):  # a narrow start now would end later: not it
         if full is None or full.start != now:
             return None

@@ -35,19 +35,22 @@ def usage(arr: Arrival, sh: Shape) -> FloatArray:
     return out
 
 
-def earliest_requested(arr: Arrival, res: Residual) -> tuple[int, Residual, Shape | None]:
+def earliest_requested(
+    arr: Arrival, res: Residual, room_left: bool = True
+) -> tuple[int, Residual, Shape | None]:
     """The job at its earliest start ≥ ``arr.a`` with its requested width on ``res``: its
     end, the room left and the shape (None when the width never fits at once: then the
     most workers one machine holds, on the empty cluster, gives the end). The job's tasks
     fit on ``res`` as the job sees it (:meth:`.Residual.for_job`); the room left is
-    ``res`` minus them."""
+    ``res`` minus them (``room_left`` False: ``res`` itself, for a caller that reads only
+    the end and the shape)."""
     shape = arr.shape
     view = res.for_job(arr.job)
     possible = _may_start(arr, view)
     for sigma in (arr.a, *(t for t in res.increase_slots() if t > arr.a)):
         if not possible[view.segment_of(sigma)]:
             continue  # requested_at's own first-slot test fails there: skip the call
-        got = requested_at(arr, res, sigma)
+        got = requested_at(arr, res, sigma, room_left)
         if got is not None:
             return got
     sigma = max(res.free_after, arr.a)
@@ -95,13 +98,15 @@ def _all_over_runs(
     return out
 
 
-def requested_at(arr: Arrival, res: Residual, sigma: int) -> tuple[int, Residual, Shape] | None:
+def requested_at(
+    arr: Arrival, res: Residual, sigma: int, room_left: bool = True
+) -> tuple[int, Residual, Shape] | None:
     """The job started at ``sigma`` with its requested width on ``res`` (all N workers and
     one PS co-located on the first machine that holds them for the whole co-located run,
     else N distributed workers and their PSs first fit), its end and the room left; None
     when it does not fit then. The job's tasks fit on ``res`` as the job sees it
     (:meth:`.Residual.for_job`: no GPU room on nodes of a type it may not use); the room
-    left is ``res`` minus them."""
+    left is ``res`` minus them (``room_left`` False: ``res`` itself, not computed)."""
     shape, job = arr.shape, arr.job
     view = res.for_job(job)
     h_count = res.n_machines
@@ -142,7 +147,7 @@ def requested_at(arr: Arrival, res: Residual, sigma: int) -> tuple[int, Residual
     else:
         return None
     end = end_slot(arr, sh)
-    return end, res.minus(usage(arr, sh), sigma, end + 1), sh
+    return end, res.minus(usage(arr, sh), sigma, end + 1) if room_left else res, sh
 
 
 def fastest_run_slots(job: JobRequest, capacity: FloatArray, slot_seconds: float) -> int:
@@ -274,5 +279,26 @@ def later_start_ends_sooner(arr: Arrival) -> bool:
     colo = earliest_colocated_end(arr, arr.a)
     if colo is not None and colo < now_end:
         return True
-    end, _, sh = earliest_requested(arr, arr.res)
-    return sh is not None and sh.start > arr.a and end < now_end
+    return _requested_later_ends_before(arr, now_end)
+
+
+def _requested_later_ends_before(arr: Arrival, before: int) -> bool:
+    """Whether the job's earliest start at its requested width (:func:`earliest_requested`)
+    lies after ``arr.a`` and ends before slot ``before``: the same scan, stopped at the
+    first start σ from which no run of that width can end before it (σ + the fewest slots
+    a requested-width run takes − 1 ≥ ``before``: N co-located, or the distributed width
+    at the network rate, or co-located at the internal rate once normalized)."""
+    shape, res = arr.shape, arr.res
+    rate = max(shape.n_max, shape.n_dist_max) * max(shape.nu_in, shape.nu_ex)
+    shortest = math.ceil(shape.workload / rate - 1e-9) if rate > 0 else 0  # ≤ `duration`
+    view = res.for_job(arr.job)
+    possible = _may_start(arr, view)
+    for sigma in (arr.a, *(t for t in res.increase_slots() if t > arr.a)):
+        if sigma + shortest - 1 >= before:
+            return False  # every start from here ends at or after ``before``
+        if not possible[view.segment_of(sigma)]:
+            continue
+        got = requested_at(arr, res, sigma, room_left=False)
+        if got is not None:
+            return sigma > arr.a and got[0] < before
+    return False

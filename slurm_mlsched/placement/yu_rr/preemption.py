@@ -258,7 +258,7 @@ class _Blocked:
             if (
                 sigma > now
                 and sigma >= self.scanned
-                and requested_at(arr, self.res, sigma) is not None
+                and requested_at(arr, self.res, sigma, room_left=False) is not None
             ):
                 self.found = sigma
                 return sigma
