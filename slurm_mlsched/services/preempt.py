@@ -205,9 +205,11 @@ class Preempted:
     work_done: float  # mini-batches its run covered
     work_left: float  # mini-batches it waits with (the charge included)
     for_decisions: tuple[int, ...]  # the queued decisions it makes room for
-    gain_s: float
+    gain_s: float  # with ``net``: the queue's total completion time saved, the restart
+    # cost inside; else the gain the restart cost was weighed against
     cost_s: float
     note: str = ""
+    net: bool = False  # the gain is the rollout's, net of the restart (``preempt_gain``)
 
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
@@ -246,6 +248,7 @@ def act(
             p.gain_s,
             p.cost_s,
             note,
+            p.net,
         )
 
     try:

@@ -115,7 +115,8 @@ def test_a_long_job_is_checkpointed_requeued_held_and_resumed_for_short_ones(
     assert paused["signal"] == "USR1" and paused["waited_s"] == pytest.approx(10, abs=1.5)
     short_ids = {s["decision_id"] for s in shorts}
     assert set(paused["for_decisions"]) <= short_ids and paused["for_decisions"]
-    assert paused["gain_s"] > paused["cost_s"] and 0 < paused["work_done"] < LONG_STEPS
+    assert paused["net"] is True  # the default gain: the rollout's, net of the restart
+    assert paused["gain_s"] > 0 and 0 < paused["work_done"] < LONG_STEPS
     started = [s for s in report["started"] if s["decision_id"] in short_ids]
     assert len(started) == 1, said
     # Slurm: the long job was requeued and is held (a re-plan starts it again)
@@ -242,6 +243,7 @@ def test_with_resize_a_job_starts_narrow_and_is_restarted_wider_when_the_room_fr
     (paused,) = report["preempted"]
     assert paused["decision_id"] == n["decision_id"] and paused["action"] == "requeued", said
     assert paused["for_decisions"] == [] and paused["gain_s"] > paused["cost_s"], said
+    assert paused["net"] is False, said  # a grow: its own end sooner, against the cost
     assert [s["decision_id"] for s in report["started"]] == [n["decision_id"]], said
     after = mlsub.json("show", str(n["decision_id"]))
     said += "\n" + json.dumps(after, indent=1)
