@@ -187,6 +187,15 @@ def replay(
             "against without it).",
         ),
     ] = PlacementParams().preempt_gain,
+    preempt_migrate: Annotated[
+        bool,
+        typer.Option(
+            "--preempt-migrate/--no-preempt-migrate",
+            help="With preemption: a pause stands when a job it was paused for starts, "
+            "also if the paused job starts again at once elsewhere or at another width "
+            "(a migration, charged its restart) (docs/formulation.md §16).",
+        ),
+    ] = PlacementParams().preempt_migrate,
     preempt_resize: Annotated[
         bool | None,
         typer.Option(
@@ -335,6 +344,7 @@ def replay(
         preempt_max=preempt_max,
         preempt_cost=preempt_cost.strip().lower(),
         preempt_gain=preempt_gain.strip().lower(),
+        preempt_migrate=preempt_migrate,
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,
         arch_reading=arch_reading,

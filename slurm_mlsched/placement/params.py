@@ -188,6 +188,13 @@ class PlacementParams:
     0.9963 × the avg JCT of ``exchange`` over the 103 ladder cells (better by more than
     1 % in 23, worse in 6, at most 1.037 ×) at 0.99 × the replay time
     (docs/benchmarks.md, "Pause gain")."""
+    preempt_migrate: bool = False
+    """With ``preempt``: a pause stands when a job it was paused for starts now, also if
+    the paused job itself starts again at once in the same re-plan (elsewhere, or at
+    another width: a migration, charged its restart like any resume). False: such a pause
+    is dropped (the paused job "did not need to wait"), and with it the start it made
+    room for (the rule until 2026-12-05; docs/formulation.md §16, "Kept only if it
+    pays")."""
     preempt_resize: bool = False
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
     A running job slower than its fastest shape is re-decided (its work left + the

@@ -296,6 +296,8 @@ def decode_params(d: Json) -> PlacementParams:
         raise CodecError(
             f"params.preempt_gain: {m['preempt_gain']!r} is not one of {list(PREEMPT_GAINS)}"
         )
+    # nor did a pause stand when the paused job started again at once (a migration)
+    m.setdefault("preempt_migrate", False)
     # nor did narrow starts have a guard (0 = none, the rule until then)
     m.setdefault("narrow_regret", 0.0)
     regret = m["narrow_regret"]

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from slurm_mlsched.cli.app import app
 from slurm_mlsched.errors import EXIT_CODES
+from slurm_mlsched.placement import PlacementParams
 from tests.conftest import replay_jobs_file as jobs_file
 
 runner = CliRunner()
@@ -192,3 +193,13 @@ def test_preempt_max_is_recorded_and_checked(tmp_path: Path) -> None:
         refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", *args)
         assert refused.exit_code == 3, refused.stderr
         assert says in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_preempt_migrate_is_recorded(tmp_path: Path) -> None:
+    (tmp_path / "on").mkdir()
+    assert recorded_params(tmp_path / "on", "--preempt-migrate")["preempt_migrate"] is True
+    (tmp_path / "off").mkdir()
+    assert recorded_params(tmp_path / "off", "--no-preempt-migrate")["preempt_migrate"] is False
+    (tmp_path / "default").mkdir()
+    default = recorded_params(tmp_path / "default")["preempt_migrate"]
+    assert default is PlacementParams().preempt_migrate

@@ -5,7 +5,8 @@
   shorter than the run left (the SRPT exchange), when the queue order puts the running job
   first, or when it was preempted ``preempt_max`` times; the gain by rollout (the default)
   beside the exchange's, and a queue behind a node that frees soon, which only the
-  rollout sees;
+  rollout sees; with ``preempt_migrate`` a pause stands when the paused job moves at once
+  to room the job it was paused for cannot use;
 * the replay: the short jobs start at once, the long one resumes with its progress minus
   the restart charge; off by default;
 * property: over random replays with preemption, capacity is never exceeded, every job
@@ -27,12 +28,14 @@ from hypothesis import strategies as st
 from slurm_mlsched.errors import InputError
 from slurm_mlsched.model import ClusterSnapshot, Machine, Resources
 from slurm_mlsched.placement import PlacementParams
+from slurm_mlsched.placement.yu_rr.joint import replan_yu_rr
 from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
 from slurm_mlsched.placement.yu_rr.per_arrival import place_yu_rr
 from slurm_mlsched.placement.yu_rr.preemption import (
     RunningRun,
     choose,
     plan_rate,
+    replan_preempting,
     restart_charge,
     victim_cost_s,
 )
@@ -225,6 +228,41 @@ def _replay(preempt: bool, restart_s: float = 30.0) -> dict[str, object]:
     return {o.job.job_id: o.decision for o in result.outcomes}
 
 
+def test_a_pause_stands_when_the_paused_job_moves_at_once_with_preempt_migrate() -> None:
+    """L runs on the only v100 node; S asks for v100 GPUs, so it can start only in L's
+    room, while L fits the idle t4 node. The rule pauses L for S; the re-plan starts S on
+    the v100 node and L again at once on the t4 node (a migration: L pays its restart and
+    ends one slot later). Without ``preempt_migrate`` the pause is dropped because L
+    starts again, and S waits for L's end."""
+    machines = (
+        Machine("a", Resources(4, 16, 65536), gpu_type="v100"),
+        Machine("c", Resources(4, 16, 65536), gpu_type="t4"),
+    )
+    long_job = make_job("L", workers=4, workload=NU * 4 * 100)
+    d = place_yu_rr(long_job, ClusterSnapshot(machines[:1], slot_seconds=DELTA), PlacementParams())
+    assert (d.start_slot, d.end_slot, d.slots[0].workers) == (0, 99, (("a", 4),))
+    run = RunningRun(long_job, 7, d)
+    short = replace(
+        make_job("S", workers=4, workload=NU * 4 * 3, arrival=5), gpu_types=frozenset({"v100"})
+    )
+    snap = ClusterSnapshot(machines, d.reservations(long_job), DELTA, now_slot=5)
+    waiting = (PendingJob(short, 1),)
+    moved = PlacementParams(preempt=True, preempt_migrate=True)
+    (p,) = choose(waiting, (run,), snap, moved)
+    assert (p.job_id, p.for_jobs) == ("L", ("S",)) and p.gain_s > 0
+    step, chosen = replan_preempting(waiting, (run,), snap, moved, replan_yu_rr)
+    assert [c.job_id for c in chosen] == ["L"]
+    started = {x.job_id: x for x in step.started}
+    assert started["S"].slots[0].workers == (("a", 4),) and started["S"].end_slot == 7
+    assert started["L"].slots[0].workers == (("c", 4),) and started["L"].start_slot == 5
+    assert started["L"].end_slot == 100  # its 95 slots of work left and the restart charge
+    step, chosen = replan_preempting(
+        waiting, (run,), snap, replace(moved, preempt_migrate=False), replan_yu_rr
+    )
+    assert chosen == () and step.started == ()
+    assert [(x.job_id, x.start_slot) for x in step.planned] == [("S", 100)]
+
+
 def test_the_replay_pauses_the_long_job_and_resumes_it_with_its_progress() -> None:
     off = _replay(False)
     assert off["L"].end_slot == 99 and off["s0"].start_slot == 100  # type: ignore[attr-defined]
@@ -267,13 +305,29 @@ def replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(replays(), st.sampled_from([0.0, 0.3]), st.sampled_from([0.0, 30.0, 900.0]), st.booleans())
+@given(
+    replays(),
+    st.sampled_from([0.0, 0.3]),
+    st.sampled_from([0.0, 30.0, 900.0]),
+    st.booleans(),
+    st.booleans(),
+)
 def test_preemption_keeps_capacity_and_conserves_work(
-    case: tuple[ClusterSnapshot, list[SimJob]], aging: float, restart_s: float, resize: bool
+    case: tuple[ClusterSnapshot, list[SimJob]],
+    aging: float,
+    restart_s: float,
+    resize: bool,
+    migrate: bool,
 ) -> None:
     cluster, jobs = case
     admitted, _ = admit(jobs, cluster)
-    params = PlacementParams(preempt=True, aging=aging, restart_s=restart_s, preempt_resize=resize)
+    params = PlacementParams(
+        preempt=True,
+        aging=aging,
+        restart_s=restart_s,
+        preempt_resize=resize,
+        preempt_migrate=migrate,
+    )
     result = simulate(admitted, cluster, "yu-rr", params)
     assert capacity_violations(result) == []
     assert decision_problems(result) == []  # from arrival on, PS rules, work ≥ workload

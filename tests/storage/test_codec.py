@@ -221,3 +221,12 @@ def test_params_stored_before_the_preempt_gain_decode_to_the_exchange() -> None:
     assert codec.decode_params(old).preempt_gain == "exchange"
     with pytest.raises(codec.CodecError, match=r"params\.preempt_gain"):
         codec.decode_params({**old, "preempt_gain": "guess"})
+
+
+def test_params_stored_before_preempt_migrate_decode_without_migration() -> None:
+    """A decision stored before ``preempt_migrate`` existed dropped a pause whose job
+    started again at once: it decodes so, and a new decision carries its own."""
+    new = codec.encode_params(PlacementParams(preempt_migrate=True))
+    assert codec.decode_params(new).preempt_migrate is True
+    del new["preempt_migrate"]
+    assert codec.decode_params(new).preempt_migrate is False

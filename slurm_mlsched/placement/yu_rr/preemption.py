@@ -64,9 +64,12 @@ resumes in its fastest shape (every one-worker job). Work is conserved: the job'
 cover its workload plus its charges (``sim.engine``; tests/sim/test_preemption.py).
 
 **Kept only if it pays.** The re-plan with the preemptions must start, now, some job of
-each preempted job's S and must not start the preempted job itself again now; a
-preemption that fails this is dropped and the re-plan repeated (at most twice; then the
-plain re-plan). So no restart is charged for nothing.
+each preempted job's S and (without ``preempt_migrate``) must not start the preempted job
+itself again now; a preemption that fails this is dropped and the re-plan repeated (at
+most twice; then the plain re-plan). So no restart is charged for nothing. With
+``preempt_migrate`` a preempted job the re-plan starts again at once (elsewhere, or at
+another width, on room S cannot use) keeps its pause: a migration, charged its restart
+like any resume, that let a job of S start.
 
 **Resize by checkpoint-restart** (``preempt_resize``). Jobs are not elastic: a run has
 one constant width, so a job that started narrow (the room was short) could never use
@@ -674,7 +677,8 @@ def _replan_pausing(
         wasted = {
             p.job_id
             for p in chosen
-            if p.job_id in now_started or not now_started.intersection(p.for_jobs)
+            if not now_started.intersection(p.for_jobs)
+            or (p.job_id in now_started and not params.preempt_migrate)
         }
         if not wasted:
             return step, chosen

@@ -362,6 +362,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         preempt_resize=opts.preempt if opts.preempt_resize is None else opts.preempt_resize,
         preempt_cost=opts.preempt_cost,
         preempt_gain=opts.preempt_gain,
+        preempt_migrate=opts.preempt_migrate,
     )
     if opts.preempt_max is not None:
         params = replace(params, preempt_max=opts.preempt_max)

@@ -42,6 +42,8 @@ class ReplayOptions:
     # §16): on, as a site with `preempt = true` runs it live; it won on the sweep's average
     preempt_cost: str = "exact"  # what a pause is weighed against (formulation §16)
     preempt_gain: str = PlacementParams().preempt_gain  # how its gain is estimated (§16)
+    preempt_migrate: bool = PlacementParams().preempt_migrate  # a pause stands when the
+    # paused job starts again at once elsewhere (a migration; formulation §16)
     preempt_resize: bool | None = None  # resize a running job by checkpoint-restart
     # (formulation §16, "Resize"): None = on with preemption (it won on the average of the
     # ladder's 103 cells once narrow starts were bounded, 2026-12-05); live a site's choice
