@@ -186,7 +186,7 @@ class PlacementParams:
     its earliest start on the running jobs alone (the rule until 2026-12-05), which misses
     that the jobs behind a node that frees soon wait for each other. ``rollout`` measured
     0.9963 × the avg JCT of ``exchange`` over the 103 ladder cells (better by more than
-    1 % in 23, worse in 6, at most 1.037 ×) at 0.99 × the replay time
+    1 % in 23, worse in 6, at most 1.037 ×) at 0.80–0.99 × the replay time
     (docs/benchmarks.md, "Pause gain")."""
     preempt_migrate: bool = False
     """With ``preempt``: a pause stands when a job it was paused for starts now, also if
