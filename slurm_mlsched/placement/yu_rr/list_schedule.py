@@ -226,7 +226,13 @@ def start_now_end_bound(arr: Arrival) -> int | None:
     residual's segments, so every segment is checked at once."""
     res, a, shape = arr.res, arr.a, arr.shape
     i0 = res.segment_of(a)
-    room = np.minimum.accumulate(res.seg_res[:, :, i0:], axis=2)  # (H, 3, S): [a, seg end)
+    # The room of [a, seg end) only shrinks with the segment: a machine with no room for a
+    # worker in the first one holds none in any, so only the others are followed.
+    first = fit_counts(res.seg_res[:, :, i0], shape.alpha)
+    rows = np.flatnonzero(first >= 1)
+    if len(rows) == 0:
+        return None  # no worker fits at a: no run starts then
+    room = np.minimum.accumulate(res.seg_res[rows, :, i0:], axis=2)  # (H', 3, S): [a, seg end)
     starts = res.seg_starts[i0:].astype(np.int64) - a  # offsets; the first is ≤ 0
     highs = np.r_[starts[1:], np.iinfo(np.int64).max // 2]  # d in (start, high] → segment k
     colo = np.minimum(_fits(room - shape.beta[None, :, None], shape.alpha).max(axis=0), shape.n_max)
