@@ -70,8 +70,13 @@ def _may_start(arr: Arrival, view: Residual) -> npt.NDArray[np.bool_]:
     seg = view.seg_res  # (H, 3, S)
     starts = view.seg_starts
     need_colo = shape.alpha * shape.n_max + shape.beta
-    ok_colo = np.asarray((seg >= need_colo[None, :, None] - 1e-9).all(axis=1), dtype=bool)
-    out = _all_over_runs(ok_colo, starts, arr.d_min).any(axis=0)
+    # a machine's room never exceeds its capacity: only these can ever hold them
+    big = np.flatnonzero((view.capacity >= need_colo - 1e-9).all(axis=1))
+    if len(big):
+        ok_colo = np.asarray((seg[big] >= need_colo[None, :, None] - 1e-9).all(axis=1), dtype=bool)
+        out = _all_over_runs(ok_colo, starts, arr.d_min).any(axis=0)
+    else:
+        out = np.zeros(seg.shape[2], dtype=bool)
     w_ex = shape.n_dist_max
     if w_ex >= shape.n_dist_min and w_ex:
         d_ex = math.ceil(shape.workload / (w_ex * shape.nu_ex) - 1e-9)
@@ -266,10 +271,12 @@ def earliest_colocated_end(arr: Arrival, after: int) -> int | None:
     when no machine ever holds them."""
     shape, res = arr.shape, arr.res
     need = shape.alpha * shape.n_max + shape.beta
-    if not (res.capacity >= need - 1e-9).all(axis=1).any():
+    # a machine's room never exceeds its capacity: only these can ever hold them
+    big = np.flatnonzero((res.capacity >= need - 1e-9).all(axis=1))
+    if len(big) == 0:
         return None
     for sigma in (t for t in res.increase_slots() if t > after):
-        if (res.window_min(sigma, sigma + arr.d_min) >= need - 1e-9).all(axis=1).any():
+        if (res.window_min(sigma, sigma + arr.d_min, big) >= need - 1e-9).all(axis=1).any():
             return sigma + arr.d_min - 1
     return max(res.free_after, after + 1) + arr.d_min - 1
 
