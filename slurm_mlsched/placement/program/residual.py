@@ -52,11 +52,18 @@ class Residual:
 
     def increase_slots(self) -> tuple[int, ...]:
         """Slots after t0 where some machine's residual grows in some resource (a
-        reservation ends there): the only slots where a start can become possible."""
-        if self.seg_res.shape[2] < 2:
-            return ()
-        grows = (self.seg_res[:, :, 1:] > self.seg_res[:, :, :-1] + 1e-9).any(axis=(0, 1))
-        return tuple(int(s) for s in self.seg_starts[1:][grows])
+        reservation ends there): the only slots where a start can become possible.
+        Computed once per residual (the arrays are never changed in place: every change
+        is a new residual, :meth:`minus`)."""
+        got: tuple[int, ...] | None = self.__dict__.get("_increase_slots")
+        if got is None:
+            if self.seg_res.shape[2] < 2:
+                got = ()
+            else:
+                grows = (self.seg_res[:, :, 1:] > self.seg_res[:, :, :-1] + 1e-9).any(axis=(0, 1))
+                got = tuple(int(s) for s in self.seg_starts[1:][grows])
+            object.__setattr__(self, "_increase_slots", got)  # a cache, not a field
+        return got
 
     def segment_of(self, slot: int) -> int:
         return int(np.searchsorted(self.seg_starts, slot, side="right")) - 1
