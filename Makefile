@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -148,6 +148,17 @@ bench-gain: venv
 	$(PY) -m bench.param_ladder render --base gain-exchange --other gain-rollout \
 		--section param-gain \
 		--title "Pause gain: \`preempt_gain\` rollout (the default) against exchange"
+
+# yu-rr alone over the same 103 cells: a pause kept when its job moves at once
+# (preempt_migrate) against off, the default (docs/formulation.md §16; about 40 min on
+# 2 cores; the off run is the defaults', as bench-gain's rollout run).
+bench-migrate: venv
+	rm -f bench/out/ladder/migrate-off.jsonl bench/out/ladder/migrate.jsonl
+	$(PY) -m bench.param_ladder run --tag migrate-off --workers 2
+	$(PY) -m bench.param_ladder run --tag migrate --workers 2 --set preempt_migrate=true
+	$(PY) -m bench.param_ladder render --base migrate-off --other migrate \
+		--section param-migrate \
+		--title "Migration: \`preempt_migrate\` on against off (the default)"
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv
