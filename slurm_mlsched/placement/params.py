@@ -193,9 +193,9 @@ class PlacementParams:
     the paused job itself starts again at once in the same re-plan (elsewhere, or at
     another width: a migration, charged its restart like any resume). False: such a pause
     is dropped (the paused job "did not need to wait"), and with it the start it made
-    room for (docs/formulation.md §16, "Kept only if it pays"). Off: on measured
-    1.0005 × the avg JCT of off over the 103 ladder cells (better by more than 1 % in 6,
-    worse in 10; docs/benchmarks.md, "Migration")."""
+    room for (docs/formulation.md §16, "Kept only if it pays"). Off by default: on, it
+    measured 1.0005 × the avg JCT over the 103 ladder cells (better by more than 1 % in
+    6, worse in 10; docs/benchmarks.md, "Migration")."""
     preempt_resize: bool = False
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
     A running job slower than its fastest shape is re-decided (its work left + the

@@ -68,8 +68,9 @@ each preempted job's S and (without ``preempt_migrate``) must not start the pree
 itself again now; a preemption that fails this is dropped and the re-plan repeated (at
 most twice; then the plain re-plan). So no restart is charged for nothing. With
 ``preempt_migrate`` a preempted job the re-plan starts again at once (elsewhere, or at
-another width, on room S cannot use) keeps its pause: a migration, charged its restart
-like any resume, that let a job of S start.
+another width) keeps its pause when a job of S started: a migration, charged its restart
+like any resume (off by default: it lost on the ladder's average, docs/formulation.md
+§16).
 
 **Resize by checkpoint-restart** (``preempt_resize``). Jobs are not elastic: a run has
 one constant width, so a job that started narrow (the room was short) could never use
