@@ -296,19 +296,23 @@ def replan(
         }
         skipped = [r.decision_id for r in queued if r.decision_id not in startable]
         seen: set[str] = set()  # where-keys of the groups re-planned
+        planned: list[Reservation] = []  # the tentative plans of the groups before
         for group in policy_groups(queued):
             partition, narrowing = where_allowed(group[0])
             seen.add(where_key(group[0]))
-            cluster = stored_and_running(
-                tx,
-                state,
-                now,
-                wiring.slot_seconds,
-                wiring.cluster_name,
-                partition=partition,
-                narrowing=narrowing,
-                gpu_speed=wiring.gpu_speed,
-            )  # with the starts of the groups before
+            cluster = held_too(
+                stored_and_running(
+                    tx,
+                    state,
+                    now,
+                    wiring.slot_seconds,
+                    wiring.cluster_name,
+                    partition=partition,
+                    narrowing=narrowing,
+                    gpu_speed=wiring.gpu_speed,
+                ),  # with the starts of the groups before
+                planned,
+            )
             entries = [rebased(r, cluster.snapshot) for r in group]
             taken: QueueStep | None = None
             if preempt is not None and (runs or preempt.settings.resize):
@@ -328,6 +332,7 @@ def replan(
                     starts.append(_record_start(tx, entry, d, cluster, now, process=wiring.process))
             for d in step.planned:  # the reserved head(s): their plan is the next step's
                 _keep_tentative(tx, by_key[d.job_id], d, cluster.snapshot)
+                planned.extend(d.reservations(by_key[d.job_id].request))
         if preempt is not None and preempt.settings.resize:
             # the running jobs no queued group shares nodes rules with: nothing waits
             # where they may run, but a job's end there is room they may grow into
@@ -335,10 +340,11 @@ def replan(
                 if where in seen:
                     continue
                 partition, narrowing = where_allowed(group_runs[0].record)
-                cluster = stored_and_running(
+                bare = stored_and_running(
                     tx, state, now, wiring.slot_seconds, wiring.cluster_name,
                     partition=partition, narrowing=narrowing, gpu_speed=wiring.gpu_speed,
                 )  # fmt: skip
+                cluster = held_too(bare, planned)
                 base = rebased(group_runs[0].record, cluster.snapshot)
                 _preempt_group(
                     tx, wiring, [], group_runs, cluster, startable, chosen, preempt.settings,
@@ -453,6 +459,18 @@ def _preempt_group(
     )
     chosen.extend(recorded)
     return bool(recorded), None
+
+
+def held_too(cluster: ClusterState, planned: Sequence[Reservation]) -> ClusterState:
+    """``cluster`` with the tentative plans of the groups stepped before it, on its nodes:
+    a later group's jobs may not delay them, as a group's own later jobs may not delay
+    its reserved ones (docs/formulation.md §14.1; Slurm's backfill protects the expected
+    start of every higher-priority job, whatever its partition)."""
+    names = {m.name for m in cluster.snapshot.machines}
+    mine = tuple(r for r in planned if r.machine in names)
+    if not mine:
+        return cluster
+    return replace(cluster, snapshot=cluster.snapshot.with_reservations(mine))
 
 
 def where_key(record: DecisionRecord) -> str:
@@ -987,7 +1005,7 @@ def queue_view(
     now = clock.now()
     waiting: list[Waiting] = []
     starting: list[Waiting] = []
-    taken: list[Reservation] = []  # what the groups before would start
+    taken: list[Reservation] = []  # what the groups before would start, and their plans
     estimates: list[QueueEstimate] = []  # one per node group
     whys: list[str] = []  # why a group's estimate could not be made
     step_s = 0.0
@@ -1016,6 +1034,8 @@ def queue_view(
                 whys.append(why)
             rows = reasons(step, entries, snapshot)
             waiting += [with_estimate(w, estimate) for w in rows if user in (None, w.user)]
+            for d in step.planned:  # a later group may not delay them (:func:`held_too`)
+                taken.extend(d.reservations(by_key[d.job_id].request))
             for d in step.started:
                 entry = by_key[d.job_id]
                 taken.extend(d.reservations(entry.request))

@@ -777,3 +777,64 @@ def test_queue_view_estimates_node_groups_on_their_own_nodes(
     for w in view.waiting:
         assert w.estimate is not None and w.estimate.start is not None
         assert w.estimated_start is not None and w.estimated_start >= now
+
+
+def test_a_later_node_group_does_not_delay_an_earlier_groups_held_plan(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """N (a whole node, narrowed by its #SBATCH --exclude to node A) waits for A's second
+    half, which a job holds for a few slots more; P (half a node, any node, long) waits
+    too. When A's other half frees, the re-plan steps N's node group first: N cannot start
+    and is planned on A when its neighbour ends. P, in the next group, fits A's free half
+    now but would run past that plan: it waits, as a job of N's own group would, instead
+    of starting there and delaying N (the plans of the groups before are held:
+    replan.held_too). ``mlsub queue`` (queue_view) says the same."""
+    from dataclasses import replace
+
+    from slurm_mlsched.model.narrowing import NodeFilter
+
+    sub = HeldSubmitter()
+    long_node = {**whole_node(), "batches_per_epoch": 120000}
+    ids = []
+    for k in range(4):
+        out = submit_job(live(store, tmp_path, sub), opts(**long_node, name=f"j{k}"), JOB)
+        assert out.record is not None and not out.waits
+        ids.append(out.record.decision_id)
+    node_a = store.get(ids[0]).decision.placement[0].node
+    store.transition(ids[0], S.COMPLETED, NOW + timedelta(seconds=10), "ended early")
+    half = {"workers": 2, "step_time": 0.5, "epochs": 1}
+    soon = submit_job(  # ends in 2 slots: N waits for it rather than start on half a node
+        live(store, tmp_path, sub, at=20), opts(**half, batches_per_epoch=480, name="soon"), JOB
+    )
+    other = submit_job(
+        live(store, tmp_path, sub, at=20), opts(**half, batches_per_epoch=24000, name="o"), JOB
+    )
+    for out in (soon, other):
+        assert out.record is not None and not out.waits
+        assert {p.node for p in store.get(out.record.decision_id).decision.placement} == {node_a}
+    every = frozenset(store.get(i).decision.placement[0].node for i in ids)
+    narrow = replace(  # long enough that half a node now ends later than waiting
+        opts(**{**whole_node(), "batches_per_epoch": 12000}, name="narrow"),
+        narrowing=NodeFilter(exclude=every - {node_a}),
+    )
+    n = submit_job(live(store, tmp_path, sub, at=30), narrow, JOB)
+    p = submit_job(
+        live(store, tmp_path, sub, at=30), opts(**half, batches_per_epoch=24000, name="p"), JOB
+    )
+    assert n.waits and p.waits and n.record is not None and p.record is not None
+    assert other.record is not None and soon.record is not None
+    store.transition(other.record.decision_id, S.COMPLETED, NOW + timedelta(seconds=40), "ended")
+
+    view = queue_view(
+        store, FakeSource().read(NOW), clock=FixedClock(NOW + timedelta(seconds=50)),
+        cluster_name="lab", slot_seconds=60.0, user=None,
+    )  # fmt: skip
+    assert view.would_start == (), view.would_start
+    report = replan(live(store, tmp_path, sub, at=50), FakeStarter(store=store))
+    assert report.started == ()
+    held = store.get(n.record.decision_id)  # its tentative plan: on A, once `soon` is over
+    assert held.state == S.QUEUED and {q.node for q in held.decision.placement} == {node_a}
+    ended = store.get(soon.record.decision_id)
+    soon_over = ended.snapshot.slot_start(ended.decision.end_slot + 1)
+    assert held.snapshot.slot_start(held.decision.start_slot) >= soon_over
+    assert store.get(p.record.decision_id).state == S.QUEUED
