@@ -462,9 +462,10 @@ def _preempt_group(
 
 
 def held_too(cluster: ClusterState, planned: Sequence[Reservation]) -> ClusterState:
-    """``cluster`` with the tentative plans of the groups stepped before it, on its nodes:
-    a later group's jobs may not delay them, as a group's own later jobs may not delay
-    its reserved ones (docs/formulation.md §14.1; Slurm's backfill protects the expected
+    """``cluster`` with ``planned`` on its nodes: the tentative plans of the groups stepped
+    before it (and, for :func:`queue_view`, which records nothing, their starts): a later
+    group's jobs may not delay them, as a group's own later jobs may not delay its
+    reserved ones (docs/formulation.md §14.1; Slurm's backfill protects the expected
     start of every higher-priority job, whatever its partition)."""
     names = {m.name for m in cluster.snapshot.machines}
     mine = tuple(r for r in planned if r.machine in names)
@@ -1017,11 +1018,8 @@ def queue_view(
                 tx, state, now, slot_seconds, cluster_name,
                 partition=partition, narrowing=narrowing,
             )  # fmt: skip
-            names = {m.name for m in cluster.snapshot.machines}
-            snapshot = cluster.snapshot.with_reservations(
-                tuple(r for r in taken if r.machine in names)
-            )
-            cluster = replace(cluster, snapshot=snapshot)
+            cluster = held_too(cluster, taken)
+            snapshot = cluster.snapshot
             entries = [rebased(r, snapshot) for r in group]
             began = timer() if timer is not None else 0.0
             step, by_key = queue_step(entries, snapshot)

@@ -44,19 +44,35 @@ def earliest_requested(
     fit on ``res`` as the job sees it (:meth:`.Residual.for_job`); the room left is
     ``res`` minus them (``room_left`` False: ``res`` itself, for a caller that reads only
     the end and the shape)."""
-    shape = arr.shape
-    view = res.for_job(arr.job)
-    possible = _may_start(arr, view)
-    for sigma in (arr.a, *(t for t in res.increase_slots() if t > arr.a)):
-        if not possible[view.segment_of(sigma)]:
-            continue  # requested_at's own first-slot test fails there: skip the call
+    for sigma in _candidate_starts(arr, res):
         got = requested_at(arr, res, sigma, room_left)
         if got is not None:
             return got
+    shape, view = arr.shape, res.for_job(arr.job)
     sigma = max(res.free_after, arr.a)
     fit = int(min(fit_counts(view.capacity - shape.beta, shape.alpha).max(), shape.n_max))
     rate = max(fit, 1) * shape.nu_in
     return sigma + math.ceil(shape.workload / rate - 1e-9) - 1, res, None
+
+
+def _candidate_starts(arr: Arrival, res: Residual) -> Iterator[int]:
+    """The starts :func:`earliest_requested` tries, in order: ``arr.a`` and every slot
+    after it where the room grows, less those where :func:`_may_start` says the requested
+    width cannot fit (requested_at's own tests would fail there: the call is spared)."""
+    view = res.for_job(arr.job)
+    possible = _may_start(arr, view)
+    for sigma in (arr.a, *(t for t in res.increase_slots() if t > arr.a)):
+        if possible[view.segment_of(sigma)]:
+            yield sigma
+
+
+def fewest_requested_slots(shape: JobShape) -> int:
+    """No run of the job at its requested width (as :func:`requested_at` and
+    :func:`earliest_requested` place it: N co-located, or the distributed width at the
+    network rate, or that width co-located once normalized) takes fewer slots:
+    ⌈V / (max(N, N_ex) · max(ν_in, ν_ex))⌉, 0 for no work."""
+    rate = max(shape.n_max, shape.n_dist_max) * max(shape.nu_in, shape.nu_ex)
+    return math.ceil(shape.workload / rate - 1e-9) if rate > 0 else 0
 
 
 def _may_start(arr: Arrival, view: Residual) -> npt.NDArray[np.bool_]:
@@ -298,20 +314,13 @@ def later_start_ends_sooner(arr: Arrival) -> bool:
 def _requested_later_ends_before(arr: Arrival, before: int) -> bool:
     """Whether the job's earliest start at its requested width (:func:`earliest_requested`)
     lies after ``arr.a`` and ends before slot ``before``: the same scan, stopped at the
-    first start σ from which no run of that width can end before it (σ + the fewest slots
-    a requested-width run takes − 1 ≥ ``before``: N co-located, or the distributed width
-    at the network rate, or co-located at the internal rate once normalized)."""
-    shape, res = arr.shape, arr.res
-    rate = max(shape.n_max, shape.n_dist_max) * max(shape.nu_in, shape.nu_ex)
-    shortest = math.ceil(shape.workload / rate - 1e-9) if rate > 0 else 0  # ≤ `duration`
-    view = res.for_job(arr.job)
-    possible = _may_start(arr, view)
-    for sigma in (arr.a, *(t for t in res.increase_slots() if t > arr.a)):
+    first start σ from which no run of that width can end before it (σ +
+    :func:`fewest_requested_slots` − 1 ≥ ``before``)."""
+    shortest = fewest_requested_slots(arr.shape)
+    for sigma in _candidate_starts(arr, arr.res):
         if sigma + shortest - 1 >= before:
             return False  # every start from here ends at or after ``before``
-        if not possible[view.segment_of(sigma)]:
-            continue
-        got = requested_at(arr, res, sigma, room_left=False)
+        got = requested_at(arr, arr.res, sigma, room_left=False)
         if got is not None:
             return sigma > arr.a and got[0] < before
     return False

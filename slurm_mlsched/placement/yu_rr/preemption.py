@@ -130,7 +130,13 @@ from ..program.residual import FloatArray, Residual, residual_from
 from ..program.widths import max_rate, widths
 from .arrival import Arrival
 from .late_binding import PendingJob, QueueStep, ordered
-from .list_schedule import arrival_of, listed, rate_bound, requested_at
+from .list_schedule import (
+    arrival_of,
+    fewest_requested_slots,
+    listed,
+    rate_bound,
+    requested_at,
+)
 from .queue_order import keyer
 
 QueueCall = Callable[
@@ -378,10 +384,11 @@ def _list_total(
     """Σ (end − now + 1) of ``waiting`` (arrivals decided at ``now``) list-scheduled in
     key order on ``res`` (:func:`.list_schedule.listed`), or None as soon as it is certain
     to reach ``limit``: the sum so far plus the least term of every job still to place
-    (its run at its fastest per-worker rate, :func:`_least_term`) is ≥ ``limit``. The same
-    answer whenever it is below ``limit``, without placing the rest."""
+    (:func:`.list_schedule.fewest_requested_slots`, as each starts at ``now`` or later) is
+    ≥ ``limit``. The same answer whenever it is below ``limit``, without placing the
+    rest."""
     arrs = [a for _, a in sorted(waiting, key=lambda w: w[0])]
-    floors = [_least_term(a) for a in arrs]
+    floors = [fewest_requested_slots(a.shape) for a in arrs]
     rest = sum(floors)
     total = 0
     for floor, (one, _) in zip(floors, listed(arrs, res), strict=True):
@@ -390,19 +397,6 @@ def _list_total(
         if limit is not None and total + rest >= limit:
             return None
     return total
-
-
-def _least_term(arr: Arrival) -> int:
-    """No list schedule from ``arr.a`` ends the job sooner than this many slots on: a
-    ``ps`` job's work at N workers, each at the faster of ν_in and ν_ex (an allreduce job:
-    1, its ring rate depends on the layout)."""
-    shape = arr.shape
-    if arr.job.is_allreduce:
-        return 1
-    rate = shape.n_max * max(shape.nu_in, shape.nu_ex)
-    if rate <= 0:
-        return 1
-    return max(1, math.ceil(shape.workload / rate - 1e-6))
 
 
 def _least_room(job: JobRequest, slot_seconds: float) -> FloatArray:
