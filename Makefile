@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-anatomy bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -84,6 +84,11 @@ bench-policies: venv
 # Robustness: 87 workloads (traces × shape × offered load × seed), every policy at its defaults.
 bench-sweep: venv
 	$(PY) -m bench.sweep --out docs/benchmarks.md
+
+# The sweep's worst cell taken apart: yu-rr against the bound's relaxed schedule, by width
+# and by node size (CELL='...' for another sweep cell).
+bench-anatomy: venv
+	$(PY) -m bench.cell_anatomy --out docs/benchmarks.md $(if $(CELL),--cell "$(CELL)")
 
 # The preemption ladder: yu-rr, yu-rr +preempt, drf on Philly windows (6x8) and the 16 cells.
 bench-preempt: venv

@@ -663,6 +663,26 @@ def relaxation_total(data: CappedJobs, sub: CappedJobs, greedy: Greedy) -> float
     return float(np.maximum(greedy.done - sub.arrival, sub.fewest).sum()) + rest
 
 
+def relaxed_completions(
+    jobs: Sequence[JobRequest],
+    cluster: ClusterSnapshot,
+    shapes: Sequence[Widths] | None = None,
+    pools: bool = True,
+) -> IntArray:
+    """Each job's T_i (slots from its arrival slot to its end, ≥ its d_i) in the schedule
+    of :func:`relaxed_schedule`, in the order of ``jobs``: the relaxation's answer to
+    "when could this job have ended", job by job, for taking a policy's distance from
+    the bound apart (``bench/cell_anatomy.py``). A job with no work to count has its
+    d_i."""
+    data = capped_jobs(jobs, cluster, shapes, pools)
+    out = data.fewest.astype(np.int64).copy()
+    keep = data.least > 0
+    if keep.any():
+        sub = data.subset(keep)
+        out[keep] = np.maximum(greedy_schedule(sub).done - sub.arrival, sub.fewest)
+    return out
+
+
 def relaxed_schedule(
     jobs: Sequence[JobRequest],
     cluster: ClusterSnapshot,
@@ -676,9 +696,5 @@ def relaxed_schedule(
     says how much of a policy's distance from the bound the bound itself may owe (the
     relaxation's optimum is not known) and how much is what the relaxation's freedoms are
     worth (docs/formulation.md §15.10). ``jobs`` on the empty ``cluster``; ``shapes``,
-    ``pools``: as for :func:`capped_jobs`."""
-    data = capped_jobs(jobs, cluster, shapes, pools)
-    sub = counted(data)
-    if not len(sub):
-        return float(data.fewest.sum())
-    return relaxation_total(data, sub, greedy_schedule(sub))
+    ``pools``: as for :func:`capped_jobs`. The sum of :func:`relaxed_completions`."""
+    return float(relaxed_completions(jobs, cluster, shapes, pools).sum())

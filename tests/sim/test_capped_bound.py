@@ -43,10 +43,13 @@ from slurm_mlsched.sim.capped_bound import (
     CappedJobs,
     capped_bound,
     capped_jobs,
+    counted as counted_jobs,
     find_prices,
     greedy_schedule,
     job_minimum,
     lagrangian_bound,
+    relaxation_total,
+    relaxed_completions,
     relaxed_schedule,
 )
 from slurm_mlsched.sim.job_bounds import (
@@ -195,6 +198,14 @@ def test_any_prices_give_a_bound_and_the_found_ones_reach_the_lp(
     relaxed = relaxed_schedule(jobs, cluster)
     assert with_floor <= relaxed + 1e-6 * max(1.0, relaxed)
     assert relaxed >= float(data.fewest.sum()) - 1e-9
+    # job by job (the cell anatomy's column): each T_i ≥ its d_i, in the jobs' order, and
+    # the same schedule the bound's screen totals
+    per = relaxed_completions(jobs, cluster)
+    assert len(per) == len(jobs) and (per >= data.fewest).all()
+    assert float(per.sum()) == relaxed
+    sub = counted_jobs(data)
+    if len(sub):
+        assert relaxed == relaxation_total(data, sub, greedy_schedule(sub))
     assert value <= _greedy_total(data) + 1e-6
 
 
