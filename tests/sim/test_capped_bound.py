@@ -43,7 +43,6 @@ from slurm_mlsched.sim.capped_bound import (
     CappedJobs,
     capped_bound,
     capped_jobs,
-    counted as counted_jobs,
     find_prices,
     greedy_schedule,
     job_minimum,
@@ -51,6 +50,9 @@ from slurm_mlsched.sim.capped_bound import (
     relaxation_total,
     relaxed_completions,
     relaxed_schedule,
+)
+from slurm_mlsched.sim.capped_bound import (
+    counted as counted_jobs,
 )
 from slurm_mlsched.sim.job_bounds import (
     SLACK,

@@ -18,8 +18,10 @@ NU = RESNET.nu_in(DELTA)
 # one node of 4 GPUs and four of 1 GPU: a 4-worker job is co-located on the big node or
 # spread over the small ones
 CLUSTER = ClusterSnapshot(
-    (Machine("big", Resources(4, 16, 65536)),)
-    + tuple(Machine(f"one{i}", Resources(1, 8, 65536)) for i in range(4)),
+    (
+        Machine("big", Resources(4, 16, 65536)),
+        *(Machine(f"one{i}", Resources(1, 8, 65536)) for i in range(4)),
+    ),
     slot_seconds=DELTA,
 )
 
