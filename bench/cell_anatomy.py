@@ -20,10 +20,16 @@ policy and compares it job by job with the relaxed schedule
   of them was work at the co-located rate (a distributed run trains at ν_ex per worker
   instead of ν_in: ``efficiency`` = work ÷ (GPU-slots × the co-located rate per GPU)).
 
+* **When** (:func:`in_system`, the plot ``bench/out/anatomy.png``): the jobs in the system
+  (arrived, not ended) per slot under the policy and under the relaxed schedule. Σ_i T_i
+  is the area under that curve, so the area between the two is the excess, and the plot
+  shows in which stretch of the trace it accrues; a second panel, the GPUs the policy's
+  runs held per slot by width class.
+
 ``python -m bench.cell_anatomy --cell KEY`` takes any sweep cell (``bench.sweep.cells``;
 the default is the sweep's worst cell ÷ bound in docs/benchmarks.md) and writes the section
-``anatomy`` of docs/benchmarks.md (raw rows in ``bench/out/anatomy.json``). The functions
-are pure: they read a ``SimResult`` and the relaxed completions.
+``anatomy`` of docs/benchmarks.md (raw rows in ``bench/out/anatomy.json``, the plot beside
+them). The functions are pure: they read a ``SimResult`` and the relaxed completions.
 """
 
 from __future__ import annotations
@@ -150,7 +156,72 @@ def gpu_time(result: SimResult) -> list[GpuRow]:
     ]
 
 
-def anatomy(key: str, policy: str = "yu-rr") -> dict[str, Any]:
+def in_system(arrival: IntArray, total: IntArray, horizon: int | None = None) -> IntArray:
+    """Per slot t, the jobs with arrival a_i ≤ t < a_i + T_i (T_i ≥ 1 slots): Σ_t of it is
+    Σ_i T_i. ``horizon``: the slots counted (default up to the last end)."""
+    ends = arrival + total
+    n = int(ends.max(initial=0)) if horizon is None else horizon
+    delta = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(delta, np.minimum(arrival, n), 1)
+    np.add.at(delta, np.minimum(ends, n), -1)
+    out: IntArray = np.cumsum(delta)[:n]
+    return out
+
+
+def held_per_slot(result: SimResult, horizon: int) -> dict[str, npt.NDArray[np.float64]]:
+    """GPUs the runs held per slot, by width class (:func:`width_class`)."""
+    out: dict[str, npt.NDArray[np.float64]] = {}
+    for o in result.outcomes:
+        if o.decision is None:
+            continue
+        req = o.job.request
+        row = out.setdefault(width_class(req.max_workers), np.zeros(horizon))
+        for run in o.decision.slots:
+            gpus = sum(c for _, c in run.workers) * req.worker.gpu
+            row[run.slot : min(run.stop, horizon)] += gpus
+    return out
+
+
+def plot(res: dict[str, Any], curves: dict[str, Any], path: Path) -> None:
+    """The two panels of the module docstring as a PNG at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    hours = res["slot_seconds"] / 3600.0
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    for label, key, style in (
+        (res["policy"], "policy", "-"),
+        ("relaxed schedule", "relaxed", "--"),
+    ):
+        y = curves[key]
+        top.plot(np.arange(len(y)) * hours, y, style, label=f"{label}: all jobs", linewidth=0.9)
+        wide = curves[key + "_wide"]
+        top.plot(np.arange(len(wide)) * hours, wide, style, label=f"{label}: > 4 workers",
+                 linewidth=0.9)  # fmt: skip
+    top.set_ylabel("jobs in the system")
+    top.legend(loc="upper left", fontsize=8)
+    top.set_title(f"{res['cell']}: area between the curves = excess over the relaxed schedule")
+    held = curves["held"]
+    names = [n for n in ("1", "2-4", "5-8", ">8") if n in held]
+    x = np.arange(len(held[names[0]])) * hours if names else np.arange(0)
+    if names:
+        bottom.stackplot(
+            x,
+            *[held[n] for n in names],
+            labels=[f"{n} worker{'' if n == '1' else 's'}" for n in names],
+        )
+    bottom.axhline(res["gpus"], color="black", linewidth=0.8, label="GPUs")
+    bottom.set_ylabel(f"GPUs held by {res['policy']}")
+    bottom.set_xlabel("hours from the first arrival")
+    bottom.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100)
+    plt.close(fig)
+
+
+def anatomy(key: str, policy: str = "yu-rr", png: Path | None = None) -> dict[str, Any]:
     """Replay sweep cell ``key`` under ``policy`` and take it apart."""
     found = {c.key: c for c in cells()}
     if key not in found:
@@ -174,7 +245,7 @@ def anatomy(key: str, policy: str = "yu-rr") -> dict[str, Any]:
 
     widths = by_width(result, relaxed, fewest)
     total = sum(r.total for r in widths)
-    return {
+    out = {
         "cell": key,
         "policy": policy,
         "jobs": len(jobs),
@@ -189,6 +260,26 @@ def anatomy(key: str, policy: str = "yu-rr") -> dict[str, Any]:
         "gpu": [asdict(r) | {"efficiency": r.efficiency} for r in gpu_time(result)],
         "machine": machine_facts(),
     }
+    if png is not None:
+        arrival = np.array([r.arrival_slot for r in requests], dtype=np.int64)
+        ours = (
+            np.array(
+                [o.decision.end_slot + 1 for o in result.outcomes if o.decision is not None],
+                dtype=np.int64,
+            )
+            - arrival
+        )
+        horizon = int(max((arrival + ours).max(), (arrival + relaxed).max()))
+        wide = np.array([r.max_workers > 4 for r in requests])
+        curves = {
+            "policy": in_system(arrival, ours, horizon),
+            "relaxed": in_system(arrival, relaxed, horizon),
+            "policy_wide": in_system(arrival[wide], ours[wide], horizon),
+            "relaxed_wide": in_system(arrival[wide], relaxed[wide], horizon),
+            "held": held_per_slot(result, horizon),
+        }
+        plot(out, curves, png)
+    return out
 
 
 def render(res: dict[str, Any]) -> str:
@@ -209,7 +300,9 @@ def render(res: dict[str, Any]) -> str:
         "fewest slots a job can take on this cluster, T_i its end − arrival + 1, *wait* "
         "before its first run, *longer* = T_i − wait − d_i (slower shapes, pauses, "
         "restarts); *excess* = Σ T_i − Σ T_i of the relaxed schedule "
-        "(`sim.capped_bound.relaxed_completions`, docs/formulation.md §15.10).",
+        "(`sim.capped_bound.relaxed_completions`, docs/formulation.md §15.10). "
+        "The plot beside the raw rows (`bench/out/anatomy.png`) shows the jobs in the "
+        "system per slot under both: the excess is the area between the curves.",
         "",
         "| width | jobs | Σ d_i | Σ T_i relaxed | Σ T_i | wait | longer | excess | share |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -243,8 +336,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--raw", default="bench/out/anatomy.json")
     args = ap.parse_args(argv)
-    res = anatomy(args.cell, args.policy)
     Path(args.raw).parent.mkdir(parents=True, exist_ok=True)
+    res = anatomy(args.cell, args.policy, Path(args.raw).with_suffix(".png"))
     Path(args.raw).write_text(json.dumps(res, indent=1))
     text = render(res)
     write_section(Path(args.out), "anatomy", text)

@@ -3,10 +3,21 @@ the relaxed schedule, and a spread run is counted at its own rate."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from bench.cell_anatomy import IntArray, by_width, gpu_time, render, width_class
+from bench.cell_anatomy import (
+    IntArray,
+    by_width,
+    gpu_time,
+    held_per_slot,
+    in_system,
+    plot,
+    render,
+    width_class,
+)
 from slurm_mlsched.model import ClusterSnapshot, Machine, Resources
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.sim import SimResult, sim_jobs, simulate
@@ -103,3 +114,37 @@ def test_width_classes_and_the_rendered_tables() -> None:
     }  # fmt: skip
     text = render(res)
     assert "| 4 | 2 |" in text and "1.30 ×" in text
+
+
+def test_the_jobs_in_the_system_sum_to_the_completion_times() -> None:
+    arrival = np.array([0, 2, 2, 7], dtype=np.int64)
+    total = np.array([3, 1, 5, 2], dtype=np.int64)
+    curve = in_system(arrival, total)
+    assert curve.tolist() == [1, 1, 3, 1, 1, 1, 1, 1, 1]
+    assert int(curve.sum()) == int(total.sum())
+    # a shorter horizon cuts the curve, never shifts it
+    assert in_system(arrival, total, 4).tolist() == [1, 1, 3, 1]
+
+
+def test_the_gpus_held_per_slot_add_up_to_the_gpu_table_and_the_plot_is_written(
+    tmp_path: Path,
+) -> None:
+    result, relaxed, _ = _replay()
+    horizon = max(o.decision.end_slot + 1 for o in result.outcomes if o.decision is not None)
+    held = held_per_slot(result, horizon)
+    assert sum(float(v.sum()) for v in held.values()) == pytest.approx(
+        sum(r.gpu_slots for r in gpu_time(result))
+    )
+    assert max(float(sum(held.values()).max()), 0.0) <= 8.0  # never more than the GPUs
+    arrival = np.array([o.job.request.arrival_slot for o in result.outcomes], dtype=np.int64)
+    curve = in_system(arrival, relaxed, horizon)
+    png = tmp_path / "a.png"
+    plot(
+        {"slot_seconds": DELTA, "policy": "yu-rr", "cell": "c", "gpus": 8.0},
+        {
+            "policy": curve, "relaxed": curve, "policy_wide": curve, "relaxed_wide": curve,
+            "held": held,
+        },
+        png,
+    )  # fmt: skip
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
