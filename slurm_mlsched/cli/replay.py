@@ -196,6 +196,16 @@ def replay(
             "(a migration, charged its restart) (docs/formulation.md §16).",
         ),
     ] = PlacementParams().preempt_migrate,
+    preempt_defrag: Annotated[
+        bool | None,
+        typer.Option(
+            "--preempt-defrag/--no-preempt-defrag",
+            help="With preemption (default: on with it): move a running job, at its "
+            "restart cost, to a node with fewer GPUs that holds it now when that lets a "
+            "waiting job start co-located on the node it leaves (docs/formulation.md §16).",
+            show_default=False,
+        ),
+    ] = None,
     preempt_resize: Annotated[
         bool | None,
         typer.Option(
@@ -345,6 +355,7 @@ def replay(
         preempt_cost=preempt_cost.strip().lower(),
         preempt_gain=preempt_gain.strip().lower(),
         preempt_migrate=preempt_migrate,
+        preempt_defrag=preempt_defrag,
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,
         arch_reading=arch_reading,

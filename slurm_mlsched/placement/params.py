@@ -196,6 +196,19 @@ class PlacementParams:
     room for (docs/formulation.md §16, "Kept only if it pays"). Off by default: on, it
     measured 1.0005 × the avg JCT over the 103 ladder cells (better by more than 1 % in
     6, worse in 10; docs/benchmarks.md, "Migration")."""
+    preempt_defrag: bool = False
+    """With ``preempt``: *moves to a smaller node* (:mod:`.yu_rr.preemption`, "Move to a
+    smaller node"). Running jobs co-located on one machine are restarted at once, at the
+    same width and rate, on machines with fewer GPUs that hold them now, when the room
+    they leave lets a waiting job start now co-located (and end sooner than it would
+    spread or later) and the rollout's total gains — whatever the waiting job's queue key,
+    since a moved job is delayed by no more than its restart. False here, so that nothing
+    moves unless asked: ``mlsub replay`` turns it on with preemption
+    (``--no-preempt-defrag`` off); the live queue never moves (not built there). Measured
+    on the 13 ladder cells of the mixed cluster, the only ones with machines of several
+    GPU counts (elsewhere it cannot fire): 0.9959 × the avg JCT (better by more than 1 %
+    in 3, worse in none; at most 1.004 ×), so 0.9995 × over all 103 cells
+    (docs/benchmarks.md, "Moves to a smaller node")."""
     preempt_resize: bool = False
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
     A running job slower than its fastest shape is re-decided (its work left + the

@@ -268,7 +268,11 @@ def _step_inputs(
             context={"parameter": "preempt", "policy": first.params_policy},
         )
     params = replace(
-        first.params, binding=Binding.LATE, preempt=preempt, preempt_resize=preempt and resize
+        first.params,
+        binding=Binding.LATE,
+        preempt=preempt,
+        preempt_resize=preempt and resize,
+        preempt_defrag=False,  # replay only: the live moves are not built (formulation §16)
     )
     policy = first.params_policy
     queue = get_queue(policy, params)

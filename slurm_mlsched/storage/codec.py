@@ -298,6 +298,8 @@ def decode_params(d: Json) -> PlacementParams:
         )
     # nor did a pause stand when the paused job started again at once (a migration)
     m.setdefault("preempt_migrate", False)
+    # nor did a running job move to a smaller node for a wide waiting one
+    m.setdefault("preempt_defrag", False)
     # nor did narrow starts have a guard (0 = none, the rule until then)
     m.setdefault("narrow_regret", 0.0)
     regret = m["narrow_regret"]

@@ -195,6 +195,20 @@ def test_preempt_max_is_recorded_and_checked(tmp_path: Path) -> None:
         assert says in refused.stderr and "Traceback" not in refused.stderr
 
 
+def test_preempt_defrag_is_on_with_preemption_recorded_and_needs_it(tmp_path: Path) -> None:
+    (tmp_path / "default").mkdir()
+    assert recorded_params(tmp_path / "default")["preempt_defrag"] is True  # replay's
+    assert PlacementParams().preempt_defrag is False  # the library's (and live)
+    (tmp_path / "off").mkdir()
+    assert recorded_params(tmp_path / "off", "--no-preempt-defrag")["preempt_defrag"] is False
+    (tmp_path / "none").mkdir()
+    assert recorded_params(tmp_path / "none", "--no-preempt")["preempt_defrag"] is False
+    refused = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--no-preempt", "--preempt-defrag")
+    assert refused.exit_code == 3, refused.stderr
+    assert "option --preempt-defrag" in refused.stderr and "--no-preempt" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
 def test_preempt_migrate_is_recorded(tmp_path: Path) -> None:
     (tmp_path / "on").mkdir()
     assert recorded_params(tmp_path / "on", "--preempt-migrate")["preempt_migrate"] is True

@@ -263,6 +263,62 @@ def test_a_pause_stands_when_the_paused_job_moves_at_once_with_preempt_migrate()
     assert [(x.job_id, x.start_slot) for x in step.planned] == [("S", 100)]
 
 
+def _fragmented() -> tuple[ClusterSnapshot, RunningRun, tuple[PendingJob, ...]]:
+    """A 4-GPU node "big" and a 1-GPU node "one" (idle). L, one worker for 100 slots,
+    runs on big since slot 0 (it came when one was busy); W, 4 workers, arrives at slot 5:
+    it fits big only without L, or spreads over big's 3 free GPUs and one at the network
+    rate. L's key (95 GPU-slots left) is below W's (160), so no pause is allowed for W."""
+    machines = (Machine("big", Resources(4, 16, 65536)), Machine("one", Resources(1, 16, 65536)))
+    long_job = make_job("L", workers=1, workload=NU * 100)
+    d = place_yu_rr(long_job, ClusterSnapshot(machines[:1], slot_seconds=DELTA), PlacementParams())
+    assert (d.start_slot, d.end_slot, d.slots[0].workers) == (0, 99, (("big", 1),))
+    run = RunningRun(long_job, 7, d)
+    snap = ClusterSnapshot(machines, d.reservations(long_job), DELTA, now_slot=5)
+    wide = make_job("W", workers=4, workload=NU * 4 * 40, arrival=5)
+    return snap, run, (PendingJob(wide, 1),)
+
+
+def test_a_job_moves_to_a_smaller_node_so_that_a_wide_one_starts_co_located() -> None:
+    snap, run, waiting = _fragmented()
+    on = PlacementParams(preempt=True, preempt_defrag=True)
+    moves = choose(waiting, (run,), snap, on)
+    assert [(m.job_id, m.for_jobs, m.move) for m in moves] == [("L", ("W",), True)]
+    assert moves[0].gain_s > 0
+    step, chosen = replan_preempting(waiting, (run,), snap, on, replan_yu_rr)
+    assert [c.job_id for c in chosen] == ["L"]
+    started = {x.job_id: x for x in step.started}
+    # W starts now on the whole of big at the co-located rate (40 slots), L at once on one
+    # with its 95 slots of work left and the restart charge (it ends one slot later)
+    assert started["W"].slots[0].workers == (("big", 4),)
+    assert (started["W"].start_slot, started["W"].end_slot) == (5, 44)
+    assert started["L"].slots[0].workers == (("one", 1),)
+    assert (started["L"].start_slot, started["L"].end_slot) == (5, 100)
+    # without the move W spreads now at the network rate and ends later
+    off = replace(on, preempt_defrag=False)
+    assert choose(waiting, (run,), snap, off) == ()
+    step, chosen = replan_preempting(waiting, (run,), snap, off, replan_yu_rr)
+    assert chosen == ()
+    (w,) = [x for x in step.started if x.job_id == "W"] or step.planned
+    assert w.end_slot > 44
+
+
+def test_no_move_when_the_smaller_node_is_busy_or_would_slow_the_job() -> None:
+    snap, run, waiting = _fragmented()
+    on = PlacementParams(preempt=True, preempt_defrag=True)
+    # one is taken by another running job: nowhere to move L
+    other = make_job("O", workers=1, workload=NU * 50)
+    d = place_yu_rr(
+        other, ClusterSnapshot(snap.machines[1:], slot_seconds=DELTA), PlacementParams()
+    )
+    busy = replace(snap, reservations=(*snap.reservations, *d.reservations(other)))
+    assert choose(waiting, (run, RunningRun(other, 3, d)), busy, on) == ()
+    # L runs with 2 workers on big: one holds only one of them, so a move would slow it
+    two = make_job("L", workers=2, workload=NU * 2 * 50)
+    d2 = place_yu_rr(two, ClusterSnapshot(snap.machines[:1], slot_seconds=DELTA), PlacementParams())
+    snap2 = replace(snap, reservations=d2.reservations(two))
+    assert choose(waiting, (RunningRun(two, 7, d2),), snap2, on) == ()
+
+
 def test_the_replay_pauses_the_long_job_and_resumes_it_with_its_progress() -> None:
     off = _replay(False)
     assert off["L"].end_slot == 99 and off["s0"].start_slot == 100  # type: ignore[attr-defined]
@@ -293,7 +349,7 @@ def test_a_restart_cost_larger_than_the_gain_leaves_the_replay_as_without() -> N
 def replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
     n = draw(st.integers(1, 3))
     machines = tuple(
-        Machine(f"n{i}", Resources(draw(st.sampled_from([2, 4])), 16, 65536)) for i in range(n)
+        Machine(f"n{i}", Resources(draw(st.sampled_from([1, 2, 4])), 16, 65536)) for i in range(n)
     )
     entries = []
     for i in range(draw(st.integers(2, 12))):
@@ -311,6 +367,7 @@ def replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
     st.sampled_from([0.0, 30.0, 900.0]),
     st.booleans(),
     st.booleans(),
+    st.booleans(),
 )
 def test_preemption_keeps_capacity_and_conserves_work(
     case: tuple[ClusterSnapshot, list[SimJob]],
@@ -318,6 +375,7 @@ def test_preemption_keeps_capacity_and_conserves_work(
     restart_s: float,
     resize: bool,
     migrate: bool,
+    defrag: bool,
 ) -> None:
     cluster, jobs = case
     admitted, _ = admit(jobs, cluster)
@@ -327,6 +385,7 @@ def test_preemption_keeps_capacity_and_conserves_work(
         restart_s=restart_s,
         preempt_resize=resize,
         preempt_migrate=migrate,
+        preempt_defrag=defrag,
     )
     result = simulate(admitted, cluster, "yu-rr", params)
     assert capacity_violations(result) == []

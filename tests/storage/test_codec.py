@@ -223,6 +223,15 @@ def test_params_stored_before_the_preempt_gain_decode_to_the_exchange() -> None:
         codec.decode_params({**old, "preempt_gain": "guess"})
 
 
+def test_params_stored_before_preempt_defrag_decode_without_moves() -> None:
+    """A decision stored before ``preempt_defrag`` existed never moved a running job to a
+    smaller node: it decodes with the rule off."""
+    new = codec.encode_params(PlacementParams(preempt_defrag=True))
+    assert codec.decode_params(new).preempt_defrag is True
+    del new["preempt_defrag"]
+    assert codec.decode_params(new).preempt_defrag is False
+
+
 def test_params_stored_before_preempt_migrate_decode_without_migration() -> None:
     """A decision stored before ``preempt_migrate`` existed dropped a pause whose job
     started again at once: it decodes so, and a new decision carries its own."""

@@ -72,6 +72,23 @@ another width) keeps its pause when a job of S started: a migration, charged its
 like any resume (off by default: it lost on the ladder's average, docs/formulation.md
 §16).
 
+**Move to a smaller node** (``preempt_defrag``; :func:`_moves`, before the pauses). On a
+cluster of several node sizes a narrow job that started on a big node (the small ones
+were busy then) splits it for as long as it runs, and a waiting job as wide as that node
+either waits or spreads over other nodes at the network rate. Moving the narrow job to a
+small node that holds it now costs it only its restart; its queue key does not matter
+(it is not overtaken: it runs on at once). At an event, on the running jobs' residual,
+machine h by machine (most GPUs first): the running jobs co-located on h alone (each
+resumed at the same width and rate, ending at most ⌈restart_s/Δ⌉ slots after its run)
+go best fit, longest left first, to machines with fewer GPUs than h that hold them for
+the rest of their run, until h holds now the co-located shape of a waiting job that no
+machine holds now. The moves are taken when, in the list schedule of the waiting jobs
+(at most ``preempt_jobs``, in queue order), some job then starts now co-located and ends
+sooner than without the moves, and the total with the moves (the moved jobs' ends
+included) is below the one without. Only the first such machine is moved per event (the
+next event looks again), and then no pause is weighed at that event. Kept only if the
+re-plan starts each moved job again now and starts one of those jobs co-located.
+
 **Resize by checkpoint-restart** (``preempt_resize``). Jobs are not elastic: a run has
 one constant width, so a job that started narrow (the room was short) could never use
 the GPUs that free up later, and a job the per-job decision makes wait for its width
@@ -123,7 +140,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ...model import ClusterSnapshot, Decision, JobRequest, SlotPlan, speed
+from ...model import ClusterSnapshot, Decision, JobRequest, Mode, SlotPlan, speed
 from ..params import PREEMPT_GAINS, PlacementParams
 from ..program.job_lp import JobShape
 from ..program.residual import FloatArray, Residual, residual_from
@@ -132,6 +149,7 @@ from .arrival import Arrival
 from .late_binding import PendingJob, QueueStep, ordered
 from .list_schedule import (
     arrival_of,
+    earliest_requested,
     fewest_requested_slots,
     listed,
     rate_bound,
@@ -170,6 +188,7 @@ class Preemption:
     # restart's cost to the paused job inside; else before it)
     cost_s: float  # what the restart adds to the paused job's own run
     net: bool = False  # the gain is the rollout's, net of the restart (``preempt_gain``)
+    move: bool = False  # restarted at once on a smaller machine (``preempt_defrag``)
 
 
 def plan_rate(plan: SlotPlan, job: JobRequest, slot_seconds: float) -> float:
@@ -291,9 +310,14 @@ def choose(
         return ()
     res = residual_from(snapshot, now)
     key = keyer(snapshot.machines, delta, params.aging, params.aging_unit)
+    queue = ordered(pending, snapshot, params)[: max(0, params.preempt_jobs)]
+    if params.preempt_defrag:
+        moves = _moves(queue, running, res, snapshot, params)
+        if moves:
+            return moves
 
     blocked: list[_Blocked] = []
-    for p in ordered(pending, snapshot, params)[: max(0, params.preempt_jobs)]:
+    for p in queue:
         got = requested_at(arrival_of(p.request, delta, res, params, now), res, now)
         if got is not None:
             res = got[1]  # the re-plan starts it now: its room is taken first
@@ -373,6 +397,128 @@ def choose(
             paused.append(mine)
         base = None
     return tuple(out)
+
+
+def _moves(
+    queue: Sequence[PendingJob],
+    running: Sequence[RunningRun],
+    res: Residual,
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+) -> tuple[Preemption, ...]:
+    """Moves to smaller nodes (``preempt_defrag``; module docstring), before any pause.
+    On ``res`` (the running jobs alone), machine h by machine (most GPUs first): the
+    running jobs co-located on h alone are placed one by one (longest left first) best
+    fit — the machine with the least room left, then the lower index — on machines with
+    fewer GPUs than h that hold their shape for the rest of their run from now at the same
+    rate, until h holds, now, the co-located shape of a waiting job that no machine holds
+    now. The moves are taken when the rollout's total — the waiting jobs (``queue``, in
+    queue order) list-scheduled on the room after the moves, plus the moved jobs' ends — is
+    below the one without; the first such machine's moves are returned (the next event
+    looks again)."""
+    now, delta = snapshot.now_slot, snapshot.slot_seconds
+    index = snapshot.machine_index()
+    gpu = res.capacity[:, 0]
+    top = np.maximum(res.capacity.max(axis=0), 1e-9)
+    slack = math.ceil(params.restart_s / delta)
+    key = keyer(snapshot.machines, delta, params.aging, params.aging_unit)
+    # waiting jobs whose co-located shape no machine holds now
+    wants: list[tuple[PendingJob, FloatArray]] = []
+    for p in queue:
+        shape = JobShape.of(p.request, delta)
+        need_colo = shape.alpha * shape.n_max + shape.beta
+        view = res.for_job(p.request).at(now)
+        if not (view >= need_colo - 1e-9).all(axis=1).any():
+            wants.append((p, need_colo))
+    if not wants:
+        return ()
+    on: dict[int, list[tuple[RunningRun, JobRequest, float, float, FloatArray, int]]] = {}
+    for run in running:
+        d = run.decision
+        if run.preemptions >= params.preempt_max or d.start_slot >= now or d.end_slot < now:
+            continue
+        plan = d.slots[-1]
+        hosts = {n for n, _ in plan.workers} | {n for n, _ in plan.ps}
+        if len(hosts) != 1 or plan.mode != Mode.COLOCATED:
+            continue
+        rate = plan_rate(plan, run.request, delta)
+        if rate <= 0:
+            continue
+        req, done, charge = resumed(run, now, res.capacity, delta, params.restart_s)
+        span = math.ceil(req.workload / rate - 1e-9)
+        if now + span - 1 > d.end_slot + slack:
+            continue
+        w = sum(c for _, c in plan.workers)
+        ps = sum(c for _, c in plan.ps)
+        need = w * np.array(req.worker.as_tuple()) + ps * np.array(req.ps.as_tuple())
+        on.setdefault(index[next(iter(hosts))], []).append((run, req, done, charge, need, span))
+    arrivals = sorted(
+        ((key(p.request), arrival_of(p.request, delta, res, params, now)) for p in queue),
+        key=lambda w: w[0],
+    )
+    base: int | None = None
+    before: dict[str, int] = {}
+    for h0 in sorted(on, key=lambda h: (-gpu[h], h)):
+        room = res
+        moved: list[tuple[RunningRun, JobRequest, float, float, int]] = []
+        served: list[str] = []
+        for run, req, done, charge, need, span in sorted(on[h0], key=lambda m: -m[5]):
+            rows = np.flatnonzero((gpu < gpu[h0]) & (gpu >= need[0]))
+            if not len(rows):
+                break
+            mins = room.for_job(req).window_min(now, now + span, rows)
+            ok = (mins >= need - 1e-9).all(axis=1)
+            if not ok.any():
+                break
+            fits = rows[ok]
+            left = ((mins[ok] - need) / top).sum(axis=1)
+            h = int(fits[np.lexsort((fits, left))[0]])
+            use = np.zeros((res.n_machines, 3))
+            use[h] = need
+            room = _freed(room, run, index, now).minus(use, now, now + span)
+            moved.append((run, req, done, charge, span))
+            here = room.at(now)[h0]
+            served = [
+                p.request.job_id for p, need_colo in wants if (here >= need_colo - 1e-9).all()
+            ]
+            if served:
+                break
+        if not served:
+            continue
+        if base is None:
+            base, before = _starting_now(arrivals, res, now)
+        withm, after = _starting_now(arrivals, room, now)
+        # the jobs the moves start now co-located, which ended later without them
+        served = sorted(j for j, e in after.items() if e < before.get(j, e + 1))
+        without_moves = sum(m[0].decision.end_slot - now + 1 for m in moved)
+        mine = sum(m[4] for m in moved)
+        gain = base + without_moves - (withm + mine)
+        if not served or gain <= 0:
+            continue
+        return tuple(
+            Preemption(
+                run.decision.job_id, req, done, charge, tuple(served), gain * delta,
+                victim_cost_s(run, req.workload - charge, charge, params, delta), True, True,
+            )
+            for run, req, done, charge, _ in moved
+        )  # fmt: skip
+    return ()
+
+
+def _starting_now(
+    waiting: list[tuple[tuple[float, int, str], Arrival]], res: Residual, now: int
+) -> tuple[int, dict[str, int]]:
+    """Σ (end − now + 1) of ``waiting`` (in key order) list-scheduled on ``res``, and the
+    end of each job that starts at ``now`` co-located in it."""
+    total = 0
+    ends: dict[str, int] = {}
+    room = res
+    for _, arr in waiting:
+        end, room, shape = earliest_requested(replace(arr, res=room), room)
+        total += end - now + 1
+        if shape is not None and shape.start == now and shape.colo >= 0:
+            ends[arr.job.job_id] = end
+    return total, ends
 
 
 def _list_total(
@@ -669,11 +815,13 @@ def _replan_pausing(
         extra = tuple(PendingJob(p.resumed, seeds[p.job_id]) for p in chosen)
         step = queue((*pending, *extra), without_jobs(snapshot, ids), params, recent)
         now_started = {d.job_id for d in step.started}
+        colocated = {d.job_id for d in step.started if d.slots[0].mode == Mode.COLOCATED}
         wasted = {
             p.job_id
             for p in chosen
             if not now_started.intersection(p.for_jobs)
-            or (p.job_id in now_started and not params.preempt_migrate)
+            or (p.move and (p.job_id not in now_started or not colocated & set(p.for_jobs)))
+            or (p.job_id in now_started and not params.preempt_migrate and not p.move)
         }
         if not wasted:
             return step, chosen

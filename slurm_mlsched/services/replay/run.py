@@ -319,6 +319,13 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             hint="drop --no-preempt (preemption is the replay's default) or --preempt-resize",
             context={"option": "--preempt-resize"},
         )
+    if opts.preempt_defrag is True and not opts.preempt:
+        raise InputError(
+            "option --preempt-defrag moves running jobs by checkpoint-restart, which needs "
+            "preemption, but --no-preempt was given",
+            hint="drop --no-preempt (preemption is the replay's default) or --preempt-defrag",
+            context={"option": "--preempt-defrag"},
+        )
     if opts.preempt_max is not None:
         if not opts.preempt:
             raise InputError(
@@ -363,6 +370,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         preempt_cost=opts.preempt_cost,
         preempt_gain=opts.preempt_gain,
         preempt_migrate=opts.preempt_migrate,
+        preempt_defrag=opts.preempt if opts.preempt_defrag is None else opts.preempt_defrag,
     )
     if opts.preempt_max is not None:
         params = replace(params, preempt_max=opts.preempt_max)

@@ -44,6 +44,9 @@ class ReplayOptions:
     preempt_gain: str = PlacementParams().preempt_gain  # how its gain is estimated (§16)
     preempt_migrate: bool = PlacementParams().preempt_migrate  # a pause stands when the
     # paused job starts again at once elsewhere (a migration; formulation §16)
+    preempt_defrag: bool | None = None  # move a running job to a smaller node that holds
+    # it when that starts a wide waiting job co-located (formulation §16, "Move to a
+    # smaller node"): None = on with preemption (2026-12-05); live not yet
     preempt_resize: bool | None = None  # resize a running job by checkpoint-restart
     # (formulation §16, "Resize"): None = on with preemption (it won on the average of the
     # ladder's 103 cells once narrow starts were bounded, 2026-12-05); live a site's choice
