@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from slurm_mlsched.model import Mode
 from slurm_mlsched.services.replay import prepare_jobs
 from slurm_mlsched.services.replay.run import replay_params
 from slurm_mlsched.sim import SimResult, simulate
@@ -137,7 +138,7 @@ def gpu_time(result: SimResult) -> list[GpuRow]:
         cls = width_class(req.max_workers)
         for run in o.decision.slots:
             layout = [c for _, c in run.workers]
-            colocated = run.mode.value.startswith("colo")
+            colocated = run.mode == Mode.COLOCATED
             work = req.work_per_slot(layout, delta, colocated=colocated) * run.length
             held = sum(layout) * req.worker.gpu * run.length
             # a run's work is split over its nodes by their share of its workers
