@@ -426,3 +426,21 @@ def test_the_live_queue_refuses_preemption_from_a_decisions_parameters() -> None
 
     with pytest.raises(InputError, match="the site's setting"):
         replan.queue_step([Entry()], NODE)  # type: ignore[list-item]
+
+
+def test_the_live_queue_never_moves_a_job_whatever_a_decision_stored() -> None:
+    """Moves to a smaller node (``preempt_defrag``) are a replay rule: the live step turns
+    them off even for a decision stored with them on (docs/formulation.md §16)."""
+    from slurm_mlsched.services.live_queue import _step_inputs
+
+    class Entry:
+        params = PlacementParams(preempt_defrag=True)
+        params_policy = "yu-rr"
+        key = "k"
+        request = make_job("a")
+        seed = 0
+        plan = None
+
+    params, _, pending = _step_inputs([Entry()], preempt=True)  # type: ignore[list-item]
+    assert params.preempt and not params.preempt_defrag
+    assert [p.request.job_id for p in pending] == ["a"]
