@@ -53,7 +53,7 @@ from slurm_mlsched.sim.capped_bound import capped_jobs, relaxed_completions
 
 from .run import machine_facts
 from .sections import write_section
-from .sweep import bound_avg_jct_of, cells
+from .sweep import avg_jct_s_of, bound_avg_jct_of, cells
 
 DEFAULT_CELL = "Philly first 2,000|mixed|load 1|seed 0"
 """The sweep's worst cell ÷ bound (docs/benchmarks.md, "Robustness sweep", 2026-12-05)."""
@@ -238,11 +238,9 @@ def anatomy(key: str, policy: str = "yu-rr", png: Path | None = None) -> dict[st
     empty = cluster.at_slot(0)
     relaxed = relaxed_completions(requests, empty)
     fewest = capped_jobs(requests, empty).fewest.astype(np.int64)
-    delta = cluster.slot_seconds
-    offsets = sum(j.request.arrival_slot * delta - j.submit_s for j in jobs)
 
     def hours(total_slots: float) -> float:
-        return (total_slots * delta + offsets) / len(jobs) / 3600.0
+        return avg_jct_s_of(total_slots, jobs, cluster) / 3600.0
 
     widths = by_width(result, relaxed, fewest)
     total = sum(r.total for r in widths)
@@ -252,7 +250,7 @@ def anatomy(key: str, policy: str = "yu-rr", png: Path | None = None) -> dict[st
         "jobs": len(jobs),
         "machines": len(cluster.machines),
         "gpus": sum(m.capacity.gpu for m in cluster.machines),
-        "slot_seconds": delta,
+        "slot_seconds": cluster.slot_seconds,
         "bound_h": bound_avg_jct_of(jobs, cluster) / 3600.0,
         "relaxed_h": hours(float(relaxed.sum())),
         "policy_h": hours(float(total)),

@@ -126,7 +126,7 @@ def bound_and_relaxed_s(opts: ReplayOptions, bound: bool = True) -> dict[str, fl
     prepared = prepare_jobs(opts)
     jobs, cluster = prepared.admitted, prepared.cluster
     value = relaxed_schedule([j.request for j in jobs], cluster.at_slot(0))
-    out = {"relaxed_avg_jct_s": _avg_jct_s(value, jobs, cluster)}
+    out = {"relaxed_avg_jct_s": avg_jct_s_of(value, jobs, cluster)}
     if bound:
         out["bound_avg_jct_s"] = bound_avg_jct_of(jobs, cluster)
     return out
@@ -136,10 +136,10 @@ def bound_avg_jct_of(jobs: Sequence[SimJob], cluster: ClusterSnapshot) -> float:
     """The average JCT (s) no policy can beat on ``jobs``: the scalable bound of
     ``sim.bounds`` (slots), plus each job's wait for its first slot boundary."""
     value, _ = scalable_bound([j.request for j in jobs], cluster.at_slot(0))
-    return _avg_jct_s(value, jobs, cluster)
+    return avg_jct_s_of(value, jobs, cluster)
 
 
-def _avg_jct_s(total_slots: float, jobs: Sequence[SimJob], cluster: ClusterSnapshot) -> float:
+def avg_jct_s_of(total_slots: float, jobs: Sequence[SimJob], cluster: ClusterSnapshot) -> float:
     """Σ_i T_i in slots from each job's arrival slot → the average JCT in seconds from
     each job's submission (its wait for its first slot boundary added)."""
     delta = cluster.slot_seconds

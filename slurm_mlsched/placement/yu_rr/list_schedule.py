@@ -194,11 +194,14 @@ def fastest_on(job: JobRequest, room: FloatArray, slot_seconds: float) -> int | 
 
 @dataclass(frozen=True)
 class Listed:
-    """One job of a list schedule: its end slot and its term end − arrival + 1."""
+    """One job of a list schedule: its end slot, its term end − arrival + 1, its start
+    (None when its width never fits at once) and whether it runs co-located."""
 
     job_id: str
     end: int
     term: int
+    start: int | None = None
+    colocated: bool = False
 
 
 def arrival_of(
@@ -215,8 +218,10 @@ def listed(arrs: Iterable[Arrival], res: Residual) -> Iterator[tuple[Listed, Res
     before it left, one at a time with the room left after it (a caller may stop early);
     the terms are counted from each job's own ``a``."""
     for arr in arrs:
-        end, res, _ = earliest_requested(replace(arr, res=res), res)
-        yield Listed(arr.job.job_id, end, end - arr.a + 1), res
+        end, res, shape = earliest_requested(replace(arr, res=res), res)
+        start = None if shape is None else shape.start
+        colocated = shape is not None and shape.colo >= 0
+        yield Listed(arr.job.job_id, end, end - arr.a + 1, start, colocated), res
 
 
 def list_schedule(arrs: Sequence[Arrival], res: Residual) -> tuple[tuple[Listed, ...], Residual]:

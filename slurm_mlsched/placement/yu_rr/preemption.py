@@ -149,7 +149,6 @@ from .arrival import Arrival
 from .late_binding import PendingJob, QueueStep, ordered
 from .list_schedule import (
     arrival_of,
-    earliest_requested,
     fewest_requested_slots,
     listed,
     rate_bound,
@@ -311,8 +310,10 @@ def choose(
     res = residual_from(snapshot, now)
     key = keyer(snapshot.machines, delta, params.aging, params.aging_unit)
     queue = ordered(pending, snapshot, params)[: max(0, params.preempt_jobs)]
+    victims: list[_Victim] | None = None
     if params.preempt_defrag:
-        moves = _moves(queue, running, res, snapshot, params)
+        victims = _victims(running, res, params, now, delta, key)
+        moves = _moves(queue, victims, res, snapshot, params, key)
         if moves:
             return moves
 
@@ -325,14 +326,8 @@ def choose(
             blocked.append(_Blocked(p, key(p.request), res, _least_room(p.request, delta)))
     if not blocked:
         return ()
-    victims = []
-    for run in running:
-        d = run.decision
-        if run.preemptions >= params.preempt_max or d.start_slot >= now or d.end_slot < now:
-            continue
-        req, done, charge = resumed(run, now, res.capacity, delta, params.restart_s)
-        victims.append((key(req), run, req, done, charge))
-    victims.sort(key=lambda v: v[0], reverse=True)
+    if victims is None:
+        victims = _victims(running, res, params, now, delta, key)
     out: list[Preemption] = []
     index = snapshot.machine_index()
     rollout = params.preempt_gain == "rollout"
@@ -399,12 +394,39 @@ def choose(
     return tuple(out)
 
 
+_Victim = tuple[tuple[float, int, str], RunningRun, JobRequest, float, float]
+"""A running job the rule may pause: its resumed request's key, the run, that request, the
+work its run did and its restart charge (:func:`resumed`)."""
+
+
+def _victims(
+    running: Sequence[RunningRun],
+    res: Residual,
+    params: PlacementParams,
+    now: int,
+    delta: float,
+    key: Callable[[JobRequest], tuple[float, int, str]],
+) -> list[_Victim]:
+    """The running jobs a pause or a move may take, by falling key: started before now,
+    not ended, paused fewer than ``preempt_max`` times."""
+    out: list[_Victim] = []
+    for run in running:
+        d = run.decision
+        if run.preemptions >= params.preempt_max or d.start_slot >= now or d.end_slot < now:
+            continue
+        req, done, charge = resumed(run, now, res.capacity, delta, params.restart_s)
+        out.append((key(req), run, req, done, charge))
+    out.sort(key=lambda v: v[0], reverse=True)
+    return out
+
+
 def _moves(
     queue: Sequence[PendingJob],
-    running: Sequence[RunningRun],
+    victims: Sequence[_Victim],
     res: Residual,
     snapshot: ClusterSnapshot,
     params: PlacementParams,
+    key: Callable[[JobRequest], tuple[float, int, str]],
 ) -> tuple[Preemption, ...]:
     """Moves to smaller nodes (``preempt_defrag``; module docstring), before any pause.
     On ``res`` (the running jobs alone), machine h by machine (most GPUs first): the
@@ -421,7 +443,6 @@ def _moves(
     gpu = res.capacity[:, 0]
     top = np.maximum(res.capacity.max(axis=0), 1e-9)
     slack = math.ceil(params.restart_s / delta)
-    key = keyer(snapshot.machines, delta, params.aging, params.aging_unit)
     # waiting jobs whose co-located shape no machine holds now
     wants: list[tuple[PendingJob, FloatArray]] = []
     for p in queue:
@@ -433,20 +454,16 @@ def _moves(
     if not wants:
         return ()
     on: dict[int, list[tuple[RunningRun, JobRequest, float, float, FloatArray, int]]] = {}
-    for run in running:
-        d = run.decision
-        if run.preemptions >= params.preempt_max or d.start_slot >= now or d.end_slot < now:
-            continue
-        plan = d.slots[-1]
+    for _, run, req, done, charge in victims:
+        plan = run.decision.slots[-1]
         hosts = {n for n, _ in plan.workers} | {n for n, _ in plan.ps}
         if len(hosts) != 1 or plan.mode != Mode.COLOCATED:
             continue
         rate = plan_rate(plan, run.request, delta)
         if rate <= 0:
             continue
-        req, done, charge = resumed(run, now, res.capacity, delta, params.restart_s)
         span = math.ceil(req.workload / rate - 1e-9)
-        if now + span - 1 > d.end_slot + slack:
+        if now + span - 1 > run.decision.end_slot + slack:
             continue
         w = sum(c for _, c in plan.workers)
         ps = sum(c for _, c in plan.ps)
@@ -512,12 +529,10 @@ def _starting_now(
     end of each job that starts at ``now`` co-located in it."""
     total = 0
     ends: dict[str, int] = {}
-    room = res
-    for _, arr in waiting:
-        end, room, shape = earliest_requested(replace(arr, res=room), room)
-        total += end - now + 1
-        if shape is not None and shape.start == now and shape.colo >= 0:
-            ends[arr.job.job_id] = end
+    for one, _ in listed((a for _, a in waiting), res):
+        total += one.end - now + 1
+        if one.start == now and one.colocated:
+            ends[one.job_id] = one.end
     return total, ends
 
 

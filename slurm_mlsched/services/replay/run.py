@@ -312,20 +312,17 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             f"option --cores-per-worker must be between 1 and 100000, got {opts.cores_per_worker}",
             context={"option": "--cores-per-worker", "value": opts.cores_per_worker},
         )
-    if opts.preempt_resize is True and not opts.preempt:
-        raise InputError(
-            "option --preempt-resize resizes running jobs by checkpoint-restart, which "
-            "needs preemption, but --no-preempt was given",
-            hint="drop --no-preempt (preemption is the replay's default) or --preempt-resize",
-            context={"option": "--preempt-resize"},
-        )
-    if opts.preempt_defrag is True and not opts.preempt:
-        raise InputError(
-            "option --preempt-defrag moves running jobs by checkpoint-restart, which needs "
-            "preemption, but --no-preempt was given",
-            hint="drop --no-preempt (preemption is the replay's default) or --preempt-defrag",
-            context={"option": "--preempt-defrag"},
-        )
+    for option, asked, what in (
+        ("--preempt-resize", opts.preempt_resize, "resizes running jobs"),
+        ("--preempt-defrag", opts.preempt_defrag, "moves running jobs"),
+    ):
+        if asked is True and not opts.preempt:
+            raise InputError(
+                f"option {option} {what} by checkpoint-restart, which needs preemption, "
+                "but --no-preempt was given",
+                hint=f"drop --no-preempt (preemption is the replay's default) or {option}",
+                context={"option": option},
+            )
     if opts.preempt_max is not None:
         if not opts.preempt:
             raise InputError(
