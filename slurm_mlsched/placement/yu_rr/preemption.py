@@ -86,7 +86,8 @@ machine holds now. The moves are taken when, in the list schedule of the waiting
 (at most ``preempt_jobs``, in queue order), some job then starts now co-located and ends
 sooner than without the moves, and the total with the moves (the moved jobs' ends
 included) is below the one without. Only the first such machine is moved per event (the
-next event looks again), and then no pause is weighed at that event. Kept only if the
+next event looks again), and then no pause is weighed at that event; on a cluster whose
+machines all have as many GPUs, nothing is weighed at all. Kept only if the
 re-plan starts each moved job again now and starts one of those jobs co-located.
 
 **Resize by checkpoint-restart** (``preempt_resize``). Jobs are not elastic: a run has
@@ -311,7 +312,8 @@ def choose(
     key = keyer(snapshot.machines, delta, params.aging, params.aging_unit)
     queue = ordered(pending, snapshot, params)[: max(0, params.preempt_jobs)]
     victims: list[_Victim] | None = None
-    if params.preempt_defrag:
+    gpus = res.capacity[:, 0]
+    if params.preempt_defrag and (gpus < gpus.max(initial=0.0)).any():  # else no move fits
         victims = _victims(running, res, params, now, delta, key)
         moves = _moves(queue, victims, res, snapshot, params, key)
         if moves:
