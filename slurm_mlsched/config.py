@@ -21,6 +21,8 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
     preempt_wait_max_s = 120           # the longest wait for a job's checkpoint (site only)
     preempt_resize = true              # and resize them by checkpoint-restart: start a job
                                        # narrow, grow it (needs preempt; site file only)
+    preempt_defrag = true              # and move a job to a node with fewer GPUs when that
+                                       # lets a waiting job start co-located (needs preempt)
     restart_s = 30                     # what one checkpoint-restart costs a job here, the
                                        # cost a pause or resize must beat (site file only)
 
@@ -33,7 +35,7 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
     mem_per_worker = "16G"
 
 ``admins``, ``slurm_admin_level``, ``preempt``, ``preempt_wait_max_s``,
-``preempt_resize`` and ``restart_s`` are the site's
+``preempt_resize``, ``preempt_defrag`` and ``restart_s`` are the site's
 alone: only ``/etc/mlsched/config.toml``
 sets them, and only when that file is owned by root and writable by nobody else; a user's
 file that sets one is an error, and ``MLSUB_ADMINS`` and ``MLSUB_SLURM_ADMIN_LEVEL`` are
@@ -42,8 +44,8 @@ honoured for root only (docs/admin-guide.md, trust model). ``slurm_admin_level``
 (``sacctmgr show user``, read from slurmdbd) is at least that an admin of mlsub too.
 
 Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS``, ``MLSUB_SLURM_ADMIN_LEVEL``,
-``MLSUB_PREEMPT``, ``MLSUB_PREEMPT_WAIT_MAX_S``, ``MLSUB_PREEMPT_RESIZE`` and
-``MLSUB_RESTART_S`` (root only),
+``MLSUB_PREEMPT``, ``MLSUB_PREEMPT_WAIT_MAX_S``, ``MLSUB_PREEMPT_RESIZE``,
+``MLSUB_PREEMPT_DEFRAG`` and ``MLSUB_RESTART_S`` (root only),
 ``MLSUB_CLUSTER_NAME``,
 ``MLSUB_RESERVATION_GRACE_S``, ``MLSUB_DB_BUSY_TIMEOUT_S``, ``MLSUB_SLOT_SECONDS``,
 ``MLSUB_REMOTE``, ``MLSUB_REMOTE_DIR``, ``MLSUB_GPU_SPEED`` (``a100=2,t4=0.5``).
@@ -127,6 +129,12 @@ class Config:
     ``preempt_resize``, docs/formulation.md §16): a job that waits for its width starts
     narrow, and a running job that consents and runs slower than its fastest shape is
     paused and started again wider when that ends it sooner; the site's choice."""
+    preempt_defrag: bool = False
+    """With ``preempt``: ``mlsub replan`` also moves a running job that consents from a node
+    to an idle one with fewer GPUs (a checkpoint-restart there) when that lets a waiting
+    job start co-located on the node it leaves and the queue ends sooner in total (the
+    replay's ``preempt_defrag``, docs/formulation.md §16, "Moves to a smaller node"); only
+    on a cluster whose nodes have differing GPU counts; the site's choice."""
     restart_s: float = DEFAULT_RESTART_S
     """What one checkpoint-restart costs a job on this site (seconds: the checkpoint, the
     requeue, the start again): the restart cost ``mlsub replan``'s preemption rule weighs
@@ -155,6 +163,7 @@ SITE_ONLY = frozenset(
         "preempt",
         "preempt_wait_max_s",
         "preempt_resize",
+        "preempt_defrag",
         "restart_s",
     }
 )
@@ -216,13 +225,17 @@ def load_config(
     if given:
         config = _apply(config, given, "command line")
         sources.append("command line")
-    if config.preempt_resize and not config.preempt:
-        raise InputError(
-            "config key 'preempt_resize' resizes running jobs by checkpoint-restart, which "
-            "needs preemption, but 'preempt' is not true",
-            hint="set preempt = true beside it in the site file, or remove preempt_resize",
-            context={"key": "preempt_resize", "sources": ", ".join(sources)},
-        )
+    for key, what in (
+        ("preempt_resize", "resizes running jobs"),
+        ("preempt_defrag", "moves running jobs to smaller nodes"),
+    ):
+        if getattr(config, key) and not config.preempt:
+            raise InputError(
+                f"config key '{key}' {what} by checkpoint-restart, which needs preemption, "
+                "but 'preempt' is not true",
+                hint=f"set preempt = true beside it in the site file, or remove {key}",
+                context={"key": key, "sources": ", ".join(sources)},
+            )
     return replace(config, sources=tuple(sources))
 
 
@@ -407,6 +420,7 @@ _CONVERT = {
     "preempt": _flag,
     "preempt_wait_max_s": _seconds,
     "preempt_resize": _flag,
+    "preempt_defrag": _flag,
     "restart_s": _seconds,
     "gpu_speed": _gpu_speed,
 }

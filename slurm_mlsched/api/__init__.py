@@ -47,6 +47,7 @@ EXPORTS: dict[str, tuple[str, str]] = {
     "ReplanRequest": ("api.live", "ReplanRequest"),
     "QueueView": ("services.replan", "QueueView"),
     "ReplanReport": ("services.replan", "ReplanReport"),
+    "Preempted": ("services.preempt", "Preempted"),
     # Audit the decisions
     "explain": ("services.decisions", "explain"),
     "Explanation": ("services.decision_views", "Explanation"),
@@ -228,6 +229,7 @@ if TYPE_CHECKING:  # the same names, for the type checker (a test keeps both equ
     )
     from ..services.policies import PolicyInfo as PolicyInfo
     from ..services.policies import list_policies as policies
+    from ..services.preempt import Preempted as Preempted
     from ..services.process_id import this_process as this_process
     from ..services.provenance import package_versions as package_versions
     from ..services.reconcile import ReconcileReport as ReconcileReport
@@ -346,6 +348,7 @@ __all__ = [
     "MetricValues",
     "PlanResult",
     "PolicyInfo",
+    "Preempted",
     "QueueBound",
     "QueuePlace",
     "QueueView",

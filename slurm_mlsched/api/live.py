@@ -314,6 +314,7 @@ def _preemption(config: Config, starter: SlurmStarter) -> LivePreemption | None:
         PreemptSettings(
             wait_max_s=config.preempt_wait_max_s,
             resize=config.preempt_resize,
+            defrag=config.preempt_defrag,
             restart_s=config.restart_s,
         ),
     )

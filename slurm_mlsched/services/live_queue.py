@@ -223,6 +223,7 @@ def preempting_step(
     snapshot: ClusterSnapshot,
     *,
     resize: bool = False,
+    defrag: bool = False,
     base: QueueEntry | None = None,
     restart_s: float | None = None,
 ) -> tuple[QueueStep, dict[str, QueueEntry], tuple[Preemption, ...]]:
@@ -232,15 +233,20 @@ def preempting_step(
     reservations' job ids), with the oldest entry's parameters and ``preempt`` on, and
     ``preempt_resize`` as ``resize`` says (the site's setting): then the step may also
     start a waiting job narrow, and grow a running one (a pause whose ``for_jobs`` is
-    empty). With no entries only a grow can come of it: the parameters are then
-    ``base``'s (the oldest running candidate's), and nothing is done without it.
+    empty); and ``preempt_defrag`` as ``defrag`` says: then it may also move a running job
+    to a node with fewer GPUs (a pause whose ``move`` is set) so that a waiting job starts
+    co-located on the node it leaves. With no entries only a grow can come of it: the
+    parameters are then ``base``'s (the oldest running candidate's), and nothing is done
+    without it.
     ``restart_s``: the site's restart cost (None: the parameters' own). Returns the step
     taken with the preemptions (in which the paused jobs wait), and those."""
     by_key = {e.key: e for e in entries}
     first = entries[0] if entries else base
     if first is None or not (entries or (resize and running)):
         return QueueStep(()), by_key, ()
-    params, queue, pending = _step_inputs(entries, preempt=True, resize=resize, first=first)
+    params, queue, pending = _step_inputs(
+        entries, preempt=True, resize=resize, defrag=defrag, first=first
+    )
     if restart_s is not None:
         params = replace(params, restart_s=restart_s)
     step, chosen = replan_preempting(pending, running, snapshot, params, queue)
@@ -252,12 +258,13 @@ def _step_inputs(
     *,
     preempt: bool = False,
     resize: bool = False,
+    defrag: bool = False,
     first: QueueEntry | None = None,
 ) -> tuple[PlacementParams, QueueFn, tuple[PendingJob, ...]]:
-    """The oldest entry's parameters (``first``'s when given; late binding; ``preempt``
-    and ``preempt_resize`` as the caller says, never as stored: on the live queue they
-    are the site's settings), its policy's queue form, and the entries of that policy as
-    the step's waiting jobs."""
+    """The oldest entry's parameters (``first``'s when given; late binding; ``preempt``,
+    ``preempt_resize`` and ``preempt_defrag`` as the caller says, never as stored: on the
+    live queue they are the site's settings), its policy's queue form, and the entries
+    of that policy as the step's waiting jobs."""
     first = entries[0] if first is None else first
     if first.params.preempt and not preempt:
         raise InputError(
@@ -272,7 +279,7 @@ def _step_inputs(
         binding=Binding.LATE,
         preempt=preempt,
         preempt_resize=preempt and resize,
-        preempt_defrag=False,  # replay only: the live moves are not built (formulation §16)
+        preempt_defrag=preempt and defrag,
     )
     policy = first.params_policy
     queue = get_queue(policy, params)

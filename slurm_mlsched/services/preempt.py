@@ -37,6 +37,14 @@ acted on as any pause, after which the queue's next step starts it again wider i
 room it and the idle nodes free; its ``preempting`` transition reads
 ``replan: resized …`` (:data:`~..storage.records.RESIZE_DETAIL`), so it does not count
 towards ``preempt_max``.
+
+With the site's ``preempt_defrag`` the rule also moves (docs/formulation.md §16, "Moves to
+a smaller node"): a *move* is a pause of a running job that consents, co-located on a
+node, chosen when a node with fewer GPUs holds it now and the node it leaves then holds a
+waiting job co-located; acted on as any pause (it counts towards ``preempt_max``, as in
+the replay), after which the queue's next step starts it again at once on the smaller
+node and the waiting job on the node it left. Its ``preempting`` transition reads
+``replan: moved to a smaller node …`` (:data:`~..storage.records.MOVE_DETAIL`).
 """
 
 from __future__ import annotations
@@ -56,7 +64,7 @@ from ..sbatch.tag import find_tags
 from ..slurm.jobs import JobStatus
 from ..slurm.nodes import NodeStateSource
 from ..storage import DecisionRecord, DecisionState, DecisionStore, PlanningSession
-from ..storage.records import RESIZE_DETAIL
+from ..storage.records import MOVE_DETAIL, RESIZE_DETAIL
 from .clock import Clock
 from .live_queue import tag_of
 
@@ -71,12 +79,13 @@ REQUEUE_CONFIRM_S = 30.0
 @dataclass(frozen=True)
 class PreemptSettings:
     """The site's preemption settings (``preempt``, ``preempt_wait_max_s``,
-    ``preempt_resize``, ``restart_s``) and the poll."""
+    ``preempt_resize``, ``preempt_defrag``, ``restart_s``) and the poll."""
 
     wait_max_s: float = DEFAULT_WAIT_MAX_S
     confirm_s: float = REQUEUE_CONFIRM_S
     poll_s: float = 1.0
     resize: bool = False  # the site's ``preempt_resize``
+    defrag: bool = False  # the site's ``preempt_defrag``: moves to a smaller node
     restart_s: float | None = None  # the site's ``restart_s``, the cost a pause or resize
     # must beat (None: the decision parameters' own, ``PlacementParams.restart_s``)
 
@@ -210,6 +219,7 @@ class Preempted:
     cost_s: float
     note: str = ""
     net: bool = False  # the gain is the rollout's, net of the restart (``preempt_gain``)
+    move: bool = False  # a move to a node with fewer GPUs (the site's ``preempt_defrag``)
 
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
@@ -249,6 +259,7 @@ def act(
             p.cost_s,
             note,
             p.net,
+            p.move,
         )
 
     try:
@@ -405,10 +416,14 @@ def record_preemptions(
                 if p.net
                 else f"gain {p.gain_s:g} s > restart cost {p.cost_s:g} s"
             )
-            why = (
-                f"replan: preempted for decision(s) {', '.join(map(str, for_ids)) or '—'} "
-                f"({weighed})"
+            what = (
+                f"{MOVE_DETAIL} (it starts again at once on a node with fewer GPUs) so that "
+                "decision(s)"
+                if p.move
+                else "replan: preempted for decision(s)"
             )
+            more = " start co-located on the node it leaves" if p.move else ""
+            why = f"{what} {', '.join(map(str, for_ids)) or '—'}{more} ({weighed})"
         else:  # a grow: the job itself starts again wider
             why = (
                 f"{RESIZE_DETAIL} to start again wider (ends {p.gain_s:g} s sooner > "

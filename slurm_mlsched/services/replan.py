@@ -444,6 +444,7 @@ def _preempt_group(
         running,
         cluster.snapshot,
         resize=settings.resize,
+        defrag=settings.defrag,
         base=base,
         restart_s=settings.restart_s,
     )

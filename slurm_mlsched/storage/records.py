@@ -16,6 +16,9 @@ from .states import DecisionState
 #: How the ``preempting`` transition of a resize begins (``services/preempt``): a pause
 #: of the job to start it again wider, not for waiting jobs.
 RESIZE_DETAIL = "replan: resized"
+#: How a move's ``preempting`` transition begins (the site's ``preempt_defrag``; counted
+#: as a pause for waiting jobs, as the replay counts it).
+MOVE_DETAIL = "replan: moved to a smaller node"
 
 
 @dataclass(frozen=True)

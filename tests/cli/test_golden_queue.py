@@ -128,6 +128,26 @@ def test_replan_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> No
     assert lines[-1] == "2 job(s) still wait (mlsub queue)"
 
 
+def test_replan_table_lists_what_it_preempted_and_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A preempting re-plan says in its table which running jobs it checkpointed and what
+    for: a pause for waiting decisions, a resize (a grow, for nobody) or a move to a
+    smaller node (the site's ``preempt_defrag``)."""
+    grow = replace(PREEMPTED, decision_id=4, slurm_job_id="32", for_decisions=())
+    move = replace(PREEMPTED, decision_id=2, slurm_job_id="30", move=True)
+    failed = replace(PREEMPTED, decision_id=1, action="failed", note="requeuehold failed: x")
+    report = ReplanReport("lab", (), WAITING, preempted=(PREEMPTED, grow, move, failed))
+    lines = rendered(monkeypatch, 80, lambda: output.show_replanned(report, as_json=False))
+    rows = {line.split()[0]: line for line in lines if re.match(r"\d+ +\w+ +\d+ ", line)}
+    assert rows["3"].split()[:6] == ["3", "carol", "31", "requeued", "paused", "for"], lines
+    assert rows["4"].split()[4] == "resized:" and rows["2"].split()[4] == "moved", lines
+    assert rows["1"].split()[3] == "failed" and "requeuehold" in rows["1"], lines
+    assert lines[0] == "no queued job can start now"
+    assert lines[-1] == "2 job(s) still wait (mlsub queue)"
+    assert output.preempted_why(move) == "moved to a smaller node for 5"
+    assert output.preempted_why(grow) == "resized: starts again wider"
+    assert output.preempted_why(PREEMPTED) == "paused for 5"
+
+
 def test_the_estimate_and_bound_lines_say_what_is_known() -> None:
     assert output.estimate_line(ESTIMATES[0]) == (
         "estimated start 03-01 11:00 UTC, end 03-01 12:00 UTC (as the re-plan now plans it, "

@@ -152,6 +152,34 @@ def _settle(slurm: SlurmCommands, timeout: float = 90) -> None:
         time.sleep(0.5)
 
 
+#: The lab's GRES knobs (scripts/slurm-lab/start-cluster.sh): a test that restarts the lab
+#: with some of them set leaves none of the others set.
+GRES_KNOBS = ("SLURM_LAB_GPU_TYPES", "SLURM_LAB_GPU_COUNTS")
+
+
+def restart_lab(**gres: str) -> None:
+    """Start the lab again with these GRES knobs (``SLURM_LAB_GPU_TYPES="v100 …"``,
+    ``SLURM_LAB_GPU_COUNTS="4 4 1 1"``) and no other; none given: the default GRES.
+    start-cluster.sh restarts slurmctld and the slurmd when the GRES change: first the
+    jobs still ending (a test's cancelled ones) are let end (bounded)."""
+    _settle(SlurmCommands(LocalRunner()))
+    env = {k: v for k, v in os.environ.items() if k not in GRES_KNOBS}
+    env.update({k: v for k, v in gres.items() if v})
+    started = subprocess.run(
+        ["bash", str(LAB / "start-cluster.sh")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if started.returncode != 0:
+        tail = "\n".join((started.stdout + started.stderr).strip().splitlines()[-15:])
+        raise AssertionError(f"start-cluster.sh ({gres or 'default GRES'}) failed:\n{tail}")
+
+
+def lab_gres() -> dict[str, str]:
+    """Each node's Gres as ``sinfo`` reports the running lab's (``gpu:4``, ``gpu:t4:4``)."""
+    text = SlurmCommands(LocalRunner()).run(["sinfo", "-h", "-N", "-o", "%N %G"])
+    return dict(line.split(None, 1) for line in text.splitlines() if line.strip())
+
+
 @pytest.fixture(scope="session")
 def lab_ready() -> None:
     problem = _cluster_problem()

@@ -28,7 +28,7 @@ import pytest
 from slurm_mlsched.slurm.parse import parse_sinfo_text
 from slurm_mlsched.slurm.runner import LocalRunner, SlurmCommands
 from tests.conftest import require_or_skip
-from tests.integration.conftest import LAB, LabCluster, poll
+from tests.integration.conftest import LabCluster, poll, restart_lab
 from tests.integration.mlsub_cli import SMALL_TASKS, Mlsub, probe_script
 from tests.task_probe import PROBE, probe_results
 
@@ -47,19 +47,6 @@ def _lab_types() -> dict[str, str | None]:
     return {n.name: n.gpu_type for n in parse_sinfo_text(text)}
 
 
-def _start_lab(gpu_types: str | None) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "SLURM_LAB_GPU_TYPES"}
-    if gpu_types:
-        env["SLURM_LAB_GPU_TYPES"] = gpu_types
-    started = subprocess.run(
-        ["bash", str(LAB / "start-cluster.sh")],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    if started.returncode != 0:
-        tail = "\n".join((started.stdout + started.stderr).strip().splitlines()[-15:])
-        raise AssertionError(f"start-cluster.sh (GPU types {gpu_types!r}) failed:\n{tail}")
-
-
 @pytest.fixture(scope="module")
 def typed_lab(lab_ready: None) -> Iterator[None]:
     """The lab with the GPU types of ``TYPES`` for this module; unless it had them
@@ -68,13 +55,13 @@ def typed_lab(lab_ready: None) -> Iterator[None]:
         require_or_skip("not root: the lab cluster cannot be restarted with GPU types")
     had = _lab_types() == TYPES
     if not had:
-        _start_lab(" ".join(TYPES[n] for n in sorted(TYPES)))
+        restart_lab(SLURM_LAB_GPU_TYPES=" ".join(TYPES[n] for n in sorted(TYPES)))
     try:
         poll("typed nodes", lambda: _lab_types() == TYPES, 60)
         yield
     finally:
         if not had:
-            _start_lab(None)
+            restart_lab()
             poll("untyped nodes again", lambda: set(_lab_types().values()) == {None}, 60)
 
 

@@ -428,19 +428,29 @@ def test_the_live_queue_refuses_preemption_from_a_decisions_parameters() -> None
         replan.queue_step([Entry()], NODE)  # type: ignore[list-item]
 
 
-def test_the_live_queue_never_moves_a_job_whatever_a_decision_stored() -> None:
-    """Moves to a smaller node (``preempt_defrag``) are a replay rule: the live step turns
-    them off even for a decision stored with them on (docs/formulation.md §16)."""
+def test_the_live_queue_moves_a_job_as_the_site_says_whatever_a_decision_stored() -> None:
+    """Moves to a smaller node (``preempt_defrag``) on the live queue are the site's
+    setting (``preempt_defrag`` in the site file), like ``preempt_resize``: the step turns
+    them on or off as the caller says, whatever a decision stored (docs/formulation.md
+    §16, "Live"), and never without preemption."""
     from slurm_mlsched.services.live_queue import _step_inputs
 
-    class Entry:
-        params = PlacementParams(preempt_defrag=True)
-        params_policy = "yu-rr"
-        key = "k"
-        request = make_job("a")
-        seed = 0
-        plan = None
+    def entry(stored: bool) -> object:
+        class Entry:
+            params = PlacementParams(preempt_defrag=stored)
+            params_policy = "yu-rr"
+            key = "k"
+            request = make_job("a")
+            seed = 0
+            plan = None
 
-    params, _, pending = _step_inputs([Entry()], preempt=True)  # type: ignore[list-item]
-    assert params.preempt and not params.preempt_defrag
-    assert [p.request.job_id for p in pending] == ["a"]
+        return Entry()
+
+    for stored in (False, True):
+        off, _, pending = _step_inputs([entry(stored)], preempt=True)  # type: ignore[list-item]
+        assert off.preempt and not off.preempt_defrag
+        assert [p.request.job_id for p in pending] == ["a"]
+        on, _, _ = _step_inputs([entry(stored)], preempt=True, defrag=True)  # type: ignore[list-item]
+        assert on.preempt and on.preempt_defrag
+        plain, _, _ = _step_inputs([entry(stored)], defrag=True)  # type: ignore[list-item]
+        assert not plain.preempt and not plain.preempt_defrag

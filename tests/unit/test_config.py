@@ -115,24 +115,26 @@ def test_slurm_admin_level_is_the_sites_alone(tmp_path: Path) -> None:
         load_config({}, system_path=site, user_path=tmp_path / "none")
 
 
-def test_preempt_resize_is_the_sites_alone_and_needs_preempt(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["preempt_resize", "preempt_defrag"])
+def test_resize_and_moves_are_the_sites_alone_and_need_preempt(tmp_path: Path, key: str) -> None:
     paths = {"system_path": tmp_path / "x", "user_path": tmp_path / "y"}
-    env = {"MLSUB_PREEMPT": "1", "MLSUB_PREEMPT_RESIZE": "true"}
-    assert load_config(env, euid=0, **paths).preempt_resize is True
-    assert Config().preempt_resize is False
-    with pytest.raises(InputError, match="MLSUB_PREEMPT_RESIZE is honoured for root only"):
-        load_config({"MLSUB_PREEMPT_RESIZE": "1"}, euid=1000, **paths)
+    variable = f"MLSUB_{key.upper()}"
+    env = {"MLSUB_PREEMPT": "1", variable: "true"}
+    assert getattr(load_config(env, euid=0, **paths), key) is True
+    assert getattr(Config(), key) is False
+    with pytest.raises(InputError, match=f"{variable} is honoured for root only"):
+        load_config({variable: "1"}, euid=1000, **paths)
     user = tmp_path / "user.toml"
-    user.write_text("preempt = true\npreempt_resize = true\n")
+    user.write_text(f"preempt = true\n{key} = true\n")
     with pytest.raises(InputError, match="may only be set in the site file"):
         load_config({}, system_path=tmp_path / "none", user_path=user, euid=1000)
     site = tmp_path / "site.toml"
-    site.write_text("preempt_resize = true\n")
+    site.write_text(f"{key} = true\n")
     site.chmod(0o644)
     with pytest.raises(InputError, match="needs preemption") as err:
         load_config({}, system_path=site, user_path=tmp_path / "none")
-    assert err.value.context["key"] == "preempt_resize"
-    site.write_text('preempt = true\npreempt_resize = "maybe"\n')
+    assert err.value.context["key"] == key and f"'{key}'" in err.value.message
+    site.write_text(f'preempt = true\n{key} = "maybe"\n')
     with pytest.raises(InputError, match="must be true or false"):
         load_config({}, system_path=site, user_path=tmp_path / "none")
 

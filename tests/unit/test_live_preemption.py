@@ -8,6 +8,7 @@ tests/integration/test_preempt_live.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -20,7 +21,7 @@ from slurm_mlsched.files.checkpoint_signal import (
     checkpoint_signal,
     parse_signal_spec,
 )
-from slurm_mlsched.services.live_queue import tag_of
+from slurm_mlsched.services.live_queue import LiveWiring, tag_of
 from slurm_mlsched.services.preempt import (
     LivePreemption,
     PreemptSettings,
@@ -498,3 +499,104 @@ def test_with_resize_a_waiting_job_starts_narrow_and_grows_when_the_room_frees(
     assert rec.request.workload < narrow.request.workload  # the work it had left
     ends = [r.snapshot.slot_start(r.decision.end_slot + 1) for r in (narrow, rec)]
     assert ends[1] < ends[0]  # it ends sooner than it would have, narrow
+
+
+# --- moves to a smaller node (the site's preempt_defrag) ---------------------------------------
+
+
+@dataclass
+class MoveScene:
+    store: SqlDecisionStore
+    wired: Callable[[int], LiveWiring]
+    fake: FakeSlurm
+    a: int  # the one-GPU job on node2 that consents
+    e: int  # the 4-worker job that waits
+
+
+def move_scene(store: SqlDecisionStore, tmp_path: Path) -> MoveScene:
+    """node1 and node2 have 4 GPUs, node3 and node4 one. D and C hold the 1-GPU nodes, B
+    node1, F three of node2's GPUs and A (one GPU, consents) the last; E (4 workers whose
+    spread run is slower than co-located) waits. C and F end at slot 2."""
+    from slurm_mlsched.slurm.parse import NodeRecord
+    from tests.unit.test_submit_service import FakeSource
+
+    def size(name: str, gpus: int) -> NodeRecord:
+        return NodeRecord(name, "IDLE", frozenset(), 8, 65536.0, gpus, address="127.0.0.1",
+                          partitions=("debug",))  # fmt: skip
+
+    nodes = (size("node1", 4), size("node2", 4), size("node3", 1), size("node4", 1))
+    sub = HeldSubmitter()
+
+    def wired(at: int = 0) -> LiveWiring:
+        return replace(live(store, tmp_path, sub, at=at), source=FakeSource(nodes=nodes))
+
+    one = {"workers": 1, "batches_per_epoch": 120 * 30}  # 30 slots at one worker
+    d = submit_job(wired(), opts(**one, name="d"), JOB)
+    c = submit_job(wired(), opts(workers=1, batches_per_epoch=120 * 2, name="c"), JOB)
+    b = submit_job(wired(), opts(workers=4, batches_per_epoch=4 * 120 * 30, name="b"), JOB)
+    f = submit_job(wired(), opts(workers=3, batches_per_epoch=3 * 120 * 2, name="f"), JOB)
+    a = submit_job(wired(), opts(**one, name="a", sbatch=SIGNAL), JOB)
+    placed = [workers(x.record) for x in (d, c, b, f, a) if x.record is not None]
+    assert placed == [
+        [("node3", 1)], [("node4", 1)], [("node1", 4)], [("node2", 3)], [("node2", 1)],
+    ]  # fmt: skip
+    slow = {"model_size": 100}  # its spread run is slower than co-located
+    e = submit_job(wired(), opts(workers=4, batches_per_epoch=4 * 120 * 4, name="e", **slow), JOB)
+    assert e.waits and e.record is not None and a.record is not None
+    fake = FakeSlurm(store=store)
+    for out in (d, c, b, f, a):
+        assert out.record is not None and out.slurm_job_id is not None
+        tag = str(tag_of("lab", out.record.summary))
+        job = out.slurm_job_id
+        fake.running[job] = status(job, "RUNNING", tag, start=NOW, user=ME)
+    for ended in (c, f):
+        assert ended.record is not None and ended.slurm_job_id is not None
+        del fake.running[ended.slurm_job_id]
+        at = NOW + timedelta(seconds=120)
+        store.transition(ended.record.decision_id, S.COMPLETED, at, "ended")
+    return MoveScene(store, wired, fake, a.record.decision_id, e.record.decision_id)
+
+
+def test_with_defrag_a_one_gpu_job_moves_to_a_one_gpu_node_and_a_wide_job_starts_co_located(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """The scene of :func:`move_scene` once C and F have ended: the re-plan with the site's
+    ``preempt_defrag`` moves A (a pause for E, counted as one, its detail ``replan: moved
+    to a smaller node``) and the re-plan after the requeue starts A again on node4 and E
+    co-located on node2 on all 4 GPUs. With the site's preemption alone nothing moves and
+    E starts narrow, on node2's 3 free GPUs."""
+    settings = {"wait_max_s": 5.0, "confirm_s": 3.0, "restart_s": 60.0}
+    slept: list[float] = []
+    other = open_store(f"sqlite:///{tmp_path / 'other.db'}", grace_s=0.0)
+    plain = move_scene(other, tmp_path / "plain")
+    unmoved = replan(
+        plain.wired(130),
+        plain.fake,
+        preempt=LivePreemption(plain.fake, PreemptSettings(**settings), sleep=slept.append),
+    )
+    assert unmoved.preempted == () and plain.fake.calls == []
+    assert [s.decision_id for s in unmoved.started] == [plain.e]
+    assert workers(other.get(plain.e)) == [("node2", 3)]
+
+    sc = move_scene(store, tmp_path / "defrag")
+    report = replan(
+        sc.wired(130),
+        sc.fake,
+        preempt=LivePreemption(
+            sc.fake, PreemptSettings(**settings, defrag=True), sleep=slept.append
+        ),
+    )
+    (p,) = report.preempted
+    assert (p.decision_id, p.action, p.for_decisions, p.move) == (sc.a, "requeued", (sc.e,), True)
+    assert p.to_json()["move"] is True
+    assert [x[0] for x in sc.fake.calls] == ["signal", "requeuehold"]
+    rec = store.get(sc.a)
+    paused = next(t for t in rec.transitions if t.state == S.PREEMPTING)
+    assert paused.detail.startswith("replan: moved to a smaller node"), paused.detail
+    assert f"decision(s) {sc.e} start co-located" in paused.detail
+    assert (rec.preemptions, rec.pauses) == (1, 1)  # a move counts as a pause
+    assert {s.decision_id for s in report.started} == {sc.a, sc.e}
+    assert workers(rec) == [("node4", 1)]
+    wide = store.get(sc.e)
+    assert workers(wide) == [("node2", 4)]
+    assert {c.node for c in wide.decision.placement} == {"node2"}  # its PS too

@@ -41,6 +41,7 @@ from .queue import (
     QUEUE_WIDE,
     bound_line,
     estimate_line,
+    preempted_why,
     show_queue,
     show_replanned,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "estimate_line",
     "format_mem_mib",
     "note",
+    "preempted_why",
     "replay_progress",
     "show_array_submitted",
     "show_calibration",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ...api import QueueView, ReplanReport
+    from ...api import Preempted, QueueView, ReplanReport
     from ...sim.queue_estimate import JobEstimate, QueueEstimate
 
 from .common import (
@@ -43,6 +43,18 @@ def show_replanned(report: ReplanReport, *, as_json: bool, quiet: bool = False) 
         console.print(table)
     else:
         console.print("no queued job can start now")
+    if report.preempted:
+        from rich import box
+
+        table = _table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
+        for name in ("id", "user", "slurm job", "preempted", "why", "note"):
+            table.add_column(name, overflow="fold")
+        for p in report.preempted:
+            table.add_row(
+                str(p.decision_id), p.user, p.slurm_job_id or "—", p.action, preempted_why(p),
+                p.note,
+            )  # fmt: skip
+        console.print(table)
     if report.waiting:
         console.print(f"{len(report.waiting)} job(s) still wait (mlsub queue)")
     for note in report.notes:
@@ -52,6 +64,17 @@ def show_replanned(report: ReplanReport, *, as_json: bool, quiet: bool = False) 
             f"note: {len(report.skipped)} queued job(s) of other users were left to their "
             "owners' or root's re-plan"
         )
+
+
+def preempted_why(p: Preempted) -> str:
+    """What a preemption was for, in a few words: a move to a smaller node, a resize (a
+    grow: nothing waits for it), or a pause for waiting decisions."""
+    ids = ", ".join(map(str, p.for_decisions)) or "—"
+    if p.move:
+        return f"moved to a smaller node for {ids}"
+    if not p.for_decisions:
+        return "resized: starts again wider"
+    return f"paused for {ids}"
 
 
 def show_queue(view: QueueView, *, as_json: bool) -> None:
