@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-anatomy bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -70,7 +70,7 @@ cluster-down:
 # Each writes its own section of docs/benchmarks.md (bench/sections.py).
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md
-	$(MAKE) bench-live bench-agreement bench-policies bench-sweep bench-preempt bench-widths bench-param bench-queue bench-scale bench-reliability bench-report
+	$(MAKE) bench-live bench-agreement bench-policies bench-sweep bench-typed bench-preempt bench-widths bench-param bench-queue bench-scale bench-reliability bench-report
 
 # Live planning latency: needs the local Slurm cluster (started here if it is not up).
 bench-live: venv
@@ -89,6 +89,11 @@ bench-sweep: venv
 # and by node size (CELL='...' for another sweep cell).
 bench-anatomy: venv
 	$(PY) -m bench.cell_anatomy --out docs/benchmarks.md $(if $(CELL),--cell "$(CELL)")
+
+# The bound's GPU-type rows on workloads whose jobs name GPU types (a stated, seeded rule)
+# on a typed cluster from Alibaba's node inventory; every policy ÷ the typed bound.
+bench-typed: venv
+	$(PY) -m bench.typed_bound --out docs/benchmarks.md
 
 # The preemption ladder: yu-rr, yu-rr +preempt, drf on Philly windows (6x8) and the 16 cells.
 bench-preempt: venv
