@@ -153,8 +153,16 @@ def replay(
         typer.Option(
             "--lookahead-widths/--no-lookahead-widths",
             help="yu-rr late binding: weigh a start now against the same job with a half, "
-            "a quarter, ... of its workers by the forecast (off by default: measured, not "
-            "kept).",
+            "a quarter, ... of its workers, by the total completion of the jobs waiting "
+            "behind it (off by default: measured, not kept).",
+        ),
+    ] = False,
+    widths_forecast: Annotated[
+        bool,
+        typer.Option(
+            "--widths-forecast/--no-widths-forecast",
+            help="With --lookahead-widths: count the arrivals the recent past forecasts "
+            "too (the rule until 2026-12-05).",
         ),
     ] = False,
     preempt: Annotated[
@@ -349,6 +357,7 @@ def replay(
         queue_program=queue_program.strip().lower(),
         lookahead=lookahead,
         lookahead_widths=lookahead_widths,
+        widths_forecast=widths_forecast,
         preempt=preempt,
         preempt_resize=preempt_resize,
         preempt_max=preempt_max,

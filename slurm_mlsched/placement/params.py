@@ -139,12 +139,17 @@ class PlacementParams:
     lookahead_jobs: int = 16
     """Waiting jobs behind the one decided that the look-ahead's rollout includes."""
     lookahead_widths: bool = False
-    """yu-rr late binding: a start now is weighed, by the look-ahead's rollout against the
-    forecast, against the same job's starts with at most W/2, W/4, … 1 of its W workers,
-    and the cheapest is taken (:func:`.yu_rr.lookahead.cheapest_width`; docs/formulation.md
-    §14.7). Off: on the 76 cells of the robustness sweep it measured 1.05 × the avg JCT
-    without it (better in 16, worse in 60), at several times the decision time
-    (docs/benchmarks.md, "Width look-ahead")."""
+    """yu-rr late binding: a start now is weighed, by the look-ahead's rollout, against
+    the same job's starts with at most W/2, W/4, … 1 of its W workers, and the cheapest is
+    taken (:func:`.yu_rr.lookahead.cheapest_width`; docs/formulation.md §14.7): the total
+    completion of the job and the waiting jobs behind it (with ``widths_forecast``, also
+    of the arrivals the recent past forecasts)."""
+    widths_forecast: bool = False
+    """With ``lookahead_widths``: the width's rollout also counts the arrivals the recent
+    past forecasts, and without a forecast no width is weighed (the rule until
+    2026-12-05, measured 1.05 × the avg JCT on the robustness sweep: the forecast
+    over-counts arrivals after a burst). False: the waiting jobs behind it alone, and
+    nothing is weighed when none waits (docs/benchmarks.md, "Width look-ahead")."""
 
     preempt: bool = False
     """Late binding: checkpoint-restart preemption. At an event a running job is paused

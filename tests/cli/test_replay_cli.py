@@ -217,3 +217,14 @@ def test_preempt_migrate_is_recorded(tmp_path: Path) -> None:
     (tmp_path / "default").mkdir()
     default = recorded_params(tmp_path / "default")["preempt_migrate"]
     assert default is PlacementParams().preempt_migrate
+
+
+def test_the_width_look_ahead_and_its_forecast_are_recorded(tmp_path: Path) -> None:
+    for name in ("plain", "queue", "old"):
+        (tmp_path / name).mkdir()
+    plain = recorded_params(tmp_path / "plain")
+    assert plain["lookahead_widths"] is False and plain["widths_forecast"] is False
+    queue = recorded_params(tmp_path / "queue", "--lookahead-widths")
+    assert queue["lookahead_widths"] is True and queue["widths_forecast"] is False
+    old = recorded_params(tmp_path / "old", "--lookahead-widths", "--widths-forecast")
+    assert old["lookahead_widths"] is True and old["widths_forecast"] is True

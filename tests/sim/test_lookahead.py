@@ -138,7 +138,8 @@ def _widest(decision: object) -> int:
 
 def test_a_wide_start_gives_way_to_a_narrower_one_when_the_forecast_pays() -> None:
     alone = _run(PlacementParams(), _wide_story, nodes=6)
-    weighed = _run(PlacementParams(lookahead_widths=True), _wide_story, nodes=6)
+    forecast_on = PlacementParams(lookahead_widths=True, widths_forecast=True)
+    weighed = _run(forecast_on, _wide_story, nodes=6)
     assert _widest(weighed["W"]) < _widest(alone["W"]), (_widest(weighed["W"]), _widest(alone["W"]))
     assert _total(weighed) < _total(alone), (_total(weighed), _total(alone))
     # the job itself pays for it with a longer run, bounded by its narrowest choice
@@ -146,9 +147,39 @@ def test_a_wide_start_gives_way_to_a_narrower_one_when_the_forecast_pays() -> No
 
 
 def test_no_forecast_no_width_choice() -> None:
-    # the same job with nothing seen before it: the decision stands as it is
+    # the same job with nothing seen before it and nothing behind it: the decision stands
     jobs = sim_jobs([(make_job("W", workers=16, workload=NX * 16 * 8), 0.0)], DELTA)
     cluster = make_cluster(4, 4, 16)
     alone = simulate(jobs, cluster, "yu-rr", PlacementParams()).decisions
-    weighed = simulate(jobs, cluster, "yu-rr", PlacementParams(lookahead_widths=True)).decisions
-    assert [d.slots for d in alone] == [d.slots for d in weighed]
+    for forecast_on in (True, False):
+        widths = PlacementParams(lookahead_widths=True, widths_forecast=forecast_on)
+        weighed = simulate(jobs, cluster, "yu-rr", widths).decisions
+        assert [d.slots for d in alone] == [d.slots for d in weighed]
+
+
+def _queue_story() -> list[tuple[object, float]]:
+    # 24 GPUs on 4-GPU nodes. At slot 0 W (16 workers: 8 slots spread over four nodes, or
+    # about 14 co-located with 4) and four jobs of 4 workers and 40 slots, behind W in the
+    # queue order (more service). W at full width leaves room for two of them; the other
+    # two wait its 8 slots.
+    entries: list[tuple[object, float]] = [
+        (make_job("W", workers=16, workload=NX * 16 * 8), 0.0),
+    ]
+    for k in range(4):
+        entries.append((make_job(f"y{k}", workers=4, workload=NU * 4 * 40), 0.0))
+    return entries
+
+
+def test_a_wide_start_gives_way_to_the_jobs_waiting_behind_it() -> None:
+    """``widths_forecast`` off (the default): the width's rollout counts the waiting jobs
+    behind the job alone. W co-located on 4 workers ends 6 slots later than at 16, and
+    the two jobs that waited for it start at once: 174 completion slots instead of 184.
+    The forecast rule sees no arrival before slot 0, so it weighs nothing."""
+    alone = _run(PlacementParams(), _queue_story, nodes=6)
+    weighed = _run(PlacementParams(lookahead_widths=True), _queue_story, nodes=6)
+    forecast_on = PlacementParams(lookahead_widths=True, widths_forecast=True)
+    unweighed = _run(forecast_on, _queue_story, nodes=6)
+    assert {k: d.slots for k, d in unweighed.items()} == {k: d.slots for k, d in alone.items()}  # type: ignore[attr-defined]
+    assert _widest(alone["W"]) == 16 and _widest(weighed["W"]) == 4
+    assert (_total(alone), _total(weighed)) == (184, 174)
+    assert all(weighed[f"y{k}"].start_slot == 0 for k in range(4))  # type: ignore[attr-defined]

@@ -239,3 +239,13 @@ def test_params_stored_before_preempt_migrate_decode_without_migration() -> None
     assert codec.decode_params(new).preempt_migrate is True
     del new["preempt_migrate"]
     assert codec.decode_params(new).preempt_migrate is False
+
+
+def test_params_stored_before_widths_forecast_decode_with_the_forecast() -> None:
+    """A decision stored before ``widths_forecast`` existed weighed its widths against the
+    forecast (the only width rule then): it decodes with ``widths_forecast`` on."""
+    new = codec.encode_params(PlacementParams(lookahead_widths=True))
+    assert codec.decode_params(new).widths_forecast is False
+    del new["widths_forecast"]
+    old = codec.decode_params(new)
+    assert old.lookahead_widths is True and old.widths_forecast is True

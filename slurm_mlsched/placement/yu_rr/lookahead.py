@@ -188,15 +188,19 @@ def cheapest_width(
     """The start now, among ``decision`` (W workers) and the decisions at most W/2, W/4,
     … 1 workers give (``capped(k)``: the per-job decision with at most k workers, None
     when it does not start now), with the least rollout cost (:func:`rollout_cost`, ties
-    to the wider) against the waiting jobs behind it and the forecast arrivals over the
-    longest of their runs (capped by ``lookahead_max_s``): ``lookahead_widths``
-    (docs/formulation.md §14.7). ``decision`` itself without a forecast."""
+    to the wider) against the waiting jobs behind it (the first ``lookahead_jobs``) and,
+    with ``widths_forecast``, the forecast arrivals over the longest of their runs (capped
+    by ``lookahead_max_s``): ``lookahead_widths`` (docs/formulation.md §14.7).
+    ``decision`` itself when nothing waits behind it (with ``widths_forecast``: when no
+    arrival is forecast)."""
     now = snapshot.now_slot
     widest = max(p.total_workers for p in decision.slots)
     cap = int(params.lookahead_max_s // snapshot.slot_seconds)
     if not params.lookahead_widths or decision.start_slot != now or widest < 2:
         return decision
-    if not forecast(recent, now, cap):
+    if params.widths_forecast and not forecast(recent, now, cap):
+        return decision
+    if not params.widths_forecast and not behind:
         return decision
     variants = [decision]
     k = widest // 2
@@ -208,7 +212,7 @@ def cheapest_width(
     if len(variants) == 1:
         return decision
     run = max(v.end_slot - now + 1 for v in variants)
-    expected = forecast(recent, now, min(run, cap))
+    expected = forecast(recent, now, min(run, cap)) if params.widths_forecast else ()
     rest = queued((*behind[: params.lookahead_jobs], *expected), snapshot, res, params)
     costs = [rollout_cost(job, v, snapshot, res, rest) for v in variants]
     return variants[min(range(len(variants)), key=lambda i: (costs[i], i))]

@@ -362,6 +362,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         queue_program=opts.queue_program,
         lookahead=opts.lookahead,
         lookahead_widths=opts.lookahead_widths,
+        widths_forecast=opts.widths_forecast,
         preempt=opts.preempt,
         preempt_resize=opts.preempt if opts.preempt_resize is None else opts.preempt_resize,
         preempt_cost=opts.preempt_cost,

@@ -38,6 +38,7 @@ class ReplayOptions:
     queue_program: str = "per-job"
     lookahead: bool = True
     lookahead_widths: bool = False  # weigh narrower starts now too (formulation §14.7)
+    widths_forecast: bool = False  # and count the forecast arrivals in that (§14.7)
     preempt: bool = True  # checkpoint-restart preemption under late binding (formulation
     # §16): on, as a site with `preempt = true` runs it live; it won on the sweep's average
     preempt_cost: str = "exact"  # what a pause is weighed against (formulation §16)
@@ -46,7 +47,7 @@ class ReplayOptions:
     # paused job starts again at once elsewhere (a migration; formulation §16)
     preempt_defrag: bool | None = None  # move a running job to a smaller node that holds
     # it when that starts a wide waiting job co-located (formulation §16, "Move to a
-    # smaller node"): None = on with preemption (2026-12-05); live not yet
+    # smaller node"): None = on with preemption (2026-12-05); live a site's choice
     preempt_resize: bool | None = None  # resize a running job by checkpoint-restart
     # (formulation §16, "Resize"): None = on with preemption (it won on the average of the
     # ladder's 103 cells once narrow starts were bounded, 2026-12-05); live a site's choice
