@@ -228,3 +228,7 @@ def test_the_width_look_ahead_and_its_forecast_are_recorded(tmp_path: Path) -> N
     assert queue["lookahead_widths"] is True and queue["widths_forecast"] is False
     old = recorded_params(tmp_path / "old", "--lookahead-widths", "--widths-forecast")
     assert old["lookahead_widths"] is True and old["widths_forecast"] is True
+    alone = invoke(jobs_file(tmp_path / "old"), "-p", "yu-rr", "--widths-forecast")
+    assert alone.exit_code == 3, alone.stderr
+    assert "option --widths-forecast" in alone.stderr and "--lookahead-widths" in alone.stderr
+    assert "Traceback" not in alone.stderr

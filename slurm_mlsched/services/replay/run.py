@@ -323,6 +323,13 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
                 hint=f"drop --no-preempt (preemption is the replay's default) or {option}",
                 context={"option": option},
             )
+    if opts.widths_forecast and not opts.lookahead_widths:
+        raise InputError(
+            "option --widths-forecast says how --lookahead-widths weighs a start, but "
+            "--lookahead-widths was not given",
+            hint="add --lookahead-widths, or drop --widths-forecast",
+            context={"option": "--widths-forecast"},
+        )
     if opts.preempt_max is not None:
         if not opts.preempt:
             raise InputError(
