@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -174,10 +175,37 @@ def restart_lab(**gres: str) -> None:
         raise AssertionError(f"start-cluster.sh ({gres or 'default GRES'}) failed:\n{tail}")
 
 
-def lab_gres() -> dict[str, str]:
-    """Each node's Gres as ``sinfo`` reports the running lab's (``gpu:4``, ``gpu:t4:4``)."""
-    text = SlurmCommands(LocalRunner()).run(["sinfo", "-h", "-N", "-o", "%N %G"])
-    return dict(line.split(None, 1) for line in text.splitlines() if line.strip())
+#: What every node of the default lab reports: 4 untyped GPUs (``SLURM_LAB_GPUS``).
+DEFAULT_GPUS = (4, None)
+
+
+def lab_gpus() -> dict[str, tuple[int, str | None]]:
+    """Each node's GPU count and type as the running lab's ``sinfo`` reports them (read
+    with mlsub's own parser, which knows every Slurm version's ``%G``)."""
+    text = SlurmCommands(LocalRunner()).run(["sinfo", "-h", "-N", "-o", "%N|%T|%c|%m|%G"])
+    return {n.name: (n.gpus, n.gpu_type) for n in parse_sinfo_text(text)}
+
+
+@contextmanager
+def lab_restarted(
+    wanted: Mapping[str, tuple[int, str | None]], what: str, **gres: str
+) -> Iterator[None]:
+    """The lab restarted with the GRES knobs ``gres`` (:func:`restart_lab`), its nodes then
+    reporting ``wanted`` (node → GPU count and type), for the caller's block; unless it had
+    them already, the default is put back afterwards. Not root: skip (a failure under
+    ``CI=true``)."""
+    if os.geteuid() != 0:
+        require_or_skip(f"not root: the lab cluster cannot be restarted with {what}")
+    had = lab_gpus() == dict(wanted)
+    if not had:
+        restart_lab(**gres)
+    try:
+        poll(what, lambda: lab_gpus() == dict(wanted), 60)
+        yield
+    finally:
+        if not had:
+            restart_lab()
+            poll("the default GPUs again", lambda: set(lab_gpus().values()) == {DEFAULT_GPUS}, 60)
 
 
 @pytest.fixture(scope="session")

@@ -25,10 +25,7 @@ from typing import Any
 
 import pytest
 
-from slurm_mlsched.slurm.parse import parse_sinfo_text
-from slurm_mlsched.slurm.runner import LocalRunner, SlurmCommands
-from tests.conftest import require_or_skip
-from tests.integration.conftest import LabCluster, poll, restart_lab
+from tests.integration.conftest import LabCluster, lab_restarted, poll
 from tests.integration.mlsub_cli import SMALL_TASKS, Mlsub, probe_script
 from tests.task_probe import PROBE, probe_results
 
@@ -41,28 +38,14 @@ OF_TYPE = {kind: {n for n, k in TYPES.items() if k == kind} for kind in set(TYPE
 SOURCES = ("", "json", "text")
 
 
-def _lab_types() -> dict[str, str | None]:
-    """Each node's GPU type as ``sinfo`` reports the running lab's Gres."""
-    text = SlurmCommands(LocalRunner()).run(["sinfo", "-h", "-N", "-o", "%N|%T|%c|%m|%G"])
-    return {n.name: n.gpu_type for n in parse_sinfo_text(text)}
-
-
 @pytest.fixture(scope="module")
 def typed_lab(lab_ready: None) -> Iterator[None]:
     """The lab with the GPU types of ``TYPES`` for this module; unless it had them
     already, the untyped default is put back afterwards."""
-    if os.geteuid() != 0:
-        require_or_skip("not root: the lab cluster cannot be restarted with GPU types")
-    had = _lab_types() == TYPES
-    if not had:
-        restart_lab(SLURM_LAB_GPU_TYPES=" ".join(TYPES[n] for n in sorted(TYPES)))
-    try:
-        poll("typed nodes", lambda: _lab_types() == TYPES, 60)
+    wanted = {n: (4, kind) for n, kind in TYPES.items()}
+    types = " ".join(TYPES[n] for n in sorted(TYPES))
+    with lab_restarted(wanted, "GPU types", SLURM_LAB_GPU_TYPES=types):
         yield
-    finally:
-        if not had:
-            restart_lab()
-            poll("untyped nodes again", lambda: set(_lab_types().values()) == {None}, 60)
 
 
 @pytest.fixture

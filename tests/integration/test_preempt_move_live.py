@@ -16,7 +16,6 @@ node2 and its completed one on node4.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require_or_skip
-from tests.integration.conftest import LabCluster, lab_gres, poll, restart_lab
+from tests.integration.conftest import LabCluster, lab_restarted
 from tests.integration.mlsub_cli import Mlsub
 from tests.integration.test_preempt_live import EXAMPLE, accounting, squeue
 from tests.integration.test_queue_live import idle, ran_on
@@ -43,19 +41,10 @@ SLOW_NETWORK = ("--model-size", "50", "--bw-in", "1000", "--bw-ex", "100")
 def mixed_lab(lab_ready: None) -> Iterator[None]:
     """The lab with the GPU counts of ``COUNTS`` for this module; unless it had them
     already, the default (4 GPUs a node) is put back afterwards."""
-    if os.geteuid() != 0:
-        require_or_skip("not root: the lab cluster cannot be restarted with other GPU counts")
-    wanted = {n: f"gpu:{c}" for n, c in COUNTS.items()}
-    had = lab_gres() == wanted
-    if not had:
-        restart_lab(SLURM_LAB_GPU_COUNTS=" ".join(str(COUNTS[n]) for n in sorted(COUNTS)))
-    try:
-        poll("nodes of 4 and 1 GPUs", lambda: lab_gres() == wanted, 60)
+    wanted = {n: (c, None) for n, c in COUNTS.items()}
+    counts = " ".join(str(COUNTS[n]) for n in sorted(COUNTS))
+    with lab_restarted(wanted, "nodes of 4 and 1 GPUs", SLURM_LAB_GPU_COUNTS=counts):
         yield
-    finally:
-        if not had:
-            restart_lab()
-            poll("4 GPUs on every node again", lambda: set(lab_gres().values()) == {"gpu:4"}, 60)
 
 
 def scripts(workdir: Path) -> tuple[Path, Path]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from ...api import Preempted, QueueView, ReplanReport
     from ...sim.queue_estimate import JobEstimate, QueueEstimate
 
@@ -31,11 +33,7 @@ def show_replanned(report: ReplanReport, *, as_json: bool, quiet: bool = False) 
         return
     console = _out()
     if report.started:
-        from rich import box
-
-        table = _table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
-        for name in ("id", "user", "slurm job", "started", "on", "note"):
-            table.add_column(name, overflow="fold")
+        table = _plain_table("id", "user", "slurm job", "started", "on", "note")
         for s in report.started:
             table.add_row(
                 str(s.decision_id), s.user, s.slurm_job_id or "—", s.action, s.placement, s.note
@@ -44,11 +42,7 @@ def show_replanned(report: ReplanReport, *, as_json: bool, quiet: bool = False) 
     else:
         console.print("no queued job can start now")
     if report.preempted:
-        from rich import box
-
-        table = _table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
-        for name in ("id", "user", "slurm job", "preempted", "why", "note"):
-            table.add_column(name, overflow="fold")
+        table = _plain_table("id", "user", "slurm job", "preempted", "why", "note")
         for p in report.preempted:
             table.add_row(
                 str(p.decision_id), p.user, p.slurm_job_id or "—", p.action, preempted_why(p),
@@ -64,6 +58,17 @@ def show_replanned(report: ReplanReport, *, as_json: bool, quiet: bool = False) 
             f"note: {len(report.skipped)} queued job(s) of other users were left to their "
             "owners' or root's re-plan"
         )
+
+
+def _plain_table(*columns: str) -> Table:
+    """A table of ``mlsub replan``: a rule under the heading, no edges, each cell folded
+    where it is too wide."""
+    from rich import box
+
+    table = _table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    return table
 
 
 def preempted_why(p: Preempted) -> str:
