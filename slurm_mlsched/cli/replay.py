@@ -244,7 +244,27 @@ def replay(
         ),
     ] = RESTART_S,
     limit: Annotated[
-        int | None, typer.Option(help="Replay only the N earliest-submitted jobs.")
+        int | None,
+        typer.Option(help="Replay only the N earliest-submitted jobs (of the window, if given)."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="TIME",
+            help="Replay only jobs submitted at or after TIME: an ISO 8601 date or date-time "
+            "(without a zone, in the trace's own: Philly US Pacific, else UTC or --tz) or "
+            "+DURATION from the trace's first submit (+7d, +12h, +30m, +90s).",
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            metavar="TIME",
+            help="Replay only jobs submitted before TIME (as --since; the window is "
+            "since <= submit < until).",
+        ),
     ] = None,
     load: Annotated[
         float | None,
@@ -372,6 +392,8 @@ def replay(
         slot_seconds=slot_seconds,
         gpu_speed=gpu_speed,
         limit=limit,
+        since=since,
+        until=until,
         load=load,
         lp_max_jobs=lp_max_jobs,
         trace_format=trace_format,

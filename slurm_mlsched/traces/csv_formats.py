@@ -66,6 +66,7 @@ def parse_philly(lines: Iterable[str], opts: ReadOptions | None = None) -> Trace
         tuple(errors.skipped),
         (note,),
         errors.counts(),
+        zone=tz,
     )
 
 
@@ -172,6 +173,7 @@ def parse_mustang(lines: Iterable[str], opts: ReadOptions | None = None) -> Trac
         tuple(errors.skipped),
         states.notes(),
         errors.counts(),
+        zone=tz,
     )
 
 

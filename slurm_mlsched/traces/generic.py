@@ -118,7 +118,14 @@ def parse_generic(lines: Iterable[str], opts: ReadOptions | None = None) -> Trac
     time_base = TimeBase.OFFSET if cmap.time_format == "offset" else TimeBase.EPOCH
     notes = (f"column map: {cmap.describe()}", *states.notes())
     return Trace(
-        tuple(records), "csv", opts.path, time_base, tuple(errors.skipped), notes, errors.counts()
+        tuple(records),
+        "csv",
+        opts.path,
+        time_base,
+        tuple(errors.skipped),
+        notes,
+        errors.counts(),
+        zone=cmap.tz,
     )
 
 

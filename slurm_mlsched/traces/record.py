@@ -150,6 +150,8 @@ class Trace:
     skipped_lines: tuple[SkippedLine, ...] = ()
     notes: tuple[str, ...] = field(default=())
     rows: RowCounts | None = None  # None: the reader did not count (a bug: tests check it)
+    zone: str = "UTC"  # the zone times written without one were read in (``--tz``, else the
+    # format's: Philly US Pacific, the rest UTC); ``mlsub replay --since/--until`` read theirs so
 
     def unaccounted(self) -> int:
         """Rows that are neither header, blank, folded, ignored, a record nor skipped."""

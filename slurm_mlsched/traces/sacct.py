@@ -356,6 +356,7 @@ def parse_sacct(lines: Iterable[str], opts: ReadOptions | None = None) -> Trace:
         tuple(errors.skipped),
         tuple(notes),
         errors.counts(),
+        zone=tz,
     )
 
 

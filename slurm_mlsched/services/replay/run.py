@@ -9,8 +9,9 @@ Steps (docs/replay-guide.md, "Simulator, baselines and metrics"):
 2. the input: a job list (``.json``/``.yaml``, :mod:`slurm_mlsched.files.job_list`) or a
    trace read by :func:`slurm_mlsched.traces.read_trace` and turned into jobs by
    :func:`slurm_mlsched.traces.synthesis.synthesize_trace` (MODEL.md §7);
-3. jobs in submission order, the first ``--limit`` kept; jobs that no placement could run
-   on the cluster are *unplaceable* (``sim.admit``): reported, not replayed;
+3. the jobs submitted in the ``--since/--until`` window (:mod:`slurm_mlsched.traces.window`),
+   in submission order, the first ``--limit`` of them kept; jobs that no placement could
+   run on the cluster are *unplaceable* (``sim.admit``): reported, not replayed;
 4. the LP lower bound when the replay is small (``sim.lower_bound``); the utility draws;
 5. for each policy, ``sim.simulate`` timed with the injected clock, then
    ``sim.compute_metrics``;
@@ -69,7 +70,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
-    from ...traces.record import Trace
+    from ...traces.record import Trace, TraceRecord
 
 
 def _policies(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -178,8 +179,37 @@ def load_input(opts: ReplayOptions) -> ReplayInput:
                 context={"file": str(opts.trace)},
             )
         jl = read_job_list(opts.trace)
-        return ReplayInput(name, "job-list", jl.entries, 0, jl.epoch)
+        entries, notes = _job_list_window(opts, jl.entries, jl.epoch)
+        return ReplayInput(name, "job-list", entries, 0, jl.epoch, notes)
     return _load_trace(opts)
+
+
+def _job_list_window(
+    opts: ReplayOptions, entries: tuple[tuple[JobRequest, float], ...], epoch: datetime
+) -> tuple[tuple[tuple[JobRequest, float], ...], tuple[str, ...]]:
+    """A job list's entries in the ``--since/--until`` window (its dates are UTC)."""
+    from ...traces.record import TimeBase
+    from ...traces.window import cut, empty_window_error, submit_window
+
+    base = epoch.timestamp()
+    submits = [base + s for _, s in entries]
+    window = submit_window(
+        opts.since, opts.until, time_base=TimeBase.EPOCH, tz="UTC", submits=submits
+    )
+    if window is None:
+        return entries, ()
+    kept = cut(window, submits)
+    if not kept.kept:
+        raise empty_window_error(window, submits, TimeBase.EPOCH, "UTC", opts.trace.name)
+    note = _window_note(window.text, len(kept.kept), len(entries), kept.before, kept.after)
+    return tuple(entries[i] for i in kept.kept), (note,)
+
+
+def _window_note(text: str, kept: int, total: int, before: int, after: int) -> str:
+    return (
+        f"window {text}: {kept} of {total} job(s) submitted in it "
+        f"({before} before, {after} after: left out)"
+    )
 
 
 def _load_trace(opts: ReplayOptions) -> ReplayInput:
@@ -193,7 +223,8 @@ def _load_trace(opts: ReplayOptions) -> ReplayInput:
         skip_bad=opts.skip_bad,
         tz=opts.tz,
     )
-    records = trace.records
+    records, window_notes, outside = _in_window(opts, trace)
+    windowed = len(records)
     if opts.limit is not None:
         records = tuple(sorted(records, key=lambda r: (r.submit, r.job_id))[: opts.limit])
     synthesis = synthesize_trace(
@@ -213,10 +244,11 @@ def _load_trace(opts: ReplayOptions) -> ReplayInput:
         epoch = datetime(1970, 1, 1, tzinfo=UTC)
     notes = [
         *trace.notes,
+        *window_notes,
         f"trace format {trace.format}; job synthesis version {SYNTHESIS_VERSION} "
         f"(seed {opts.seed})",
     ]
-    rows = _row_accounting(trace, len(trace.records) - len(records))
+    rows = _row_accounting(trace, outside, windowed - len(records))
     if rows is not None:
         notes.append(_rows_note(rows))
     return ReplayInput(
@@ -231,7 +263,29 @@ def _load_trace(opts: ReplayOptions) -> ReplayInput:
     )
 
 
-def _row_accounting(trace: Trace, beyond_limit: int) -> InputRows | None:
+def _in_window(opts: ReplayOptions, trace: Trace) -> tuple[tuple[TraceRecord, ...], list[str], int]:
+    """The records of ``trace`` submitted in the ``--since/--until`` window, the note that
+    says so and how many it left out (all of them, no note and 0 without a window)."""
+    from ...traces.record import TimeBase
+    from ...traces.window import cut, empty_window_error, submit_window
+
+    submits = [r.submit for r in trace.records]
+    window = submit_window(
+        opts.since, opts.until, time_base=trace.time_base, tz=trace.zone, submits=submits
+    )
+    if window is None:
+        return trace.records, [], 0
+    kept = cut(window, submits)
+    if not kept.kept:
+        raise empty_window_error(window, submits, trace.time_base, trace.zone, opts.trace.name)
+    total = len(trace.records)
+    note = _window_note(window.text, len(kept.kept), total, kept.before, kept.after)
+    if trace.time_base is TimeBase.EPOCH:
+        note += f"; dates without a zone read in {trace.zone}"
+    return tuple(trace.records[i] for i in kept.kept), [note], kept.outside
+
+
+def _row_accounting(trace: Trace, outside_window: int, beyond_limit: int) -> InputRows | None:
     """Where every physical row of the trace went (:class:`InputRows`), when the reader
     counted its rows."""
     counts = trace.rows
@@ -246,6 +300,7 @@ def _row_accounting(trace: Trace, beyond_limit: int) -> InputRows | None:
         ignored=counts.ignored,
         malformed=trace.skipped,
         records=len(trace.records),
+        outside_window=outside_window,
         beyond_limit=beyond_limit,
         unaccounted=trace.unaccounted(),
     )
@@ -263,6 +318,8 @@ def _rows_note(rows: InputRows) -> str:
     )
     parts += [f"{count} {label}" for count, label in labels if count]
     text = f"input: {rows.total} {rows.unit} = " + " + ".join(parts)
+    if rows.outside_window:
+        text += f"; {rows.outside_window} record(s) outside --since/--until left out"
     if rows.beyond_limit:
         text += f"; {rows.beyond_limit} record(s) beyond --limit left out"
     if rows.unaccounted:

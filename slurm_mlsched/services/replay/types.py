@@ -55,6 +55,8 @@ class ReplayOptions:
     restart_s: float = RESTART_S
     slot_seconds: float | None = None
     limit: int | None = None
+    since: str | None = None  # --since/--until: the submit window, as written
+    until: str | None = None  # (traces.window; resolved against the input when read)
     load: float | None = None  # target offered load (sim.load); None: the trace's own rate
     lp_max_jobs: int = LP_MAX_JOBS
     cpu_jobs: str = "off"  # synthesis of records without GPUs (traces.synthesis.CpuJobs)
@@ -73,8 +75,9 @@ class ReplayOptions:
 class InputRows:
     """Where every physical row of a trace went (``metrics.json`` ``input_rows``): the
     reader's counts (:class:`~slurm_mlsched.traces.record.RowCounts`) in its ``unit``
-    (lines, records), the malformed rows skipped, the job records, the records cut by
-    ``--limit`` and what no category holds (0 unless a reader has a bug)."""
+    (lines, records), the malformed rows skipped, the job records, the records left out by
+    ``--since/--until`` (submitted outside the window) and by ``--limit``, and what no
+    category holds (0 unless a reader has a bug)."""
 
     unit: str
     total: int
@@ -84,6 +87,7 @@ class InputRows:
     ignored: int
     malformed: int
     records: int
+    outside_window: int
     beyond_limit: int
     unaccounted: int
 
