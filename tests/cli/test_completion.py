@@ -8,6 +8,7 @@ that cannot be read offers no ids and prints nothing."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -97,14 +98,18 @@ def test_the_script_show_completion_prints_completes_in_a_real_bash(
     bash = shutil.which("bash")
     if bash is None:
         pytest.skip("bash is not installed")
-    script = subprocess.run(
-        [str(MLSUB), "--show-completion", "bash"],
+    # run from bash, as a user does: --show-completion detects the shell among its parent
+    # processes, so a test run with no shell among its own (a pytest reparented to init)
+    # failed with "Shell  not supported"; "; exit $?" keeps bash from exec'ing mlsub
+    shown = subprocess.run(
+        [bash, "--norc", "-c", f"{shlex.quote(str(MLSUB))} --show-completion; exit $?"],
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
-        check=True,
-    ).stdout
+    )
+    assert shown.returncode == 0, shown.stderr
+    script = shown.stdout
     assert "complete -o default -F _mlsub_completion mlsub" in script
     (tmp_path / "mlsub.bash").write_text(script)
     driver = (
