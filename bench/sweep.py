@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import time
 from collections.abc import Sequence
@@ -69,25 +70,27 @@ class Cell:
 
     trace: str  # under ../shared/traces
     label: str
-    shape: str  # "16x4", "6x8", "64x8" or "mixed"
+    shape: str  # "NxG" (e.g. "16x4", "6x8") or a cluster file of bench/clusters ("mixed")
     load: float
     seed: int = 0
     limit: int | None = None
+    since: str | None = None  # mlsub replay --since: the jobs from then (bench/holdout.py)
 
     @property
     def key(self) -> str:
         return f"{self.label}|{self.shape}|load {self.load:g}|seed {self.seed}"
 
     def options(self, preempt: bool = True) -> ReplayOptions:
-        mixed = self.shape == "mixed"
+        named = re.fullmatch(r"\d+x\d+", self.shape) is None
         return ReplayOptions(
             trace=TRACES / self.trace,
             policies=POLICIES,
-            nodes=None if mixed else self.shape,
-            cluster=CLUSTERS / "mixed.yaml" if mixed else None,
+            nodes=None if named else self.shape,
+            cluster=CLUSTERS / f"{self.shape}.yaml" if named else None,
             seed=self.seed,
             slot_seconds=DELTA,
             limit=self.limit,
+            since=self.since,
             load=self.load,
             preempt=preempt,
         )
@@ -246,7 +249,13 @@ def _dates(done: list[dict[str, Any]]) -> str:
     return " Rows measured (same code for each policy's rows): " + "; ".join(parts) + "."
 
 
-def render(res: dict[str, Any], preempt: bool = True) -> str:
+def render(
+    res: dict[str, Any],
+    preempt: bool = True,
+    heading: tuple[str, str, str] | None = None,
+) -> str:
+    """The section of ``res``; ``heading`` = (title, how it is written, what the cells
+    are) in place of the sweep's own (``bench/holdout.py``)."""
     m = res["machine"]
     done = sorted(
         res["cells"].values(), key=lambda c: (c["shape"], c["label"], c["load"], c["seed"])
@@ -266,13 +275,18 @@ def render(res: dict[str, Any], preempt: bool = True) -> str:
             "2026-12-04; the re-sharing baselines pause and resize as always, at the same "
             "restart cost); raw results in `bench/out/sweep-no-preempt/"
         )
+    what = (
+        "public traces × cluster shape × offered load (`mlsub replay --load`, `sim.load`: "
+        "the jobs' least work ÷ the cluster's capacity over their submit span) × seed"
+    )
+    if heading is not None:
+        title, how, what = heading
     lines = [
         title,
         "",
         f"Written by {how}all.json`. Machine: {m['cpu']}, {m['cores']} cores; date of the "
-        f"last cell: {m['date']}. {len(done)} cells: public traces × cluster shape × offered "
-        "load (`mlsub replay --load`, `sim.load`: the jobs' least work ÷ the cluster's "
-        "capacity over their submit span) × seed, Δ = 600 s, every policy at its defaults "
+        f"last cell: {m['date']}. {len(done)} cells: {what}, Δ = 600 s, every policy at its "
+        "defaults "
         "(restart cost 30 s for all; nothing set per workload). *target* = avg JCT ≤ "
         "max(0.90 × best of optimus, drf, tiresias, oasis, fifo-bf; 1.05 × lower bound), "
         "p50 and p99 ≤ `fifo-bf`'s, ≤ 0.97 × `qssf` (issue 28). *bound*: the lower bound of "
