@@ -216,6 +216,11 @@ def verdict(c: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _natural(label: str) -> tuple[str | int, ...]:
+    """``label``'s sort key with its numbers as numbers: Sia 2 before Sia 10."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", label))
+
+
 def _r(x: float) -> str:
     return f"{x:.2f}"
 
@@ -258,7 +263,8 @@ def render(
     are) in place of the sweep's own (``bench/holdout.py``)."""
     m = res["machine"]
     done = sorted(
-        res["cells"].values(), key=lambda c: (c["shape"], c["label"], c["load"], c["seed"])
+        res["cells"].values(),
+        key=lambda c: (c["shape"], _natural(c["label"]), c["load"], c["seed"]),
     )
     verdicts = [verdict(c) for c in done]
     title = "## Robustness sweep: workloads nobody tuned on"

@@ -110,7 +110,8 @@ def test_one_slice_one_seed_merged_later_equals_the_local_replay(
     cluster: LabCluster, tmp_path: Path
 ) -> None:
     out = tmp_path / "slurm"
-    args = ("replay", need(PHILLY), "-p", "fifo-ff", "-p", "yu-rr", *SMALL)
+    # a window of the trace (--since) travels with the cells: each replays the same jobs
+    args = ("replay", need(PHILLY), "-p", "fifo-ff", "-p", "yu-rr", "--since", "2017-11-13", *SMALL)
     submitted = json.loads(
         mlsub(*args, "--seeds", "0", "--on-slurm", "--no-wait", "--out", out, "--json").stdout
     )
@@ -123,6 +124,8 @@ def test_one_slice_one_seed_merged_later_equals_the_local_replay(
     merged = json.loads(mlsub("replay", "--merge", out, "--json").stdout)
     local = json.loads(mlsub(*args, "--json").stdout)
     assert untimed(merged) == untimed(local)
+    notes = json.loads((out / "metrics.json").read_text())["notes"]
+    assert any(n.startswith("window --since 2017-11-13: ") for n in notes), notes
 
 
 def test_a_cell_that_fails_on_the_cluster_fails_the_merge(
