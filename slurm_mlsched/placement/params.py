@@ -214,6 +214,14 @@ class PlacementParams:
     GPU counts (elsewhere it cannot fire): 0.9959 × the avg JCT (better by more than 1 %
     in 3, worse in none; at most 1.004 ×), so 0.9995 × over all 103 cells
     (docs/benchmarks.md, "Moves to a smaller node")."""
+    preempt_shrink: bool = False
+    """With ``preempt`` and ``preempt_gain = rollout``: a pause may be a *shrink in place*
+    (:mod:`.yu_rr.preemption`, "Shrink in place"): the victim restarts at once, narrower,
+    on the machines it holds, in what the jobs it gives way to leave of its room — the
+    faster of its workers that still fit there beside its PSs (distributed) or one of its
+    machines co-located — instead of waiting for its whole width; taken when the
+    rollout's total with it is lower than both without and with a pause. Counted as a
+    pause (``preempt_max``). Live: not yet (always off on the live queue)."""
     preempt_resize: bool = False
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
     A running job slower than its fastest shape is re-decided (its work left + the

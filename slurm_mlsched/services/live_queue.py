@@ -280,6 +280,7 @@ def _step_inputs(
         preempt=preempt,
         preempt_resize=preempt and resize,
         preempt_defrag=preempt and defrag,
+        preempt_shrink=False,  # a replay rule only: live shrinks are not built
     )
     policy = first.params_policy
     queue = get_queue(policy, params)

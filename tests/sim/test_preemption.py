@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.errors import InputError
-from slurm_mlsched.model import ClusterSnapshot, Machine, Resources
+from slurm_mlsched.model import ClusterSnapshot, Decision, Machine, Mode, Resources, SlotPlan
+from slurm_mlsched.model.decision import Form
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.yu_rr.joint import replan_yu_rr
 from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
@@ -263,6 +264,63 @@ def test_a_pause_stands_when_the_paused_job_moves_at_once_with_preempt_migrate()
     assert [(x.job_id, x.start_slot) for x in step.planned] == [("S", 100)]
 
 
+def _spread_run() -> tuple[ClusterSnapshot, RunningRun]:
+    """Two 4-GPU nodes; V, 8 workers spread 4 + 4 with its 2 PSs on a, for 100 slots
+    from slot 0 (at 8 · ν_ex; 4 co-located workers would be faster, 4 · ν_in)."""
+    machines = (Machine("a", Resources(4, 16, 65536)), Machine("b", Resources(4, 16, 65536)))
+    wide = make_job("V", workers=8, workload=RESNET.nu_ex(DELTA) * 8 * 100)
+    plan = SlotPlan(0, Mode.DISTRIBUTED, (("a", 4), ("b", 4)), (("a", wide.ps_needed(8)),), 100)
+    rate = plan_rate(plan, wide, DELTA)
+    d = Decision(
+        job_id="V", policy="yu-rr", form=Form.NON_ELASTIC, seed=7, slots=(plan,),
+        start_slot=0, end_slot=99, work_covered=rate * 100,
+    )  # fmt: skip
+    return ClusterSnapshot(machines, d.reservations(wide), DELTA, now_slot=5), RunningRun(
+        wide, 7, d
+    )
+
+
+def test_a_shrink_restarts_the_job_narrower_on_its_own_machines() -> None:
+    """Two 2-worker jobs of 3 slots arrive at slot 5. A pause of V would let them start,
+    but V would start again at once (4 co-located workers fit the node they leave), so the
+    re-plan drops the pause and they wait for V's end at 100. With ``preempt_shrink`` V
+    restarts at once on b, 4 workers beside one PS (faster than its spread run: it ends
+    at 84 with the restart charge), and both start on a."""
+    snap, run = _spread_run()
+    waiting = tuple(
+        PendingJob(make_job(f"S{i}", workers=2, workload=NU * 2 * 3, arrival=5), i)
+        for i in range(2)
+    )
+    plain = PlacementParams(preempt=True)
+    step, chosen = replan_preempting(waiting, (run,), snap, plain, replan_yu_rr)
+    assert chosen == () and step.started == ()
+    assert [(x.job_id, x.start_slot) for x in step.planned] == [("S0", 100), ("S1", 100)]
+    on = replace(plain, preempt_shrink=True)
+    (p,) = choose(waiting, (run,), snap, on)
+    assert (p.job_id, p.for_jobs) == ("V", ("S0", "S1")) and p.restart is not None
+    assert p.restart.slots[0].mode == Mode.COLOCATED
+    assert (p.restart.slots[0].workers, p.restart.slots[0].ps) == ((("b", 4),), (("b", 1),))
+    step, chosen = replan_preempting(waiting, (run,), snap, on, replan_yu_rr)
+    assert [c.job_id for c in chosen] == ["V"]
+    started = {x.job_id: x for x in step.started}
+    assert started["V"] == p.restart and (started["V"].start_slot, started["V"].end_slot) == (5, 84)
+    for i in range(2):
+        assert started[f"S{i}"].slots[0].workers == (("a", 2),)
+        assert (started[f"S{i}"].start_slot, started[f"S{i}"].end_slot) == (5, 7)
+
+
+def test_a_pause_is_kept_where_it_gains_more_than_a_shrink() -> None:
+    """Three 2-worker jobs take 6 of V's 8 GPUs: V shrunk to 2 workers would crawl, so
+    the rule pauses it whole (the three end at 7, V resumes at 8)."""
+    snap, run = _spread_run()
+    waiting = tuple(
+        PendingJob(make_job(f"S{i}", workers=2, workload=NU * 2 * 3, arrival=5), i)
+        for i in range(3)
+    )
+    (p,) = choose(waiting, (run,), snap, PlacementParams(preempt=True, preempt_shrink=True))
+    assert p.for_jobs == ("S0", "S1", "S2") and p.restart is None
+
+
 def _fragmented() -> tuple[ClusterSnapshot, RunningRun, tuple[PendingJob, ...]]:
     """A 4-GPU node "big" and a 1-GPU node "one" (idle). L, one worker for 100 slots,
     runs on big since slot 0 (it came when one was busy); W, 4 workers, arrives at slot 5:
@@ -368,6 +426,7 @@ def replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
     st.booleans(),
     st.booleans(),
     st.booleans(),
+    st.booleans(),
 )
 def test_preemption_keeps_capacity_and_conserves_work(
     case: tuple[ClusterSnapshot, list[SimJob]],
@@ -376,6 +435,7 @@ def test_preemption_keeps_capacity_and_conserves_work(
     resize: bool,
     migrate: bool,
     defrag: bool,
+    shrink: bool,
 ) -> None:
     cluster, jobs = case
     admitted, _ = admit(jobs, cluster)
@@ -386,6 +446,7 @@ def test_preemption_keeps_capacity_and_conserves_work(
         preempt_resize=resize,
         preempt_migrate=migrate,
         preempt_defrag=defrag,
+        preempt_shrink=shrink,
     )
     result = simulate(admitted, cluster, "yu-rr", params)
     assert capacity_violations(result) == []

@@ -189,6 +189,8 @@ class Preemption:
     cost_s: float  # what the restart adds to the paused job's own run
     net: bool = False  # the gain is the rollout's, net of the restart (``preempt_gain``)
     move: bool = False  # restarted at once on a smaller machine (``preempt_defrag``)
+    restart: Decision | None = None  # a shrink (``preempt_shrink``): the narrower run it
+    # restarts on at once, on machines it holds, beside the jobs it gave way to
 
 
 def plan_rate(plan: SlotPlan, job: JobRequest, slot_seconds: float) -> float:
@@ -354,6 +356,7 @@ def choose(
         if not taken:
             continue
         cost = victim_cost_s(run, req.workload - charge, charge, params, delta)
+        shrunk: tuple[Decision, FloatArray] | None = None
         if rollout:
             if rollouts >= params.preempt_rollouts:
                 break  # the event's rollouts are spent: the rest wait for the next event
@@ -366,9 +369,14 @@ def choose(
             without = base + run.decision.end_slot - now + 1
             mine = (kj, arrival_of(req, delta, res, params, now))
             withp = _list_total([*waiting, mine], freed, now, without)
-            if withp is None:
+            gain = 0 if withp is None else without - withp
+            if params.preempt_shrink:
+                cut = _shrink_gain(run, req, room, freed, waiting, index, snapshot, without)
+                if cut is not None and without - cut[2] > gain:
+                    gain = without - cut[2]
+                    shrunk = cut[0], cut[1]
+            if gain <= 0:
                 continue  # no gain: the total with the pause reaches the one without
-            gain = without - withp
         else:
             cap = run.decision.end_slot + 1  # when the victim's room frees anyway
             waits = [b.alt_start(params, delta, now, cap) - now for b, _ in taken]
@@ -385,15 +393,154 @@ def choose(
                 gain * delta,
                 cost,
                 rollout,
+                restart=None if shrunk is None else shrunk[0],
             )
         )
         res = room
         served = {id(b) for b, _ in taken}
         blocked = [b for b in blocked if id(b) not in served]
-        if rollout:
+        if shrunk is not None:
+            res = room.minus(shrunk[1], now, shrunk[0].end_slot + 1)
+        elif rollout:
             paused.append(mine)
         base = None
     return tuple(out)
+
+
+def _shrink_gain(
+    run: RunningRun,
+    req: JobRequest,
+    room: Residual,
+    freed: Residual,
+    waiting: list[tuple[tuple[float, int, str], Arrival]],
+    index: dict[str, int],
+    snapshot: ClusterSnapshot,
+    without: int,
+) -> tuple[Decision, FloatArray, int] | None:
+    """A shrink of ``run`` (``preempt_shrink``): its narrower run on the machines it holds,
+    in ``room`` (its room given back less what the jobs it gives way to take), that run's
+    usage and the rollout's total with it — ``waiting`` list-scheduled on ``freed`` less
+    that usage, plus the shrunk run's own end − now + 1; None when no narrower run fits
+    or the total reaches ``without`` (no gain)."""
+    now = snapshot.now_slot
+    got = shrunk_run(run, req, room, index, snapshot)
+    if got is None:
+        return None
+    decision, use = got
+    own = decision.end_slot - now + 1
+    if own >= without:
+        return None
+    rest = _list_total(waiting, freed.minus(use, now, decision.end_slot + 1), now, without - own)
+    if rest is None:
+        return None
+    return decision, use, rest + own
+
+
+def shrunk_run(
+    run: RunningRun,
+    req: JobRequest,
+    room: Residual,
+    index: dict[str, int],
+    snapshot: ClusterSnapshot,
+) -> tuple[Decision, FloatArray] | None:
+    """``run`` restarted now narrower on machines it holds (``preempt_shrink``, module
+    docstring "Shrink in place"): ``req`` (its work left + the restart charge) on the
+    faster of (a) every worker of its current run that still fits on its machine in
+    ``room`` beside the PSs it keeps, distributed (the PSs where they are, as many as
+    the kept workers need), and (b) as many workers as fit beside one PS co-located on
+    one of its machines; with the usage (H, 3) of that run. None when neither keeps the
+    workers the job needs, the run would not be narrower, or the job is an allreduce
+    job (its ring has its own rules)."""
+    if req.is_allreduce:
+        return None
+    now, delta = snapshot.now_slot, snapshot.slot_seconds
+    names = tuple(m.name for m in snapshot.machines)
+    plan = run.decision.slots[-1]
+    free = room.at(now)
+    alpha = np.array(req.worker.as_tuple(), dtype=np.float64)
+    beta = np.array(req.ps.as_tuple(), dtype=np.float64)
+    held_w = [(index[n], c) for n, c in plan.workers]
+    held_p = [(index[n], c) for n, c in plan.ps]
+    width = sum(c for _, c in held_w)
+    options: list[tuple[float, SlotPlan]] = []
+
+    def fits(left: FloatArray) -> int:
+        need = alpha > 0
+        if not need.any():
+            return 10**9
+        return int(np.floor(np.min(left[need] / alpha[need]) + 1e-9))
+
+    # (a) distributed on its own machines, beside its PSs
+    left = free.copy()
+    for h, c in held_p:
+        left[h] -= c * beta
+    if (left >= -1e-9).all():
+        kept = [(h, min(c, max(0, fits(left[h])))) for h, c in held_w]
+        kept = [(h, c) for h, c in kept if c > 0]
+        n = sum(c for _, c in kept)
+        n_ps = req.ps_needed(n)
+        if req.min_distributed_workers() <= n < width and n <= req.max_distributed_workers():
+            ps: list[tuple[int, int]] = []
+            for h, c in held_p:
+                take = min(c, n_ps - sum(k for _, k in ps))
+                if take > 0:
+                    ps.append((h, take))
+            if sum(k for _, k in ps) == n_ps:
+                options.append(_rated(req, now, Mode.DISTRIBUTED, kept, ps, names, delta))
+    # (b) co-located on one of its machines, beside one PS
+    for h in sorted({h for h, _ in (*held_w, *held_p)}):
+        n = min(req.max_workers, fits(free[h] - beta)) if (free[h] >= beta - 1e-9).all() else 0
+        if n > 0 and (n < width or len(held_w) > 1):
+            options.append(_rated(req, now, Mode.COLOCATED, [(h, n)], [(h, 1)], names, delta))
+    options = [o for o in options if o[0] > 0]
+    if not options:
+        return None
+    rate, best = max(options, key=lambda o: o[0])
+    length = math.ceil(req.workload / rate - 1e-9)
+    use = np.zeros((len(names), 3), dtype=np.float64)
+    for name, c in best.workers:
+        use[index[name]] += c * alpha
+    for name, c in best.ps:
+        use[index[name]] += c * beta
+    rows = np.flatnonzero(use.any(axis=1))
+    if (room.window_min(now, now + length, rows) < use[rows] - 1e-9).any():
+        return None  # (the room only grows after now; checked, not assumed)
+    best = replace(best, length=length)
+    d = run.decision
+    decision = Decision(
+        job_id=d.job_id,
+        policy=d.policy,
+        form=d.form,
+        seed=d.seed,
+        slots=(best,),
+        start_slot=now,
+        end_slot=now + length - 1,
+        work_covered=rate * length,
+        arrival_slot=d.arrival_slot,
+        solver=d.solver,
+        solver_version=d.solver_version,
+        notes=("shrunk in place: restarted narrower on its own machines for waiting jobs",),
+    )
+    return decision, use
+
+
+def _rated(
+    req: JobRequest,
+    now: int,
+    mode: Mode,
+    workers: Sequence[tuple[int, int]],
+    ps: Sequence[tuple[int, int]],
+    names: tuple[str, ...],
+    delta: float,
+) -> tuple[float, SlotPlan]:
+    plan = SlotPlan(
+        now,
+        mode,
+        tuple((names[h], c) for h, c in sorted(workers)),
+        tuple((names[h], c) for h, c in sorted(ps)),
+        1,
+    )
+    return plan_rate(plan, req, delta), plan
 
 
 _Victim = tuple[tuple[float, int, str], RunningRun, JobRequest, float, float]
@@ -829,9 +976,18 @@ def _replan_pausing(
         if not chosen:
             break
         ids = {p.job_id for p in chosen}
-        extra = tuple(PendingJob(p.resumed, seeds[p.job_id]) for p in chosen)
-        step = queue((*pending, *extra), without_jobs(snapshot, ids), params, recent)
+        extra = tuple(PendingJob(p.resumed, seeds[p.job_id]) for p in chosen if not p.restart)
+        # a shrink's narrower run holds its room before the queue is placed around it
+        shrunk = tuple(p.restart for p in chosen if p.restart is not None)
+        book = without_jobs(snapshot, ids)
+        if shrunk:
+            requests = {p.job_id: p.resumed for p in chosen}
+            held = tuple(r for d in shrunk for r in d.reservations(requests[d.job_id]))
+            book = replace(book, reservations=(*book.reservations, *held))
+        step = queue((*pending, *extra), book, params, recent)
         now_started = {d.job_id for d in step.started}
+        if shrunk:
+            step = replace(step, started=(*step.started, *shrunk))
         colocated = {d.job_id for d in step.started if d.slots[0].mode == Mode.COLOCATED}
         wasted = {
             p.job_id
