@@ -204,6 +204,15 @@ def replay(
             "(a migration, charged its restart) (docs/formulation.md §16).",
         ),
     ] = PlacementParams().preempt_migrate,
+    preempt_shrink: Annotated[
+        bool,
+        typer.Option(
+            "--preempt-shrink/--no-preempt-shrink",
+            help="With preemption: a pause may instead restart the running job at once, "
+            "narrower, on the nodes it holds, beside the jobs it gives way to "
+            "(docs/formulation.md §16, 'Shrink in place').",
+        ),
+    ] = PlacementParams().preempt_shrink,
     preempt_defrag: Annotated[
         bool | None,
         typer.Option(
@@ -384,6 +393,7 @@ def replay(
         preempt_cost=preempt_cost.strip().lower(),
         preempt_gain=preempt_gain.strip().lower(),
         preempt_migrate=preempt_migrate,
+        preempt_shrink=preempt_shrink,
         preempt_defrag=preempt_defrag,
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,

@@ -219,6 +219,20 @@ def test_preempt_migrate_is_recorded(tmp_path: Path) -> None:
     assert default is PlacementParams().preempt_migrate
 
 
+def test_preempt_shrink_is_recorded_and_needs_preemption_and_the_rollout(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "on").mkdir()
+    assert recorded_params(tmp_path / "on", "--preempt-shrink")["preempt_shrink"] is True
+    (tmp_path / "default").mkdir()
+    assert recorded_params(tmp_path / "default")["preempt_shrink"] is False
+    for extra, named in (("--no-preempt", "--no-preempt"), ("--preempt-gain=exchange", "exchange")):
+        result = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--nodes", "2x4", "--preempt-shrink",
+                        extra, "--json")  # fmt: skip
+        assert result.exit_code == 3, result.stderr
+        assert "--preempt-shrink" in result.stderr and named in result.stderr
+
+
 def test_the_width_look_ahead_and_its_forecast_are_recorded(tmp_path: Path) -> None:
     for name in ("plain", "queue", "old"):
         (tmp_path / name).mkdir()
