@@ -5,7 +5,7 @@
 Every rule and default of ``yu-rr`` was kept or dropped on the 16 policy cells and the
 87 sweep cells (``bench/param_ladder.py`` runs both). Those cells are therefore no longer
 an honest test of how the defaults generalize. The cells here were fixed before they
-were first replayed (2026-12-06) and are not to be used to choose a parameter: a rule
+were first replayed (2026-12-05) and are not to be used to choose a parameter: a rule
 measured here is measured on its ladder first, then reported here, never tuned here.
 
 * **Philly, later in the trace.** The sweep replays Philly's first 2,000 jobs (submitted

@@ -205,14 +205,15 @@ def replay(
         ),
     ] = PlacementParams().preempt_migrate,
     preempt_shrink: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--preempt-shrink/--no-preempt-shrink",
-            help="With preemption: a pause may instead restart the running job at once, "
-            "narrower, on the nodes it holds, beside the jobs it gives way to "
-            "(docs/formulation.md §16, 'Shrink in place').",
+            help="With preemption (default: on with it and the rollout gain): a pause may "
+            "instead restart the running job at once, narrower, on the nodes it holds, "
+            "beside the jobs it gives way to (docs/formulation.md §16, 'Shrink in place').",
+            show_default=False,
         ),
-    ] = PlacementParams().preempt_shrink,
+    ] = None,
     preempt_defrag: Annotated[
         bool | None,
         typer.Option(

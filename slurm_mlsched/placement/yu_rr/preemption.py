@@ -90,6 +90,23 @@ next event looks again), and then no pause is weighed at that event; on a cluste
 machines all have as many GPUs, nothing is weighed at all. Kept only if the
 re-plan starts each moved job again now and starts one of those jobs co-located.
 
+**Shrink in place** (``preempt_shrink``, off; :func:`shrunk_run`). A pause gives the
+victim's whole room back, though the jobs of S may need a part of it: the rest idles, or
+goes to jobs further back, while the victim waits for its whole width again (and if it
+could start again at once, narrower, the re-plan drops the pause, so S waits instead).
+A shrink restarts the victim at once, narrower, on the machines it holds, in what S
+leaves of its room: the faster of (a) every worker of its run that still fits on its
+machine beside the PSs it keeps (distributed; as many PSs, where they were, as the kept
+workers need) and (b) as many workers as fit beside one PS co-located on one of its
+machines — never on a machine it did not hold, so it does not wander (the migration
+that lost on the ladder moved a 32-worker job four times in 20 slots). Weighed by the
+rollout: the total is the list schedule of the waiting jobs on the room less the shrunk
+run, plus the shrunk run's own end − now + 1; the shrink is taken when that is lower
+than both the total without and with a pause. The re-plan then holds the shrunk run's
+room before it places the queue, and the shrink, like a pause, is kept only if a job
+of S starts; it counts towards ``preempt_max``. Not for allreduce jobs (their ring has
+its own rules, ``allreduce_shrink``); not live.
+
 **Resize by checkpoint-restart** (``preempt_resize``). Jobs are not elastic: a run has
 one constant width, so a job that started narrow (the room was short) could never use
 the GPUs that free up later, and a job the per-job decision makes wait for its width
@@ -443,8 +460,8 @@ def shrunk_run(
     index: dict[str, int],
     snapshot: ClusterSnapshot,
 ) -> tuple[Decision, FloatArray] | None:
-    """``run`` restarted now narrower on machines it holds (``preempt_shrink``, module
-    docstring "Shrink in place"): ``req`` (its work left + the restart charge) on the
+    """``run`` restarted now narrower on machines it holds (``preempt_shrink``, the module
+    docstring's "Shrink in place"): ``req`` (its work left + the restart charge) on the
     faster of (a) every worker of its current run that still fits on its machine in
     ``room`` beside the PSs it keeps, distributed (the PSs where they are, as many as
     the kept workers need), and (b) as many workers as fit beside one PS co-located on
