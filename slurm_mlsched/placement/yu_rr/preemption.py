@@ -90,10 +90,11 @@ next event looks again), and then no pause is weighed at that event; on a cluste
 machines all have as many GPUs, nothing is weighed at all. Kept only if the
 re-plan starts each moved job again now and starts one of those jobs co-located.
 
-**Shrink in place** (``preempt_shrink``, off; :func:`shrunk_run`). A pause gives the
-victim's whole room back, though the jobs of S may need a part of it: the rest idles, or
-goes to jobs further back, while the victim waits for its whole width again (and if it
-could start again at once, narrower, the re-plan drops the pause, so S waits instead).
+**Shrink in place** (``preempt_shrink``; ``mlsub replay``: on with the rollout gain; not
+live; :func:`shrunk_run`). A pause gives the victim's whole room back, though the jobs
+of S may need a part of it: the rest idles, or goes to jobs further back, while the
+victim waits for its whole width again (and if it could start again at once, narrower,
+the re-plan drops the pause, so S waits instead).
 A shrink restarts the victim at once, narrower, on the machines it holds, in what S
 leaves of its room: the faster of (a) every worker of its run that still fits on its
 machine beside the PSs it keeps (distributed; as many PSs, where they were, as the kept
