@@ -263,8 +263,9 @@ def replay(
             "--since",
             metavar="TIME",
             help="Replay only jobs submitted at or after TIME: an ISO 8601 date or date-time "
-            "(without a zone, in the trace's own: Philly US Pacific, else UTC or --tz) or "
-            "+DURATION from the trace's first submit (+7d, +12h, +30m, +90s).",
+            "(without a zone, read in the zone of the trace's own times: --tz, else Philly "
+            "US Pacific and others UTC) or +DURATION from the trace's first submit (+7d, "
+            "+12h, +30m, +90s).",
         ),
     ] = None,
     until: Annotated[
