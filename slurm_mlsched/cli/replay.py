@@ -205,15 +205,14 @@ def replay(
         ),
     ] = PlacementParams().preempt_migrate,
     preempt_shrink: Annotated[
-        bool | None,
+        bool,
         typer.Option(
             "--preempt-shrink/--no-preempt-shrink",
-            help="With preemption (default: on with it and the rollout gain): a pause may "
-            "instead restart the running job at once, narrower, on the nodes it holds, "
-            "beside the jobs it gives way to (docs/formulation.md §16, 'Shrink in place').",
-            show_default=False,
+            help="With preemption and the rollout gain: a pause may instead restart the "
+            "running job at once, narrower, on the nodes it holds, beside the jobs it gives "
+            "way to (docs/formulation.md §16, 'Shrink in place'; measured, not the default).",
         ),
-    ] = None,
+    ] = PlacementParams().preempt_shrink,
     preempt_defrag: Annotated[
         bool | None,
         typer.Option(

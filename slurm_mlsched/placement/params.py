@@ -221,10 +221,11 @@ class PlacementParams:
     faster of its workers that still fit there beside its PSs (distributed) or one of its
     machines co-located — instead of waiting for its whole width; taken when the
     rollout's total with it is lower than both without and with a pause. Counted as a
-    pause (``preempt_max``). False here; ``mlsub replay`` turns it on with preemption and
-    the rollout gain (``--no-preempt-shrink`` off): 0.9970 × the avg JCT over the 103
-    ladder cells (better by more than 0.1 % in 32, worse in 15, at most 1.016 ×; Philly
-    1.0009 ×; docs/benchmarks.md "Shrink in place"). Live: not built (always off)."""
+    pause (``preempt_max``). Off (``mlsub replay --preempt-shrink`` on): 0.9970 × the avg
+    JCT over the 103 ladder cells (Philly 1.0009 ×), but 1.0010 × on the 24 held-out
+    cells and, on the 16 policy cells, the p99 clause of Mustang 2012-12-13 at 600 s lost
+    (38.5 → 46.1 h): a gain on the synthetic workloads, none on the real-duration traces
+    (docs/formulation.md §16, docs/benchmarks.md "Shrink in place"). Live: not built."""
     preempt_resize: bool = False
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
     A running job slower than its fastest shape is re-decided (its work left + the

@@ -222,15 +222,13 @@ def test_preempt_migrate_is_recorded(tmp_path: Path) -> None:
 def test_preempt_shrink_is_recorded_and_needs_preemption_and_the_rollout(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "default").mkdir()  # on with preemption and the rollout gain
-    assert recorded_params(tmp_path / "default")["preempt_shrink"] is True
-    (tmp_path / "off").mkdir()
-    assert recorded_params(tmp_path / "off", "--no-preempt-shrink")["preempt_shrink"] is False
+    (tmp_path / "default").mkdir()  # measured, not the default
+    assert recorded_params(tmp_path / "default")["preempt_shrink"] is False
+    (tmp_path / "on").mkdir()
+    assert recorded_params(tmp_path / "on", "--preempt-shrink")["preempt_shrink"] is True
     (tmp_path / "exchange").mkdir()
     exchange = recorded_params(tmp_path / "exchange", "--preempt-gain", "exchange")
     assert exchange["preempt_shrink"] is False
-    (tmp_path / "no-preempt").mkdir()
-    assert recorded_params(tmp_path / "no-preempt", "--no-preempt")["preempt_shrink"] is False
     for extra, named in (("--no-preempt", "--no-preempt"), ("--preempt-gain=exchange", "exchange")):
         result = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--nodes", "2x4", "--preempt-shrink",
                         extra, "--json")  # fmt: skip

@@ -90,8 +90,8 @@ next event looks again), and then no pause is weighed at that event; on a cluste
 machines all have as many GPUs, nothing is weighed at all. Kept only if the
 re-plan starts each moved job again now and starts one of those jobs co-located.
 
-**Shrink in place** (``preempt_shrink``; ``mlsub replay``: on with the rollout gain; not
-live; :func:`shrunk_run`). A pause gives the victim's whole room back, though the jobs
+**Shrink in place** (``preempt_shrink``, off: measured, not kept; not live;
+:func:`shrunk_run`). A pause gives the victim's whole room back, though the jobs
 of S may need a part of it: the rest idles, or goes to jobs further back, while the
 victim waits for its whole width again (and if it could start again at once, narrower,
 the re-plan drops the pause, so S waits instead).

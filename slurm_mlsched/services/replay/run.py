@@ -372,7 +372,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
     for option, asked, what in (
         ("--preempt-resize", opts.preempt_resize, "resizes running jobs"),
         ("--preempt-defrag", opts.preempt_defrag, "moves running jobs"),
-        ("--preempt-shrink", opts.preempt_shrink, "shrinks running jobs"),
+        ("--preempt-shrink", opts.preempt_shrink or None, "shrinks running jobs"),
     ):
         if asked is True and not opts.preempt:
             raise InputError(
@@ -413,7 +413,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             f"got {opts.preempt_gain!r}",
             context={"option": "--preempt-gain", "value": opts.preempt_gain},
         )
-    if opts.preempt_shrink is True and opts.preempt_gain != "rollout":
+    if opts.preempt_shrink and opts.preempt_gain != "rollout":
         raise InputError(
             "option --preempt-shrink weighs a shrink by the rollout of the waiting queue, "
             f"but --preempt-gain {opts.preempt_gain} was given",
@@ -440,11 +440,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         preempt_cost=opts.preempt_cost,
         preempt_gain=opts.preempt_gain,
         preempt_migrate=opts.preempt_migrate,
-        preempt_shrink=(
-            opts.preempt and opts.preempt_gain == "rollout"
-            if opts.preempt_shrink is None
-            else opts.preempt_shrink
-        ),
+        preempt_shrink=opts.preempt_shrink,
         preempt_defrag=opts.preempt if opts.preempt_defrag is None else opts.preempt_defrag,
     )
     if opts.preempt_max is not None:

@@ -45,9 +45,10 @@ class ReplayOptions:
     preempt_gain: str = PlacementParams().preempt_gain  # how its gain is estimated (§16)
     preempt_migrate: bool = PlacementParams().preempt_migrate  # a pause stands when the
     # paused job starts again at once elsewhere (a migration; formulation §16)
-    preempt_shrink: bool | None = None  # a pause may restart its job at once narrower on
-    # the machines it holds (formulation §16, "Shrink in place"): None = on with preemption
-    # and the rollout gain (2026-12-05: 0.9970 × over the 103 ladder cells); live not built
+    preempt_shrink: bool = PlacementParams().preempt_shrink  # a pause may restart its job
+    # at once narrower on the machines it holds (formulation §16, "Shrink in place"); off:
+    # 0.9970 × over the 103 ladder cells but 1.0010 × on the held-out cells and a lost p99
+    # clause on the 16 cells (Mustang 2012-12-13 at 600 s); live not built
     preempt_defrag: bool | None = None  # move a running job to a smaller node that holds
     # it when that starts a wide waiting job co-located (formulation §16, "Move to a
     # smaller node"): None = on with preemption (2026-12-05); live a site's choice
