@@ -7,6 +7,10 @@ Every rule and default of ``yu-rr`` was kept or dropped on the 16 policy cells a
 an honest test of how the defaults generalize. The cells here were fixed before they
 were first replayed (2026-12-05) and are not to be used to choose a parameter: a rule
 measured here is measured on its ladder first, then reported here, never tuned here.
+(Said plainly: their replay with shrink in place, after it had been made a default on the
+ladder, was one of the two reasons it was turned off again the same night; so they have
+informed one decision, to keep the defaults as they were. They stay held out for every
+rule not yet measured.)
 
 * **Philly, later in the trace.** The sweep replays Philly's first 2,000 jobs (submitted
   2017-09-04 to 2017-09-26). Here: the first 2,000 submitted on or after each of three
