@@ -182,3 +182,30 @@ def empty_window_error(
         f"{tz}; +DURATION counts from the first submit)",
         context={"option": "--since/--until", "value": window.text},
     )
+
+
+def select(
+    since: str | None,
+    until: str | None,
+    submits: Sequence[float],
+    *,
+    time_base: TimeBase,
+    tz: str,
+    name: str,
+) -> tuple[WindowCut, str] | None:
+    """The ``--since/--until`` window over an input (``name``) whose jobs were submitted
+    at ``submits``: what it keeps and the note that says so; None without a window.
+    Raises :class:`InputError` for a bad window or one that holds no job."""
+    window = submit_window(since, until, time_base=time_base, tz=tz, submits=submits)
+    if window is None:
+        return None
+    kept = cut(window, submits)
+    if not kept.kept:
+        raise empty_window_error(window, submits, time_base, tz, name)
+    note = (
+        f"window {window.text}: {len(kept.kept)} of {len(submits)} job(s) submitted in it "
+        f"({kept.before} before, {kept.after} after: left out)"
+    )
+    if time_base is TimeBase.EPOCH:
+        note += f"; dates without a zone read in {tz}"
+    return kept, note

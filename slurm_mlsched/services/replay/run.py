@@ -189,27 +189,16 @@ def _job_list_window(
 ) -> tuple[tuple[tuple[JobRequest, float], ...], tuple[str, ...]]:
     """A job list's entries in the ``--since/--until`` window (its dates are UTC)."""
     from ...traces.record import TimeBase
-    from ...traces.window import cut, empty_window_error, submit_window
+    from ...traces.window import select
 
     base = epoch.timestamp()
     submits = [base + s for _, s in entries]
-    window = submit_window(
-        opts.since, opts.until, time_base=TimeBase.EPOCH, tz="UTC", submits=submits
+    got = select(
+        opts.since, opts.until, submits, time_base=TimeBase.EPOCH, tz="UTC", name=opts.trace.name
     )
-    if window is None:
+    if got is None:
         return entries, ()
-    kept = cut(window, submits)
-    if not kept.kept:
-        raise empty_window_error(window, submits, TimeBase.EPOCH, "UTC", opts.trace.name)
-    note = _window_note(window.text, len(kept.kept), len(entries), kept.before, kept.after)
-    return tuple(entries[i] for i in kept.kept), (note,)
-
-
-def _window_note(text: str, kept: int, total: int, before: int, after: int) -> str:
-    return (
-        f"window {text}: {kept} of {total} job(s) submitted in it "
-        f"({before} before, {after} after: left out)"
-    )
+    return tuple(entries[i] for i in got[0].kept), (got[1],)
 
 
 def _load_trace(opts: ReplayOptions) -> ReplayInput:
@@ -266,22 +255,20 @@ def _load_trace(opts: ReplayOptions) -> ReplayInput:
 def _in_window(opts: ReplayOptions, trace: Trace) -> tuple[tuple[TraceRecord, ...], list[str], int]:
     """The records of ``trace`` submitted in the ``--since/--until`` window, the note that
     says so and how many it left out (all of them, no note and 0 without a window)."""
-    from ...traces.record import TimeBase
-    from ...traces.window import cut, empty_window_error, submit_window
+    from ...traces.window import select
 
     submits = [r.submit for r in trace.records]
-    window = submit_window(
-        opts.since, opts.until, time_base=trace.time_base, tz=trace.zone, submits=submits
+    got = select(
+        opts.since,
+        opts.until,
+        submits,
+        time_base=trace.time_base,
+        tz=trace.zone,
+        name=opts.trace.name,
     )
-    if window is None:
+    if got is None:
         return trace.records, [], 0
-    kept = cut(window, submits)
-    if not kept.kept:
-        raise empty_window_error(window, submits, trace.time_base, trace.zone, opts.trace.name)
-    total = len(trace.records)
-    note = _window_note(window.text, len(kept.kept), total, kept.before, kept.after)
-    if trace.time_base is TimeBase.EPOCH:
-        note += f"; dates without a zone read in {trace.zone}"
+    kept, note = got
     return tuple(trace.records[i] for i in kept.kept), [note], kept.outside
 
 
@@ -372,7 +359,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
     for option, asked, what in (
         ("--preempt-resize", opts.preempt_resize, "resizes running jobs"),
         ("--preempt-defrag", opts.preempt_defrag, "moves running jobs"),
-        ("--preempt-shrink", opts.preempt_shrink or None, "shrinks running jobs"),
+        ("--preempt-shrink", opts.preempt_shrink, "shrinks running jobs"),
     ):
         if asked is True and not opts.preempt:
             raise InputError(
