@@ -28,16 +28,8 @@ target of issue 28 and the lower bound. Raw results: ``bench/out/holdout/all.jso
 
 from __future__ import annotations
 
-import argparse
-import json
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
-
-from .run import machine_facts
-from .sections import write_section
-from .sweep import PHILLY, PHILLY_JOBS, Cell, render, run_cell
+from . import sweep
+from .sweep import PHILLY, PHILLY_JOBS, Cell
 
 #: The Mondays from which Philly's held-out windows start (US Pacific).
 PHILLY_SINCE = ("2017-10-16", "2017-11-13", "2017-12-04")
@@ -79,34 +71,15 @@ def holdout_cells() -> list[Cell]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default="docs/benchmarks.md")
-    ap.add_argument("--raw", default="bench/out/holdout")
-    ap.add_argument("--only", default="", help="Run only cells whose key contains this text.")
-    ap.add_argument("--render-only", action="store_true", help="Rewrite the section only.")
-    ap.add_argument("--workers", type=int, default=1, help="Replay this many cells at once.")
-    args = ap.parse_args()
-    raw = Path(args.raw)
-    saved = raw / "all.json"
-    res: dict[str, Any] = {"machine": machine_facts(), "cells": {}}
-    if saved.exists():
-        old = json.loads(saved.read_text())
-        res["cells"] = old.get("cells", {})
-        if args.render_only:
-            res["machine"] = old["machine"]
-    if not args.render_only:
-        todo = [c for c in holdout_cells() if args.only in c.key]
-        run = "the run begun " + datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        raw.mkdir(parents=True, exist_ok=True)
-        with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
-            running = {pool.submit(run_cell, c, True, run=run): c for c in todo}
-            for done in as_completed(running):
-                cell = running[done]
-                res["cells"][cell.key] = done.result()
-                res["machine"] = machine_facts()
-                saved.write_text(json.dumps(res, indent=1))
-                print(f"{cell.key}: {res['cells'][cell.key]['wall_s']} s", flush=True)
-    write_section(Path(args.out), "holdout", render(res, heading=(TITLE, HOW, WHAT)))
+    """``bench.sweep``'s command (its options: ``--workers``, ``--only``, ``--policies``,
+    ``--render-only`` …) on the held-out cells, their raw directory and section."""
+    sweep.main(
+        cell_list=holdout_cells,
+        raw_default="bench/out/holdout",
+        section_name="holdout",
+        heading=(TITLE, HOW, WHAT),
+        doc=__doc__,
+    )
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ import math
 import re
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -363,10 +363,21 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    cell_list: Callable[[], list[Cell]] | None = None,
+    raw_default: str | None = None,
+    section_name: str | None = None,
+    heading: tuple[str, str, str] | None = None,
+    doc: str | None = None,
+) -> None:
+    """The sweep's command; ``bench/holdout.py`` runs it on its own cells (``cell_list``),
+    raw directory, docs section and heading."""
+    cell_list = cell_list or cells
+    ap = argparse.ArgumentParser(description=doc or __doc__)
     ap.add_argument("--out", default="docs/benchmarks.md")
-    ap.add_argument("--raw", default=None, help="bench/out/sweep (-no-preempt) by default")
+    ap.add_argument("--raw", default=raw_default, help="bench/out/sweep (-no-preempt) by default")
     ap.add_argument(
         "--no-preempt",
         dest="preempt",
@@ -397,7 +408,7 @@ def main() -> None:
         help="Re-run only these policies (comma-separated) and keep the other rows of "
         "each cell from the saved results (for a change that touches only these).",
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     raw = Path(args.raw or ("bench/out/sweep" if args.preempt else "bench/out/sweep-no-preempt"))
     saved = raw / "all.json"
     res: dict[str, Any] = {"machine": machine_facts(), "cells": {}}
@@ -410,7 +421,7 @@ def main() -> None:
         if args.render_only:
             res["machine"] = old["machine"]
     if args.rebound or args.relaxed:
-        by_key = {c.key: c for c in cells()}
+        by_key = {c.key: c for c in cell_list()}
         for key, saved_cell in res["cells"].items():
             if key in by_key and args.only in key:
                 opts = by_key[key].options(args.preempt)
@@ -418,7 +429,7 @@ def main() -> None:
         raw.mkdir(parents=True, exist_ok=True)
         saved.write_text(json.dumps(res, indent=1))
     if not args.render_only:
-        todo = [c for c in cells() if args.only in c.key]
+        todo = [c for c in cell_list() if args.only in c.key]
         policies = POLICIES
         if args.policies:
             policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
@@ -453,9 +464,10 @@ def main() -> None:
                     f"÷bound {v['vs_bound']:.2f} ({res['cells'][key]['wall_s']} s)",
                     flush=True,
                 )
-    section = "sweep" if args.preempt else "sweep-no-preempt"
-    write_section(Path(args.out), section, render(res, args.preempt))
-    print(render(res, args.preempt))
+    section = section_name or ("sweep" if args.preempt else "sweep-no-preempt")
+    text = render(res, args.preempt, heading)
+    write_section(Path(args.out), section, text)
+    print(text)
 
 
 if __name__ == "__main__":
