@@ -176,15 +176,20 @@ def rank_bound(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> float:
     return bound_parts(jobs, cluster).by_rank
 
 
-def scalable_bound(jobs: Sequence[JobRequest], cluster: ClusterSnapshot) -> tuple[float, str]:
+def scalable_bound(
+    jobs: Sequence[JobRequest], cluster: ClusterSnapshot, by_pieces: bool = True
+) -> tuple[float, str]:
     """The largest of the rank bound, the two sums it combines (the rank bound is at
     least each, but for the slack of its rounding) and the pooled LP with rate caps
-    (:mod:`.capped_bound`), and which one it was."""
+    (:mod:`.capped_bound`; ``by_pieces``: its duration term by pieces, the default),
+    and which one it was."""
     shapes = job_widths(jobs, cluster)
     parts = bound_parts(jobs, cluster, shapes)
     short, pooled, rank = parts.shortest_runs, parts.pooled, parts.by_rank
     beat = max(short, pooled, rank)
-    capped, how = capped_bound(jobs, cluster, beat, shapes) if jobs else (0.0, "")
+    capped, how = (
+        capped_bound(jobs, cluster, beat, shapes, by_pieces=by_pieces) if jobs else (0.0, "")
+    )
     if capped > beat + 1e-9:
         return capped, how
     if rank > max(short, pooled) + 1e-9:

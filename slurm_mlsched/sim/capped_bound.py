@@ -24,6 +24,19 @@ the pool and each job's own speed limit, as a linear program over slots t:
 
       T_i = C_i − a_i ≥ φ_i(x) := M_i + d_i'/2 − a_i,      and T_i ≥ d_i (Lemma 1).
 
+  *By pieces* (``by_pieces``, the default since 2026-12-06; docs/formulation.md §15.3,
+  Lemma 4): each piece's share has a density of at most c_ik := ρ_ik/V_i' on its own, so
+  with m_ik := Σ_t x_itk (Σ_k m_ik = 1), C_i − M_i = Σ_k ∫ (C_i − t) f_ik(t) dt ≥
+  Σ_k m_ik²/(2 c_ik) and
+
+      T_i ≥ φ_i(x) := M_i + Σ_k m_ik²/(2 c_ik) − a_i,
+
+  which is ≥ the line above (its least value over Σ_k m_ik = 1 is d_i'/2, at the full
+  rate's split) and equal to it for a job of one piece. A job whose cheap pieces are
+  cheap because they are slow is charged the slow run's length when the program runs it
+  on them: a 48-worker job run on its co-located piece alone ends no sooner than that
+  piece's run allows.
+
 The LP  min Σ_i φ_i(x)  over those constraints is a relaxation of every schedule the
 simulator accepts, so its optimum is ≤ Σ_i T_i. It has jobs × slots columns, too many to
 solve on a trace of weeks, so the bound is computed through its **Lagrangian**: for any
@@ -36,14 +49,18 @@ is ≤ Σ_i T_i for **every** feasible schedule (its x satisfies every capacity 
 priced rows only subtract, and max(d_i, ·) is below both of T_i's bounds since μ ≥ 0). Each
 job's inner minimum is a fractional knapsack over (slot, piece) items: the cheapest first,
 each up to ρ_ik/V_i' (:func:`pieces_minimum`; with one piece, the ⌊d_i'⌋ cheapest slots at
-1/d_i' and the rest on the next cheapest, :func:`job_minimum`). Lowering some slots' costs
+1/d_i' and the rest on the next cheapest, :func:`job_minimum`); by pieces, the same
+knapsack with the convex term added, solved exactly by one threshold on the marginal costs
+(:func:`duration_minimum`). Lowering some slots' costs
 only lowers L, so slots past a window of each job are costed without their price (t + ½): still a
 bound, and cheap.
 
 So validity does not depend on how λ is found. :func:`find_prices` takes them from the
 duals of a coarse LP (slots grouped into blocks so that the LP keeps at most
 ``max_columns`` columns, each job's columns within a window around a feasible greedy
-schedule of the same relaxation, :func:`greedy_schedule`), then adds the columns the
+schedule of the same relaxation, :func:`greedy_schedule`; by pieces, each convex term
+m²/(2c) replaced by the largest of its tangents at :func:`duration_tangents`, below it, so
+the LP's duals price the trade the term makes), then adds the columns the
 Lagrangian's own choices leave outside the windows and solves again (column
 generation, at most ``rounds`` times). L at those prices is the bound
 (:func:`capped_bound`); it is at most the LP's optimum and, when the blocks are single
@@ -90,6 +107,11 @@ MAX_WINDOW_TOTAL = 40_000_000
 LP_TIME_LIMIT_S = 60.0
 #: Absolute work the checks may leave uncovered (``placement.verify``).
 WORK_ABS = 1e-6
+#: The coarse LP's tangents of a piece's duration term m²/(2c) (by pieces): at these
+#: multiples of the piece's share of the full rate …
+TANGENT_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
+#: … and at every 1/TANGENT_GRID of the work (points above 1 left out).
+TANGENT_GRID = 8
 
 
 @dataclass(frozen=True)
@@ -305,6 +327,64 @@ def pieces_minimum(costs: FloatArray, caps: FloatArray) -> tuple[float, int]:
     return total, int(order[: last + 1].max() // costs.shape[1])
 
 
+def duration_minimum(costs: FloatArray, caps: FloatArray) -> tuple[float, int]:
+    """min Σ_{t,k} x_tk·costs_tk + Σ_k m_k²/(2·caps_k) over 0 ≤ x_tk ≤ caps_k, Σ x = 1,
+    m_k = Σ_t x_tk (``costs``: slots × pieces, every cap > 0, slots enough to hold 1); and
+    the last slot used. The inner minimum of L by pieces (module docstring).
+
+    Sort piece k's slots by cost, s_k0 ≤ s_k1 ≤ …: filling its j-th slot to the fraction y
+    costs s_kj at the margin plus the term's m_k/c_k = j + y, so the marginal cost is
+    b_kj + y with b_kj := s_kj + j, and b_k,j+1 ≥ b_kj + 1: the pieces fill their slots in
+    order. The program is convex and separable under one equality, so its minimum fills
+    every slot to one threshold θ on the marginal cost, y_kj = clip(θ − b_kj, 0, 1), with
+    θ where Σ_k c_k Σ_j y_kj = 1; that sum is piecewise linear and rising in θ, bending at
+    every b_kj and b_kj + 1, so θ is found exactly by walking those points in order. A
+    piece uses at most ⌈1/c_k⌉ + 1 slots, so only as many of its cheapest are sorted."""
+    starts: list[FloatArray] = []
+    cost: list[FloatArray] = []
+    rate: list[FloatArray] = []
+    slot: list[IntArray] = []
+    for k in range(costs.shape[1]):
+        col = costs[:, k]
+        take = min(len(col), math.ceil(1.0 / float(caps[k])) + 1)
+        idx = np.argpartition(col, take - 1)[:take] if take < len(col) else np.arange(len(col))
+        idx = idx[np.argsort(col[idx], kind="stable")]
+        starts.append(col[idx] + np.arange(len(idx)))
+        cost.append(col[idx])
+        rate.append(np.full(len(idx), float(caps[k])))
+        slot.append(idx)
+    b, c, s = np.concatenate(starts), np.concatenate(rate), np.concatenate(cost)
+    points = np.concatenate([b, b + 1.0])
+    order = np.argsort(points, kind="stable")
+    points = points[order]
+    slope = np.cumsum(np.concatenate([c, -c])[order])  # on [points[j], points[j + 1]]
+    mass = np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(points))])  # at points[j]
+    j = int(np.searchsorted(mass, 1.0, side="left"))
+    if j >= len(points):
+        theta = float(points[-1])  # the whole room is 1 but for rounding
+    else:
+        j = max(j - 1, 0)
+        theta = float(points[j]) + (1.0 - float(mass[j])) / max(float(slope[j]), 1e-300)
+    y = np.clip(theta - b, 0.0, 1.0)
+    total = float((c * s * y).sum())
+    edges = np.cumsum([0] + [len(x) for x in starts])
+    for k in range(costs.shape[1]):
+        filled = float(y[edges[k] : edges[k + 1]].sum())  # m_k / c_k
+        total += float(caps[k]) * filled * filled / 2.0
+    used = np.concatenate(slot)[y > 0]
+    return total, int(used.max()) if len(used) else 0
+
+
+def duration_tangents(caps: FloatArray, k: int) -> list[float]:
+    """The shares m of the work at which the coarse LP takes a tangent of piece k's term
+    m²/(2·caps_k) (``caps``: the job's pieces with room): :data:`TANGENT_SCALES` × the
+    piece's share of the full rate and every 1/:data:`TANGENT_GRID`, in (0, 1]."""
+    full = float(caps[k]) / float(caps.sum())
+    points = {round(f * full, 12) for f in TANGENT_SCALES}
+    points |= {j / TANGENT_GRID for j in range(1, TANGENT_GRID + 1)}
+    return sorted(m for m in points if 0.0 < m <= 1.0)
+
+
 def _job_costs(jobs: CappedJobs, i: int, prices: FloatArray, span: int) -> FloatArray:
     """Job i's cost per unit share in each slot from its arrival a and on each piece
     (slots × pieces): t + ½ plus its price μ_itk over ``span`` slots (cut at the priced
@@ -319,22 +399,33 @@ def _job_costs(jobs: CappedJobs, i: int, prices: FloatArray, span: int) -> Float
     return costs
 
 
-def _inner(jobs: CappedJobs, i: int, prices: FloatArray, span: int) -> tuple[float, int]:
-    """Job i's inner minimum min_x [Σ_t (t + ½)·x_t + Σ_{t,k} μ_itk·x_tk] of L and the
-    last slot (from its arrival) it uses."""
+def _inner(
+    jobs: CappedJobs, i: int, prices: FloatArray, span: int, by_pieces: bool = True
+) -> tuple[float, int]:
+    """Job i's inner minimum min_x [φ_i(x) + a_i + Σ_{t,k} μ_itk·x_tk] of L (φ_i with
+    its duration term d_i'/2, or by pieces Σ_k m_ik²/(2c_ik): the same for one piece) and
+    the last slot (from its arrival) it uses."""
     costs = _job_costs(jobs, i, prices, span)
     pieces = np.flatnonzero(jobs.cap[i] > 0)
+    half = float(jobs.least[i]) / 2.0
     if len(pieces) <= 1:  # one piece: the fractional knapsack of whole slots
-        return _slots_minimum(costs[:, pieces[0] if len(pieces) else 0], float(jobs.least[i]))
-    return pieces_minimum(costs[:, pieces], jobs.cap[i, pieces])
+        got = _slots_minimum(costs[:, pieces[0] if len(pieces) else 0], float(jobs.least[i]))
+        return got[0] + half, got[1]
+    if by_pieces:
+        return duration_minimum(costs[:, pieces], jobs.cap[i, pieces])
+    got = pieces_minimum(costs[:, pieces], jobs.cap[i, pieces])
+    return got[0] + half, got[1]
 
 
-def lagrangian_bound(jobs: CappedJobs, prices: FloatArray, pool: Pool | None = None) -> float:
+def lagrangian_bound(
+    jobs: CappedJobs, prices: FloatArray, pool: Pool | None = None, by_pieces: bool = True
+) -> float:
     """L(λ) of the module docstring for ``prices`` λ (slots 0 … T−1 × pooled resources,
     every entry ≥ 0; no price from slot T on): a lower bound on Σ_i T_i of every schedule.
     Each job is priced over at most :data:`MAX_WINDOW` slots past its arrival, all jobs
     over :data:`MAX_WINDOW_TOTAL`; ``pool``: the share of the pool the jobs may use per
-    slot (default all of it), the right-hand side of the priced rows."""
+    slot (default all of it), the right-hand side of the priced rows; ``by_pieces``: each
+    job's duration term by pieces (module docstring), else d_i'/2."""
     prices = np.maximum(np.asarray(prices, dtype=np.float64), 0.0)
     horizon = prices.shape[0]
     share = (pool or Pool.whole(jobs.resources)).per_slot(horizon)
@@ -347,8 +438,8 @@ def lagrangian_bound(jobs: CappedJobs, prices: FloatArray, pool: Pool | None = N
         if d <= 0:
             total += float(jobs.fewest[i])
             continue
-        inner, _ = _inner(jobs, i, prices, int(span[i]))
-        total += max(float(jobs.fewest[i]), inner + d / 2 - float(jobs.arrival[i]))
+        inner, _ = _inner(jobs, i, prices, int(span[i]), by_pieces)
+        total += max(float(jobs.fewest[i]), inner - float(jobs.arrival[i]))
     return total
 
 
@@ -492,11 +583,17 @@ def blocks_for(busy: npt.NDArray[np.bool_], horizon: int, fine: int, coarse: int
     return Blocks(np.concatenate([*edges, [horizon]]).astype(np.int64))
 
 
-def _coarse_lp(jobs: CappedJobs, ends: IntArray, blocks: Blocks, room: FloatArray) -> SparseLp:
+def _coarse_lp(
+    jobs: CappedJobs, ends: IntArray, blocks: Blocks, room: FloatArray, by_pieces: bool = True
+) -> SparseLp:
     """The LP of the module docstring over ``blocks``, job i's columns on its blocks from
     its arrival's to ``ends[i]``, one per piece of its resource curve, and ``room``
     (blocks × resources) the pool left in each block; the capacity rows come first
-    (block-major, then resource), then one row per job."""
+    (block-major, then resource), then one row per job. With ``by_pieces``, each piece k
+    of a job of several gets a column q_ik (cost 1) above the tangents of its duration
+    term, q_ik ≥ (m₀/c_ik)·m_ik − m₀²/(2c_ik) at each m₀ of :func:`duration_tangents`
+    (m_ik its own column; rows after the jobs'); the constant d_i'/2 of one piece is left
+    out, as without."""
     res = room.shape[1]
     n = len(jobs)
     firsts = blocks.of(jobs.arrival)
@@ -514,16 +611,66 @@ def _coarse_lp(jobs: CappedJobs, ends: IntArray, blocks: Blocks, room: FloatArra
     ncol = len(k)
     rows = [(k[:, None] * res + np.arange(res)[None, :]).reshape(-1), blocks.count * res + job_of]
     cols = [np.repeat(np.arange(ncol), res), np.arange(ncol)]
+    vals = [jobs.share[job_of, piece].reshape(-1), np.ones(ncol)]
+    cost = [((start + stop) / 2.0).astype(np.float64)]
+    lo = [np.full(blocks.count * res, -np.inf), np.ones(n)]
+    hi = [room.reshape(-1), np.ones(n)]
+    if by_pieces:
+        _tangent_rows(jobs, job_of, piece, blocks.count * res + n, (rows, cols, vals, cost, lo, hi))
+    extra = sum(len(x) for x in cost) - ncol
     return SparseLp(
-        c=((start + stop) / 2.0).astype(np.float64),
-        lb=np.zeros(ncol),
-        ub=((stop - start) * jobs.cap[job_of, piece]).astype(np.float64),
+        c=np.concatenate(cost),
+        lb=np.zeros(ncol + extra),
+        ub=np.concatenate([(stop - start) * jobs.cap[job_of, piece], np.full(extra, np.inf)]),
         rows=np.concatenate(rows).astype(np.int64),
         cols=np.concatenate(cols).astype(np.int64),
-        vals=np.concatenate([jobs.share[job_of, piece].reshape(-1), np.ones(ncol)]),
-        row_lo=np.concatenate([np.full(blocks.count * res, -np.inf), np.ones(n)]),
-        row_hi=np.concatenate([room.reshape(-1), np.ones(n)]),
+        vals=np.concatenate(vals),
+        row_lo=np.concatenate(lo),
+        row_hi=np.concatenate(hi),
     )
+
+
+def _tangent_rows(
+    jobs: CappedJobs,
+    job_of: IntArray,
+    piece: IntArray,
+    first_row: int,
+    parts: tuple[list[IntArray], list[IntArray], list[FloatArray], list[FloatArray],
+                 list[FloatArray], list[FloatArray]],
+) -> None:  # fmt: skip
+    """Append to ``parts`` (rows, cols, vals, costs, row_lo, row_hi of
+    :func:`_coarse_lp`) the duration columns of every piece k of a job i of several:
+    m_ik (cost 0) with the row Σ x_ik − m_ik = 0, and q_ik (cost 1) with the tangent rows
+    q_ik − (m₀/c_ik)·m_ik ≥ −m₀²/(2c_ik); from row ``first_row`` and column len(job_of) on
+    (``job_of``, ``piece``: each x column's). Two entries per tangent row keep HiGHS fast."""
+    rows, cols, vals, cost, lo, hi = parts
+    n_pieces = jobs.cap.shape[1]
+    key = job_of * n_pieces + piece
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    row, col = first_row, len(job_of)
+    for i in np.flatnonzero((jobs.cap > 0).sum(axis=1) > 1).tolist():
+        caps = jobs.cap[i][jobs.cap[i] > 0]
+        for at, k in enumerate(np.flatnonzero(jobs.cap[i] > 0).tolist()):
+            a, b = np.searchsorted(sorted_key, [i * n_pieces + k, i * n_pieces + k + 1])
+            mine = order[a:b]
+            m, q, c = col, col + 1, float(caps[at])
+            rows.append(np.full(len(mine) + 1, row, dtype=np.int64))  # Σ x − m = 0
+            cols.append(np.concatenate([mine, [m]]).astype(np.int64))
+            vals.append(np.concatenate([np.ones(len(mine)), [-1.0]]))
+            lo.append(np.zeros(1))
+            hi.append(np.zeros(1))
+            row += 1
+            tangents = duration_tangents(caps, at)
+            for m0 in tangents:
+                rows.append(np.full(2, row, dtype=np.int64))
+                cols.append(np.array([q, m], dtype=np.int64))
+                vals.append(np.array([1.0, -m0 / c]))
+                lo.append(np.array([-m0 * m0 / (2.0 * c)]))
+                hi.append(np.array([np.inf]))
+                row += 1
+            cost.append(np.array([0.0, 1.0]))
+            col += 2
 
 
 def _at_cap_usage(jobs: CappedJobs, horizon: int) -> FloatArray:
@@ -546,13 +693,13 @@ def _at_cap_usage(jobs: CappedJobs, horizon: int) -> FloatArray:
     return out
 
 
-def _chosen_last(jobs: CappedJobs, prices: FloatArray) -> IntArray:
+def _chosen_last(jobs: CappedJobs, prices: FloatArray, by_pieces: bool = True) -> IntArray:
     """The last slot each job's inner minimum of L(prices) uses (column generation)."""
     out = np.array(jobs.arrival, copy=True)
     for i in range(len(jobs)):
         if jobs.least[i] <= 0:
             continue
-        out[i] += _inner(jobs, i, prices, MAX_WINDOW)[1]
+        out[i] += _inner(jobs, i, prices, MAX_WINDOW, by_pieces)[1]
     return out
 
 
@@ -568,10 +715,12 @@ def find_prices(
     rounds: int = ROUNDS,
     time_limit_s: float = LP_TIME_LIMIT_S,
     pool: Pool | None = None,
+    by_pieces: bool = True,
 ) -> Prices | None:
     """Prices λ ≥ 0 from the coarse LP's duals (module docstring) and L at them (λ = 0
     when that is higher, or the LP did not solve in time); None without a job to count.
-    ``greedy``: :func:`greedy_schedule` of the jobs with work to count on ``pool``.
+    ``greedy``: :func:`greedy_schedule` of the jobs with work to count on ``pool``;
+    ``by_pieces``: the duration term by pieces (module docstring), in the LP and in L.
 
     The LP is restricted where that makes it small (any prices give a bound): a job whose
     greedy run meets no full slot ran at its cap from its arrival and keeps that run
@@ -589,7 +738,9 @@ def find_prices(
     moves = seen[np.minimum(done, horizon)] > seen[sub.arrival]
     unpriced = np.zeros((0, sub.resources))
     at_zero = Prices(
-        unpriced, lagrangian_bound(jobs, unpriced, pool=pool), "pooled LP with rate caps, λ = 0"
+        unpriced,
+        lagrangian_bound(jobs, unpriced, pool=pool, by_pieces=by_pieces),
+        "pooled LP with rate caps, λ = 0",
     )
     if not moves.any():
         return at_zero  # no full slot: every job at its cap from its arrival is optimal
@@ -609,20 +760,20 @@ def find_prices(
     best = at_zero
     for rnd in range(rounds + 1):
         result = solve_lp(
-            _coarse_lp(free, ends, blocks, room), time_limit_s=time_limit_s, duals=True
+            _coarse_lp(free, ends, blocks, room, by_pieces), time_limit_s=time_limit_s, duals=True
         )
         if result.status != LpStatus.OPTIMAL:
             break
         res = free.resources
         dual = result.row_dual[: blocks.count * res].reshape(blocks.count, res)
         prices = blocks.spread(np.maximum(-dual, 0.0))
-        value = lagrangian_bound(jobs, prices, pool=pool)
+        value = lagrangian_bound(jobs, prices, pool=pool, by_pieces=by_pieces)
         if value > best.value:
             note = f"pooled LP with rate caps (blocks of {fine} slot(s) where full, round {rnd})"
             best = Prices(prices, value, note)
         if rnd == rounds:
             break
-        last = blocks.of(_chosen_last(free, prices))
+        last = blocks.of(_chosen_last(free, prices, by_pieces))
         if not (last > ends).any():
             break
         ends = np.minimum(np.maximum(ends, last), blocks.count - 1)
@@ -635,12 +786,14 @@ def capped_bound(
     beat: float = 0.0,
     shapes: Sequence[Widths] | None = None,
     pools: bool = True,
+    by_pieces: bool = True,
 ) -> tuple[float, str]:
     """The bound of the module docstring for ``jobs`` on the empty ``cluster`` and how it
     was found; 0 and why when it cannot exceed ``beat`` (a bound the caller has) or no
     price was found. It cannot when the greedy schedule of its own relaxation
     (:func:`greedy_schedule`: Σ_i max(d_i, its T_i) ≥ the LP's optimum ≥ L) is ≤ ``beat``:
-    then no LP is solved. ``shapes``, ``pools``: as for :func:`capped_jobs`."""
+    then no LP is solved. ``shapes``, ``pools``: as for :func:`capped_jobs`;
+    ``by_pieces``: each job's duration term by pieces (module docstring; the default)."""
     data = capped_jobs(jobs, cluster, shapes, pools)
     sub = counted(data)
     if not len(sub):
@@ -649,7 +802,7 @@ def capped_bound(
     schedule = relaxation_total(data, sub, greedy)
     if schedule <= beat:
         return 0.0, "pooled LP with rate caps: a schedule of it is no higher"
-    found = find_prices(data, greedy)
+    found = find_prices(data, greedy, by_pieces=by_pieces)
     if found is None:
         return 0.0, "pooled LP with rate caps: no job with work to count"
     return found.value, found.note

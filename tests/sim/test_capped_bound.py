@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -43,6 +44,8 @@ from slurm_mlsched.sim.capped_bound import (
     CappedJobs,
     capped_bound,
     capped_jobs,
+    duration_minimum,
+    duration_tangents,
     find_prices,
     greedy_schedule,
     job_minimum,
@@ -67,14 +70,29 @@ from tests.conftest import RESNET, make_cluster, make_job
 
 DELTA = 600.0
 NU = RESNET.nu_in(DELTA)
+Lines = Callable[[np.ndarray, int], list[tuple[float, float]]]
 
 
-def fine_lp(data: CappedJobs, floor: bool = False) -> float:
+def secants(caps: np.ndarray, k: int, grid: int = 64) -> list[tuple[float, float]]:
+    """Chords of piece k's duration term m²/(2c) between the points j/grid of [0, 1]: their
+    maximum lies above the term (an upper approximation, error ≤ 1/(8c·grid²))."""
+    return [(j / grid, (j + 1) / grid) for j in range(grid)]
+
+
+def tangents(caps: np.ndarray, k: int) -> list[tuple[float, float]]:
+    """The code's own tangents (:func:`duration_tangents`): their maximum lies below."""
+    return [(m, m) for m in duration_tangents(caps, k)]
+
+
+def fine_lp(data: CappedJobs, floor: bool = False, lines: Lines | None = tangents) -> float:
     """The LP of the module docstring with one column per job, slot and piece of its
     resource curve, up to a horizon no optimum needs to pass (every job could run alone
     after all the others). With ``floor``, each job's term is max(d_i, φ_i) (an epigraph
     variable), the form the Lagrangian relaxes; without, Σ_i φ_i. A job with no work to
-    count adds d_i."""
+    count adds d_i. φ_i's duration term: by pieces (Σ_k m_ik²/(2c_ik) for a job of several
+    pieces) through ``lines`` (pairs (p, p′): the line through the term at p and p′, a
+    tangent when equal: ``tangents`` bound the program from below, ``secants`` from
+    above), or d_i'/2 for every job when ``lines`` is None (the program before 2026-12-06)."""
     counted = np.flatnonzero(data.least > 0)
     n = len(counted)
     const = float(data.fewest[data.least <= 0].sum())
@@ -88,28 +106,58 @@ def fine_lp(data: CappedJobs, floor: bool = False) -> float:
     ct = np.concatenate([np.repeat(np.arange(a, horizon), pieces) for a in arrival])
     ck = np.concatenate([np.tile(np.arange(pieces), horizon - a) for a in arrival])
     ncol, res = len(ci), share.shape[2]
+    # duration columns q (one per piece of a job of several) and their lines' rows
+    several = [i for i in range(n) if (caps[i] > 0).sum() > 1 and lines is not None]
+    q_of = [(i, k) for i in several for k in np.flatnonzero(caps[i] > 0).tolist()]
+    half = np.where(np.isin(np.arange(n), several), 0.0, least / 2)
+    nq = len(q_of)
+    line_rows, line_rhs = [], []
+    for col, (i, k) in enumerate(q_of):
+        live = caps[i][caps[i] > 0]
+        at = int(np.flatnonzero(np.flatnonzero(caps[i] > 0) == k)[0])
+        c = float(live[at])
+        mine = np.flatnonzero((ci == i) & (ck == k))
+        for p0, p1 in lines(live, at) if lines is not None else []:
+            # (p0 + p1)/(2c) · Σ x − q ≤ p0·p1/(2c)
+            row = np.zeros(ncol + nq)
+            row[mine] = (p0 + p1) / (2 * c)
+            row[ncol + col] = -1.0
+            line_rows.append(row)
+            line_rhs.append(p0 * p1 / (2 * c))
     rows = (ct[:, None] * res + np.arange(res)[None, :]).reshape(-1)
     cap = sparse.csr_matrix(
         (share[ci, ck].reshape(-1), (rows, np.repeat(np.arange(ncol), res))),
-        shape=(horizon * res, ncol),
+        shape=(horizon * res, ncol + nq),
     )
-    one = sparse.csr_matrix((np.ones(ncol), (ci, np.arange(ncol))), shape=(n, ncol))
-    bounds = np.stack([np.zeros(ncol), caps[ci, ck]], axis=1)
+    one = sparse.csr_matrix((np.ones(ncol), (ci, np.arange(ncol))), shape=(n, ncol + nq))
+    lined = sparse.csr_matrix(np.array(line_rows).reshape(-1, ncol + nq))
+    bounds = np.concatenate(
+        [
+            np.stack([np.zeros(ncol), caps[ci, ck]], axis=1),
+            np.array([[0.0, np.inf]] * nq).reshape(-1, 2),
+        ]
+    ).reshape(-1, 2)
     if not floor:
-        out = linprog(ct + 0.5, A_ub=cap, b_ub=np.ones(horizon * res), A_eq=one,
+        out = linprog(np.concatenate([ct + 0.5, np.ones(nq)]),
+                      A_ub=sparse.vstack([cap, lined]),
+                      b_ub=np.concatenate([np.ones(horizon * res), line_rhs]), A_eq=one,
                       b_eq=np.ones(n), bounds=bounds, method="highs")  # fmt: skip
         assert out.status == 0, out.message
-        return float(out.fun + (least / 2 - arrival).sum()) + const
-    # variables [x, s]: min Σ s_i, s_i ≥ d_i, Σ_t (t + ½) x_itk − s_i ≤ a_i − d_i'/2
-    mean = sparse.csr_matrix((ct + 0.5, (ci, np.arange(ncol))), shape=(n, ncol))
+        return float(out.fun + (half - arrival).sum()) + const
+    # variables [x, q, s]: min Σ s_i, s_i ≥ d_i, Σ_t (t + ½) x_itk + Σ_k q_ik − s_i ≤ a_i − half_i
+    qjob = sparse.csr_matrix((np.ones(nq), ([i for i, _ in q_of], np.arange(nq))), shape=(n, nq))
+    mean = sparse.hstack(
+        [sparse.csr_matrix((ct + 0.5, (ci, np.arange(ncol))), shape=(n, ncol)), qjob]
+    )
     a_ub = sparse.vstack(
         [sparse.hstack([cap, sparse.csr_matrix((horizon * res, n))]),
+         sparse.hstack([lined, sparse.csr_matrix((len(line_rows), n))]),
          sparse.hstack([mean, -sparse.identity(n)])]
     )  # fmt: skip
-    b_ub = np.concatenate([np.ones(horizon * res), arrival - least / 2])
+    b_ub = np.concatenate([np.ones(horizon * res), line_rhs, arrival - half])
     a_eq = sparse.hstack([one, sparse.csr_matrix((n, n))])
     bounds = np.concatenate([bounds, np.stack([fewest, np.full(n, np.inf)], axis=1)])
-    cost = np.concatenate([np.zeros(ncol), np.ones(n)])
+    cost = np.concatenate([np.zeros(ncol + nq), np.ones(n)])
     out = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.ones(n), bounds=bounds,
                   method="highs")  # fmt: skip
     assert out.status == 0, out.message
@@ -182,7 +230,9 @@ def test_any_prices_give_a_bound_and_the_found_ones_reach_the_lp(
 ) -> None:
     jobs, cluster = case
     data = capped_jobs(jobs, cluster)
-    with_floor, without = fine_lp(data, floor=True), fine_lp(data)
+    # the program by pieces lies between its tangent and its secant LPs
+    with_floor, without = fine_lp(data, floor=True, lines=secants), fine_lp(data)
+    below = fine_lp(data, floor=True)
     rng = np.random.default_rng(seed)
     horizon = int(data.arrival.max() + np.ceil(data.least).sum() + 3)
     shape = (horizon, data.resources)
@@ -198,7 +248,7 @@ def test_any_prices_give_a_bound_and_the_found_ones_reach_the_lp(
     # the relaxed schedule (the sweep's *relaxed* column) is a schedule of the same
     # relaxation: never below its LP, so the relaxation's optimum lies in [value, it]
     relaxed = relaxed_schedule(jobs, cluster)
-    assert with_floor <= relaxed + 1e-6 * max(1.0, relaxed)
+    assert below <= relaxed + 1e-6 * max(1.0, relaxed)
     assert relaxed >= float(data.fewest.sum()) - 1e-9
     # job by job (the cell anatomy's column): each T_i ≥ its d_i, in the jobs' order, and
     # the same schedule the bound's screen totals
@@ -268,13 +318,100 @@ def test_a_wide_job_pays_more_per_batch_at_its_fastest() -> None:
     linear = find_prices(_one_piece(data, jobs, cluster))
     assert linear is not None and linear.value == pytest.approx(12.0)  # both at R from 0
     assert value > linear.value + 1.0
-    assert value <= fine_lp(data, floor=True) + 1e-6 * value
+    assert value <= fine_lp(data, floor=True, lines=secants) + 1e-6 * value
     for policy in ("yu-rr", "drf", "optimus", "fifo-bf"):
         entries = [(j, 0.0) for j in jobs]
         admitted, _ = admit(sim_jobs(entries, DELTA), cluster)
         result = simulate(admitted, cluster, policy, PlacementParams())
         total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
         assert value <= total + 1e-6, policy
+
+
+def test_a_wide_job_run_slowly_is_charged_its_slow_run() -> None:
+    # the same two jobs: run on their cheap (co-located) piece alone, side by side, the
+    # program before 2026-12-06 charged each only d'/2 = 3 slots of length for a run of
+    # about 7.5 slots; by pieces the term is the run's own, and the bound rises towards
+    # what the policies reach (it stays below each of them, above)
+    cluster = make_cluster(3, 1, 16)
+    nu_ex = RESNET.nu_ex(DELTA)
+    jobs = [make_job(n, workers=3, workload=3 * nu_ex * 6) for n in ("a", "b")]
+    data = capped_jobs(jobs, cluster)
+    old, _ = capped_bound(jobs, cluster, by_pieces=False)
+    new, _ = capped_bound(jobs, cluster)
+    assert old == pytest.approx(fine_lp(data, floor=True, lines=None), rel=1e-6)
+    assert new > old + 0.3
+    assert fine_lp(data, floor=True) - 1e-6 <= new <= fine_lp(data, True, secants) + 1e-6
+    assert scalable_bound(jobs, cluster)[0] == pytest.approx(new)
+    assert scalable_bound(jobs, cluster, by_pieces=False)[0] == pytest.approx(old)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0.05, 1.0), min_size=1, max_size=4),
+    st.lists(st.floats(0.0, 1.0), min_size=1, max_size=40),
+    st.integers(0, 5),
+)
+def test_no_schedule_ends_before_its_mean_plus_the_duration_by_pieces(
+    caps: list[float], rates: list[float], arrival: int
+) -> None:
+    # Lemma 4 on random runs: in each slot t ≥ a a share u_t ≤ Σ_k c_k of the work, its
+    # pieces filled in order (x_tk ≤ c_k), until the work (1) is done at the end C of the
+    # last slot used; then C ≥ Σ_t x_t (t + ½) + Σ_k m_k²/(2 c_k) ≥ the same with d'/2
+    c = np.array(caps)
+    x: list[np.ndarray] = []
+    done = 0.0
+    before = np.concatenate([[0.0], np.cumsum(c)[:-1]])
+    while done < 1.0 - 1e-12:
+        u = max(rates[len(x) % len(rates)] * float(c.sum()), 1e-3)  # the run progresses
+        u = min(u, 1.0 - done)
+        x.append(np.minimum(np.clip(u - before, 0, None), c))
+        done += float(x[-1].sum())
+    t = arrival + len(x)
+    xs = np.array(x)
+    end = t  # the slot boundary after the last slot used
+    mean = float((xs.sum(axis=1) * (np.arange(arrival, end) + 0.5)).sum())
+    m = xs.sum(axis=0)
+    by_pieces = float((m * m / (2 * c)).sum())
+    assert end >= mean + by_pieces - 1e-9
+    assert by_pieces >= 1.0 / c.sum() / 2 - 1e-12  # never below d'/2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(0.02, 0.9), min_size=1, max_size=3),
+    st.integers(0, 2**31 - 1),
+)
+def test_duration_minimum_solves_its_program(caps: list[float], seed: int) -> None:
+    # min Σ costs·x + Σ_k m_k²/(2c_k) over 0 ≤ x_tk ≤ c_k, Σ x = 1: between its tangent
+    # LP (below) and its secant LP (above), which are within 1/(8c·64²) of it
+    c = np.array(caps)
+    slots = int(np.ceil(1.0 / c.sum())) + 3 + seed % 5
+    costs = np.random.default_rng(seed).uniform(0, 10, size=(slots, len(c)))
+    got, last = duration_minimum(costs, c)
+
+    def lp(lines: Lines) -> float:
+        n, k = costs.shape
+        rows, rhs = [], []
+        for j in range(k):
+            for p0, p1 in lines(c, j):
+                row = np.zeros(n * k + k)
+                row[j : n * k : k] = (p0 + p1) / (2 * c[j])
+                row[n * k + j] = -1.0
+                rows.append(row)
+                rhs.append(p0 * p1 / (2 * c[j]))
+        out = linprog(
+            np.concatenate([costs.reshape(-1), np.ones(k)]),
+            A_ub=np.array(rows), b_ub=rhs,
+            A_eq=np.concatenate([np.ones(n * k), np.zeros(k)])[None, :], b_eq=[1.0],
+            bounds=[(0, c[j % k]) for j in range(n * k)] + [(0, None)] * k, method="highs",
+        )  # fmt: skip
+        assert out.status == 0
+        return float(out.fun)
+
+    assert lp(tangents) - 1e-7 <= got <= lp(secants) + 1e-7
+    assert 0 <= last < slots
+    if len(c) == 1:  # one piece: the knapsack plus d'/2
+        assert got == pytest.approx(job_minimum(costs[:, 0], 1 / c[0]) + 0.5 / c[0], rel=1e-9)
 
 
 @st.composite
@@ -433,7 +570,7 @@ def test_wide_jobs_wait_for_the_big_node() -> None:
     by_size, _ = capped_bound(jobs, cluster)
     assert pooled == pytest.approx(8.0, abs=0.05)  # both end after their 4 fastest slots
     assert by_size > pooled + 1.0
-    assert by_size <= fine_lp(capped_jobs(jobs, cluster), floor=True) * (1 + 1e-6)
+    assert by_size <= fine_lp(capped_jobs(jobs, cluster), floor=True, lines=secants) * (1 + 1e-6)
     assert relaxed_schedule(jobs, cluster) >= by_size - 1e-6
     entries = [(j, 0.0) for j in jobs]
     admitted, _ = admit(sim_jobs(entries, DELTA), cluster)
