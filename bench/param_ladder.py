@@ -17,7 +17,11 @@ parameters.
 cells by a substring of their key; ``--workers 2`` replays two cells at once, in the order
 they finish); ``render`` writes the section ``param-ladder`` of
 docs/benchmarks.md: the mean and geometric mean of other ÷ base over the cells both
-measured, by family, and every cell that moved by more than 1 %.
+measured, by family, and every cell that moved by more than 1 %; and issue 28's target
+cell by cell with each run's ``yu-rr`` figures beside every other policy's saved ones
+(``--refs``: the raw files of ``bench.policy_table`` and ``bench.sweep``): how many cells
+meet it with each, and every cell whose verdict changes, with the clause that changed (a
+rule that wins on the mean may cost a tail clause: :func:`clause_changes`).
 """
 
 from __future__ import annotations
@@ -41,9 +45,12 @@ from slurm_mlsched.sim import simulate
 from . import policy_table
 from .run import machine_facts
 from .sections import write_section
-from .sweep import cells
+from .sweep import cells, verdict
 
 OUT = Path("bench/out/ladder")
+#: Every other policy's figures for the target's clauses: the 16 cells (keyed
+#: ``workload@Δ``) and the sweep's (keyed as the ladder keys them).
+REFS = (Path("bench/out/policies-now/all.json"), Path("bench/out/sweep/all.json"))
 
 
 def todo() -> list[tuple[str, ReplayOptions]]:
@@ -89,8 +96,67 @@ def _family(key: str) -> str:
     return "sweep: " + head.split(" ")[0]
 
 
-def render(base: str, other: str, title: str) -> str:
-    """The section: other ÷ base per family, and the cells that moved by more than 1 %."""
+def references(paths: tuple[Path, ...] = REFS) -> dict[str, dict[str, Any]]:
+    """The saved replays (every policy) of the ladder's cells, keyed as the ladder keys
+    them (``philly5k|600`` for the policy table's ``philly5k@600``); files that do not
+    exist are skipped."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        if path.exists():
+            for key, cell in json.loads(path.read_text())["cells"].items():
+                out[key.replace("@", "|", 1) if "|" not in key else key] = cell
+    return out
+
+
+CLAUSES = ("avg", "p50", "p99", "qssf")
+
+
+def clauses(cell: dict[str, Any], row: dict[str, Any]) -> dict[str, bool]:
+    """Issue 28's clauses (:func:`bench.sweep.verdict`) for the saved ``cell`` with
+    ``yu-rr``'s avg, p50 and p99 (hours) taken from a ladder ``row``."""
+    ours = {
+        "avg_jct_s": row["avg"] * 3600.0,
+        "p50_jct_s": row["p50"] * 3600.0,
+        "p99_jct_s": row["p99"] * 3600.0,
+    }
+    checks: dict[str, bool] = verdict({**cell, "rows": {**cell["rows"], "yu-rr": ours}})["checks"]
+    return checks
+
+
+def clause_changes(
+    a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], refs: dict[str, dict[str, Any]]
+) -> tuple[int, int, int, list[tuple[str, list[str]]]]:
+    """Over the cells both runs and ``refs`` hold: how many, how many meet the target with
+    ``a``'s and with ``b``'s ``yu-rr``, and each cell where a clause changes, with what
+    changed (``"p99 ✓ → ✗ (38.5 → 46.1 h, fifo-bf 43.7 h)"``)."""
+    keys = [k for k in a if k in b and k in refs]
+    met_a = met_b = 0
+    changed: list[tuple[str, list[str]]] = []
+    for k in keys:
+        ca, cb = clauses(refs[k], a[k]), clauses(refs[k], b[k])
+        met_a += all(ca.values())
+        met_b += all(cb.values())
+        if ca == cb:
+            continue
+        rows = refs[k]["rows"]
+        what = []
+        for name in CLAUSES:
+            if ca[name] == cb[name]:
+                continue
+            turn = f"{name} {'✓' if ca[name] else '✗'} → {'✓' if cb[name] else '✗'}"
+            if name in ("p50", "p99"):
+                ref = rows["fifo-bf"][f"{name}_jct_s"] / 3600.0
+                turn += f" ({a[k][name]:.2f} → {b[k][name]:.2f} h, fifo-bf {ref:.2f} h)"
+            else:
+                turn += f" (avg {a[k]['avg']:.3f} → {b[k]['avg']:.3f} h)"
+            what.append(turn)
+        changed.append((k, what))
+    return len(keys), met_a, met_b, changed
+
+
+def render(base: str, other: str, title: str, refs: dict[str, dict[str, Any]] | None = None) -> str:
+    """The section: other ÷ base per family, the cells that moved by more than 1 %, and
+    the target's verdicts with each (``refs``: :func:`references`, read when None)."""
     a, b = _load(base), _load(other)
     keys = [k for k in a if k in b]
     ratio = {k: b[k]["avg"] / a[k]["avg"] for k in keys}
@@ -133,6 +199,19 @@ def render(base: str, other: str, title: str) -> str:
             f"| {label} | {a[k]['avg']:.3f} ({a[k]['p99']:.2f}) | {b[k]['avg']:.3f} "
             f"({b[k]['p99']:.2f}) | {ratio[k]:.3f} |"
         )
+    n, met_a, met_b, changed = clause_changes(a, b, references() if refs is None else refs)
+    if n:
+        lines += [
+            "",
+            f"Issue 28's target (avg ≤ max(0.90 × best, 1.05 × bound), p50 and p99 ≤ "
+            f"`fifo-bf`'s, ≤ 0.97 × `qssf`), each run's `yu-rr` beside every other policy's "
+            f"saved figures ({', '.join(f'`{p}`' for p in REFS)}): met in **{met_a}** of "
+            f"{n} cells with `{base}`, **{met_b}** with `{other}`."
+            + (" Cells where a clause changes:" if changed else " No clause changes in any cell."),
+        ]
+        if changed:
+            lines += ["", "| cell | what changes |", "|---|---|"]
+            lines += [f"| {k.replace('|', ' · ')} | {'; '.join(w)} |" for k, w in changed]
     return "\n".join(lines) + "\n"
 
 
