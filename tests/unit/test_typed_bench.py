@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from bench.typed_bound import (
     CLUSTER,
     DATACENTRE,
     EIGHT_GPU_TYPES,
     gpu_types_of,
+    rebound,
     run_cell,
     typed,
     workloads,
@@ -69,3 +72,11 @@ def test_one_cell_every_policy_at_or_above_the_typed_bound() -> None:
     for policy, got in cell["policies"].items():
         assert got["avg_h"] >= cell["bound_h"] * (1 - 1e-9), policy
         assert got["p50_h"] <= got["p99_h"], policy
+    # --rebound: the same jobs rebuilt, the same bounds, every policy checked again
+    again = rebound(cell)
+    assert again["bound_h"] == pytest.approx(cell["bound_h"], rel=1e-9)
+    assert again["untyped_bound_h"] == pytest.approx(cell["untyped_bound_h"], rel=1e-9)
+    assert again["policies"] == cell["policies"] and "rebound" in again
+    low = {**cell["policies"]["drf"], "avg_h": cell["bound_h"] * 0.99}
+    with pytest.raises(AssertionError, match="below the typed bound"):
+        rebound({**cell, "policies": {**cell["policies"], "drf": low}})
