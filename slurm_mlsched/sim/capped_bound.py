@@ -388,8 +388,19 @@ def duration_tangents(caps: FloatArray, k: int) -> list[float]:
 def _job_costs(jobs: CappedJobs, i: int, prices: FloatArray, span: int) -> FloatArray:
     """Job i's cost per unit share in each slot from its arrival a and on each piece
     (slots × pieces): t + ½ plus its price μ_itk over ``span`` slots (cut at the priced
-    horizon), then ⌈d_i'⌉ slots unpriced (a lower cost than theirs, so still a bound;
-    enough for the knapsack of :func:`pieces_minimum`)."""
+    horizon), then ⌈d_i'⌉ slots unpriced (a lower cost than theirs, so still a bound).
+
+    They are enough: no minimum of :func:`pieces_minimum` or :func:`duration_minimum` over
+    every later slot uses one past them. For the second (the first is the same without
+    the term): in the threshold solution, let piece k fill some of slot t* ≥ t₀ + ⌈d'⌉
+    (t₀ the first unpriced slot), so θ > b_k(t*) ≥ t* + ½ + (t* − t₀), and piece k fills
+    its unpriced slots before t* whole (each has a b at least 2 lower). Any other piece k′
+    either fills its first ⌈d'⌉ unpriced slots whole, or leaves room in one of them, t:
+    then b_k′(t) > θ − 1 puts more than ⌈d'⌉ of its cheaper slots before t, the first
+    ⌈d'⌉ + 1 of them with b < t + ½ + j ≤ θ − 1, so filled whole. Either way every piece
+    holds at least c·⌈d'⌉ and piece k more, so the mass exceeds Σ_k c_k·⌈d'⌉ ≥ 1: a
+    contradiction. (``test_ceil_d_unpriced_slots_hold_the_minimum_by_pieces`` checks it
+    against ten times as many slots.)"""
     a = int(jobs.arrival[i])
     w = max(0, min(span, prices.shape[0] - a))
     slots = np.arange(a, a + w + max(1, math.ceil(jobs.least[i])), dtype=np.float64) + 0.5

@@ -414,6 +414,40 @@ def test_duration_minimum_solves_its_program(caps: list[float], seed: int) -> No
         assert got == pytest.approx(job_minimum(costs[:, 0], 1 / c[0]) + 0.5 / c[0], rel=1e-9)
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.floats(0.01, 0.5), min_size=2, max_size=3),
+    st.integers(0, 12),
+    st.floats(0.0, 40.0),
+    st.integers(0, 2**31 - 1),
+)
+def test_ceil_d_unpriced_slots_hold_the_minimum_by_pieces(
+    caps: list[float], window: int, price: float, seed: int
+) -> None:
+    # L's inner minimum by pieces looks at the priced window and then at ⌈d'⌉ unpriced
+    # slots only (capped_bound._job_costs proves that enough): it is the minimum over every
+    # later slot too, however the prices push the work onto a slow piece (a cut minimum
+    # would raise L above a bound)
+    c = np.array(caps)
+    rng = np.random.default_rng(seed)
+    share = np.cumsum(rng.uniform(0.5, 3.0, size=len(c)))
+    data = CappedJobs(
+        np.zeros(1, dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+        np.array([1.0 / c.sum()]),
+        share.reshape(1, -1, 1),
+        c.reshape(1, -1),
+    )
+    prices = rng.uniform(0.0, price, size=(window, 1))
+    got = lagrangian_bound(data, prices)
+    # the same minimum over a tail ten times as long as any piece could fill
+    horizon = window + 10 * int(np.ceil(1.0 / c.min())) + 2
+    costs = np.repeat((np.arange(horizon) + 0.5)[:, None], len(c), axis=1)
+    costs[:window] += prices * share[None, :]
+    want, _ = duration_minimum(costs, c)
+    assert got == pytest.approx(max(0.0, want) - float(prices.sum()), rel=1e-9, abs=1e-9)
+
+
 @st.composite
 def shaped_jobs(draw: st.DrawFn) -> tuple[JobRequest, np.ndarray]:
     machines = draw(st.integers(1, 6))
