@@ -3,8 +3,13 @@
 * known answers: jobs that cannot use the whole cluster wait in turns, which the rank
   bound does not see and this bound does; the fractional-knapsack inner minimum;
 * the Lagrangian is a bound for *any* prices: at random prices it never exceeds the
-  fine LP (every slot its own column, solved whole here with HiGHS), and at the prices
-  :func:`find_prices` finds it reaches that LP's optimum on small instances;
+  fine program (every slot its own column, solved whole here with HiGHS; each job's
+  duration term by pieces through its secant lines, above it), and at the prices
+  :func:`find_prices` finds it reaches at least that program through the code's own
+  tangents, below it, on small instances;
+* the duration by pieces (Lemma 4): the claim on random runs, its inner minimum exact
+  (between tangent and secant LPs; the unpriced slots L looks at enough), and a wide
+  job run slowly charged its slow run's length;
 * it is never above a schedule: below the offline optimum and every policy's replay
   (tests/sim/test_bound_property.py, through ``scalable_bound``), and below a greedy
   schedule of its own relaxation (``relaxed_schedule``, which the sweep reports), and
