@@ -254,6 +254,20 @@ def _dates(done: list[dict[str, Any]]) -> str:
     return " Rows measured (same code for each policy's rows): " + "; ".join(parts) + "."
 
 
+def _rebounded(done: list[dict[str, Any]]) -> str:
+    """A sentence saying when the saved cells' bounds (or relaxed schedules) were
+    recomputed without replaying a policy (``--rebound``, ``--relaxed``), if they were."""
+    dates = sorted({c["bounded"] for c in done if c.get("bounded")})
+    if not dates:
+        return ""
+    when = f"on {dates[0]}" if len(dates) == 1 else f"between {dates[0]} and {dates[-1]}"
+    return (
+        f" Lower bounds and relaxed schedules recomputed {when} without replaying a "
+        "policy (`--rebound`, `--relaxed`; both are functions of the jobs and the cluster "
+        "alone)."
+    )
+
+
 def render(
     res: dict[str, Any],
     preempt: bool = True,
@@ -304,7 +318,7 @@ def render(
         "`sim.capped_bound.relaxed_schedule`): the relaxation's optimum lies between the "
         "bound and it, so *relaxed ÷ bound* near 1 says the bound is as high as its "
         "relaxation allows and a policy's distance from it is what that relaxation's "
-        "freedoms are worth (docs/formulation.md §15.10)." + _dates(done),
+        "freedoms are worth (docs/formulation.md §15.10)." + _dates(done) + _rebounded(done),
         "",
         "### Summary (min / median / max over the cells)",
         "",
@@ -426,6 +440,7 @@ def main(
             if key in by_key and args.only in key:
                 opts = by_key[key].options(args.preempt)
                 saved_cell.update(bound_and_relaxed_s(opts, bound=args.rebound))
+                saved_cell["bounded"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         raw.mkdir(parents=True, exist_ok=True)
         saved.write_text(json.dumps(res, indent=1))
     if not args.render_only:

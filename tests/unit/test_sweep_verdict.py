@@ -71,3 +71,13 @@ def test_the_relaxed_schedule_is_reported_against_the_bound_when_measured() -> N
     assert rows["| W"][6] == "1.04" and rows["| V"][6] == "—"
     assert rows["| all (2)"][4] == "1.04 / 1.04 / 1.04"  # the unmeasured cell left out
     assert "Worst cell ÷ bound: W on 16x4" in text and "the relaxed schedule 1.04 ×" in text
+
+
+def test_bounds_recomputed_without_replaying_are_dated() -> None:
+    from bench.sweep import _rebounded
+
+    assert _rebounded([{"rows": {}}, {"rows": {}}]) == ""  # never re-bounded: nothing to say
+    one = _rebounded([{"bounded": "2026-12-06 02:24 UTC"}, {}])
+    assert "recomputed on 2026-12-06 02:24 UTC without replaying" in one
+    two = _rebounded([{"bounded": "2026-12-06 02:24 UTC"}, {"bounded": "2026-12-07 01:00 UTC"}])
+    assert "between 2026-12-06 02:24 UTC and 2026-12-07 01:00 UTC" in two
