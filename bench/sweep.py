@@ -436,11 +436,12 @@ def main(
             res["machine"] = old["machine"]
     if args.rebound or args.relaxed:
         by_key = {c.key: c for c in cell_list()}
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")  # when this run began
         for key, saved_cell in res["cells"].items():
             if key in by_key and args.only in key:
                 opts = by_key[key].options(args.preempt)
                 saved_cell.update(bound_and_relaxed_s(opts, bound=args.rebound))
-                saved_cell["bounded"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+                saved_cell["bounded"] = stamp
         raw.mkdir(parents=True, exist_ok=True)
         saved.write_text(json.dumps(res, indent=1))
     if not args.render_only:

@@ -109,14 +109,17 @@ def typed(jobs: Sequence[SimJob], seed: int) -> list[SimJob]:
     return [replace(j, request=replace(j.request, gpu_types=gpu_types_of(j, seed))) for j in jobs]
 
 
-def typed_cell(trace: str, label: str, seed: int = 0) -> tuple[ReplayOptions, list[SimJob]]:
-    """A cell's replay options and its admitted jobs with the GPU types they name."""
+def typed_cell(
+    trace: str, label: str, seed: int = 0
+) -> tuple[ReplayOptions, list[SimJob], ClusterSnapshot]:
+    """A cell's replay options, its admitted jobs with the GPU types they name, and its
+    cluster."""
     opts = options(trace, seed)
     prepared = prepare_jobs(opts)
     jobs, unplaceable = admit(typed(prepared.admitted, seed), prepared.cluster)
     if unplaceable:
         raise RuntimeError(f"{label}: {len(unplaceable)} typed job(s) fit nowhere")
-    return opts, jobs
+    return opts, jobs, prepared.cluster
 
 
 def bounds_of(jobs: Sequence[SimJob], cluster: ClusterSnapshot) -> tuple[float, float, float]:
@@ -141,8 +144,7 @@ def rebound(cell: dict[str, Any]) -> dict[str, Any]:
     """A saved cell with both bounds recomputed by the code as it is now (its jobs are
     rebuilt as :func:`run_cell` built them; no policy is replayed), every policy checked
     against the new typed bound."""
-    opts, jobs = typed_cell(cell["trace"], cell["label"], cell["seed"])
-    cluster = prepare_jobs(opts).cluster
+    _, jobs, cluster = typed_cell(cell["trace"], cell["label"], cell["seed"])
     bound, untyped, took = bounds_of(jobs, cluster)
     for policy, row in cell["policies"].items():
         check_not_below(cell["label"], policy, row["avg_h"] * 3600, bound)
@@ -152,15 +154,14 @@ def rebound(cell: dict[str, Any]) -> dict[str, Any]:
         "bound_h": bound / 3600,
         "untyped_bound_h": untyped / 3600,
         "bound_s": took,
-        "rebound": now,
+        "bounded": now,
     }
 
 
 def run_cell(trace: str, label: str, seed: int = 0) -> dict[str, Any]:
     """One cell (module docstring): the bounds with and without the type rows, and every
     policy's average, p50 and p99 JCT (h)."""
-    opts, jobs = typed_cell(trace, label, seed)
-    cluster = prepare_jobs(opts).cluster
+    opts, jobs, cluster = typed_cell(trace, label, seed)
     bound, untyped, bound_s = bounds_of(jobs, cluster)
     params = replay_params(opts, seed)
     delta = cluster.slot_seconds
@@ -220,7 +221,7 @@ def render(cells: Sequence[dict[str, Any]], facts: dict[str, str]) -> str:
         return f"{min(xs):.3f} / {statistics.median(xs):.3f} / {max(xs):.3f}"
 
     last = max(c["date"] for c in cells)
-    rebounds = [c["rebound"] for c in cells if "rebound" in c]
+    rebounds = [c["bounded"] for c in cells if "bounded" in c]
     if rebounds:  # the bounds recomputed since (``--rebound``), the replays kept
         last += f" (bounds recomputed {max(rebounds)} by `--rebound`)"
     return "\n".join(

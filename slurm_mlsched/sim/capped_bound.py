@@ -72,6 +72,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -627,7 +628,13 @@ def _coarse_lp(
     lo = [np.full(blocks.count * res, -np.inf), np.ones(n)]
     hi = [room.reshape(-1), np.ones(n)]
     if by_pieces:
-        _tangent_rows(jobs, job_of, piece, blocks.count * res + n, (rows, cols, vals, cost, lo, hi))
+        more = _tangent_rows(jobs, job_of, piece, blocks.count * res + n)
+        rows.append(more.rows)
+        cols.append(more.cols)
+        vals.append(more.vals)
+        cost.append(more.cost)
+        lo.append(more.lo)
+        hi.append(more.hi)
     extra = sum(len(x) for x in cost) - ncol
     return SparseLp(
         c=np.concatenate(cost),
@@ -641,20 +648,30 @@ def _coarse_lp(
     )
 
 
-def _tangent_rows(
-    jobs: CappedJobs,
-    job_of: IntArray,
-    piece: IntArray,
-    first_row: int,
-    parts: tuple[list[IntArray], list[IntArray], list[FloatArray], list[FloatArray],
-                 list[FloatArray], list[FloatArray]],
-) -> None:  # fmt: skip
-    """Append to ``parts`` (rows, cols, vals, costs, row_lo, row_hi of
-    :func:`_coarse_lp`) the duration columns of every piece k of a job i of several:
-    m_ik (cost 0) with the row Σ x_ik − m_ik = 0, and q_ik (cost 1) with the tangent rows
-    q_ik − (m₀/c_ik)·m_ik ≥ −m₀²/(2c_ik); from row ``first_row`` and column len(job_of) on
-    (``job_of``, ``piece``: each x column's). Two entries per tangent row keep HiGHS fast."""
-    rows, cols, vals, cost, lo, hi = parts
+class _Rows(NamedTuple):
+    """Entries of :func:`_coarse_lp` to append: (row, column, value) triplets, the new
+    columns' costs and the new rows' bounds."""
+
+    rows: IntArray
+    cols: IntArray
+    vals: FloatArray
+    cost: FloatArray
+    lo: FloatArray
+    hi: FloatArray
+
+
+def _tangent_rows(jobs: CappedJobs, job_of: IntArray, piece: IntArray, first_row: int) -> _Rows:
+    """The duration columns of every piece k of a job i of several: m_ik (cost 0) with the
+    row Σ x_ik − m_ik = 0, and q_ik (cost 1) with the tangent rows
+    q_ik − (m₀/c_ik)·m_ik ≥ −m₀²/(2c_ik); rows from ``first_row`` and columns from
+    len(job_of) on (``job_of``, ``piece``: each x column's). Two entries per tangent row
+    keep HiGHS fast."""
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    cost: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
     n_pieces = jobs.cap.shape[1]
     key = job_of * n_pieces + piece
     order = np.argsort(key, kind="stable")
@@ -664,24 +681,28 @@ def _tangent_rows(
         caps = jobs.cap[i][jobs.cap[i] > 0]
         for at, k in enumerate(np.flatnonzero(jobs.cap[i] > 0).tolist()):
             a, b = np.searchsorted(sorted_key, [i * n_pieces + k, i * n_pieces + k + 1])
-            mine = order[a:b]
+            mine = order[a:b].tolist()
             m, q, c = col, col + 1, float(caps[at])
-            rows.append(np.full(len(mine) + 1, row, dtype=np.int64))  # Σ x − m = 0
-            cols.append(np.concatenate([mine, [m]]).astype(np.int64))
-            vals.append(np.concatenate([np.ones(len(mine)), [-1.0]]))
-            lo.append(np.zeros(1))
-            hi.append(np.zeros(1))
+            rows += [row] * (len(mine) + 1)  # Σ x − m = 0
+            cols += [*mine, m]
+            vals += [1.0] * len(mine) + [-1.0]
+            lo.append(0.0)
+            hi.append(0.0)
             row += 1
-            tangents = duration_tangents(caps, at)
-            for m0 in tangents:
-                rows.append(np.full(2, row, dtype=np.int64))
-                cols.append(np.array([q, m], dtype=np.int64))
-                vals.append(np.array([1.0, -m0 / c]))
-                lo.append(np.array([-m0 * m0 / (2.0 * c)]))
-                hi.append(np.array([np.inf]))
+            for m0 in duration_tangents(caps, at):
+                rows += [row, row]
+                cols += [q, m]
+                vals += [1.0, -m0 / c]
+                lo.append(-m0 * m0 / (2.0 * c))
+                hi.append(math.inf)
                 row += 1
-            cost.append(np.array([0.0, 1.0]))
+            cost += [0.0, 1.0]
             col += 2
+    return _Rows(
+        np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64),
+        np.array(vals, dtype=np.float64), np.array(cost, dtype=np.float64),
+        np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64),
+    )  # fmt: skip
 
 
 def _at_cap_usage(jobs: CappedJobs, horizon: int) -> FloatArray:

@@ -76,7 +76,7 @@ def test_one_cell_every_policy_at_or_above_the_typed_bound() -> None:
     again = rebound(cell)
     assert again["bound_h"] == pytest.approx(cell["bound_h"], rel=1e-9)
     assert again["untyped_bound_h"] == pytest.approx(cell["untyped_bound_h"], rel=1e-9)
-    assert again["policies"] == cell["policies"] and "rebound" in again
+    assert again["policies"] == cell["policies"] and "bounded" in again
     low = {**cell["policies"]["drf"], "avg_h": cell["bound_h"] * 0.99}
     with pytest.raises(AssertionError, match="below the typed bound"):
         rebound({**cell, "policies": {**cell["policies"], "drf": low}})
