@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
@@ -70,6 +71,24 @@ def _fail(source: str, where: str, problem: str, hint: str = "", **context: obje
         hint=hint,
         context={"file": source, "entry": where, **context},
     )
+
+
+_OPTION = re.compile(r"\b(options?) (--[a-z][a-z-]*)|--([a-z][a-z-]*)(?: ([A-Z]+)\b)?")
+
+
+def _as_fields(text: str) -> str:
+    """``mlsub submit``'s option names in a message about a job list's entry, written as
+    the entry's fields: ``option --step-time`` → ``field 'step_time'``, ``--model NAME`` →
+    ``model: NAME``, ``--model-size`` → ``'model_size'`` (a job list has no options)."""
+
+    def field(m: re.Match[str]) -> str:
+        if m.group(2):
+            word = "field" if m.group(1) == "option" else "fields"
+            return f"{word} '{m.group(2)[2:].replace('-', '_')}'"
+        name = m.group(3).replace("-", "_")
+        return f"{name}: {m.group(4)}" if m.group(4) else f"'{name}'"
+
+    return _OPTION.sub(field, text)
 
 
 def _when(value: object, source: str, where: str, field: str) -> datetime | float:
@@ -148,7 +167,12 @@ def _job(entry: object, n: int, source: str) -> tuple[JobRequest, datetime | flo
         opts = merge_options([], options, header_source=f"{source}: {where}")
         profile = profile_of(opts)
     except InputError as err:
-        raise _fail(source, where, err.message, err.hint, **err.context) from None
+        context = {
+            ("field" if k == "option" else k): _as_fields(str(v)) for k, v in err.context.items()
+        }
+        raise _fail(
+            source, where, _as_fields(err.message), _as_fields(err.hint), **context
+        ) from None
     if opts.ps != "auto" and opts.workers is not None and opts.ps > opts.workers:
         raise _fail(source, where, f"ps {opts.ps} > workers {opts.workers}", field="ps")
     assert opts.workers is not None and opts.batches_per_epoch is not None

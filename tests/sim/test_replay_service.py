@@ -149,6 +149,23 @@ def test_job_list_errors_name_the_entry(tmp_path: Path) -> None:
         run_replay(opts, CLOCK)
 
 
+def test_job_list_errors_name_its_fields_not_the_command_line_options(tmp_path: Path) -> None:
+    """A job list is written in fields (``step_time``, ``model``), not ``mlsub submit``'s
+    options: its errors and hints say what to write in the file (``mlsub replay`` has no
+    ``--model``)."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("jobs:\n  - {id: a, submit: 0, workers: 2, workload: 100}\n")
+    with pytest.raises(InputError) as err:
+        run_replay(ReplayOptions(trace=path, policies=("fifo-ff",)), CLOCK)
+    assert "field 'step_time' is not set" in err.value.message
+    assert "--" not in err.value.message + err.value.hint
+    assert "model: NAME" in err.value.hint and "step_time: SECONDS" in err.value.hint
+    path.write_text("jobs:\n  - {id: a, submit: 0, workload: 100, model: x, step_time: 1}\n")
+    with pytest.raises(InputError) as err:
+        run_replay(ReplayOptions(trace=path, policies=("fifo-ff",)), CLOCK)
+    assert "--" not in err.value.message + err.value.hint, err.value
+
+
 def test_the_baselines_write_the_same_summary_shape(tmp_path: Path) -> None:
     policies = ("oasis", "oasis-x0.5", "oasis-x2", "optimus", "drf")
     opts = ReplayOptions(
