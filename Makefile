@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -174,6 +174,17 @@ bench-migrate: venv
 	$(PY) -m bench.param_ladder render --base migrate-off --other migrate \
 		--section param-migrate \
 		--title "Migration: \`preempt_migrate\` on against off (the default)"
+
+# yu-rr alone over the same 103 cells: a pause together (preempt_group: the running jobs
+# sharing a machine paused as one when their room together starts a waiting job) against
+# off, the default (docs/formulation.md §16; measured, not kept; about 45 min on 2 cores).
+bench-group: venv
+	rm -f bench/out/ladder/group-off.jsonl bench/out/ladder/group.jsonl
+	$(PY) -m bench.param_ladder run --tag group-off --workers 2
+	$(PY) -m bench.param_ladder run --tag group --workers 2 --set preempt_group=true
+	$(PY) -m bench.param_ladder render --base group-off --other group \
+		--section ladder-group \
+		--title "Pause together: \`preempt_group\` on against off (the default; measured, not kept)"
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv

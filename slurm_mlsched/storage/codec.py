@@ -302,6 +302,8 @@ def decode_params(d: Json) -> PlacementParams:
     m.setdefault("preempt_defrag", False)
     # nor did a pause restart its job narrower on its own machines (a shrink)
     m.setdefault("preempt_shrink", False)
+    # nor were running jobs sharing a machine paused together
+    m.setdefault("preempt_group", False)
     # a width look-ahead stored before ``widths_forecast`` existed weighed the forecast
     m.setdefault("widths_forecast", True)
     # nor did narrow starts have a guard (0 = none, the rule until then)

@@ -6,7 +6,8 @@
   first, or when it was preempted ``preempt_max`` times; the gain by rollout (the default)
   beside the exchange's, and a queue behind a node that frees soon, which only the
   rollout sees; with ``preempt_migrate`` a pause stands when the paused job moves at once
-  to room the job it was paused for cannot use;
+  to room the job it was paused for cannot use; with ``preempt_group`` two jobs sharing
+  a node are paused together for a wider one, and fall together;
 * the replay: the short jobs start at once, the long one resumes with its progress minus
   the restart charge; off by default;
 * property: over random replays with preemption, capacity is never exceeded, every job
@@ -215,6 +216,66 @@ def test_the_rollout_counts_the_whole_queue_behind_a_node_that_frees_soon() -> N
     (p,) = choose(queue, runs, now, replace(exchange, preempt_gain="rollout"))
     assert p.job_id == "L" and p.for_jobs == ("q0",)
     assert p.gain_s == pytest.approx(29 * DELTA)
+
+
+def _two_on_one_node(
+    other: Machine | None = None,
+) -> tuple[tuple[RunningRun, ...], ClusterSnapshot, tuple[PendingJob]]:
+    """One 8-GPU v100 node held by two 4-worker jobs A and B to slot 99 (and ``other``,
+    idle); at slot 5 an 8-worker job of 5 slots that asks for v100s waits for the node."""
+    node = Machine("node1", Resources(8, 64, 131072), gpu_type="v100")
+    base = ClusterSnapshot((node,), slot_seconds=DELTA)
+    runs: list[RunningRun] = []
+    for i, name in enumerate("AB"):
+        job = make_job(name, workers=4, workload=NU * 4 * 100)
+        held = tuple(r for x in runs for r in x.decision.reservations(x.request))
+        d = place_yu_rr(job, replace(base, reservations=held), PlacementParams())
+        assert (d.start_slot, d.end_slot, d.slots[0].workers) == (0, 99, (("node1", 4),))
+        runs.append(RunningRun(job, i, d))
+    now = ClusterSnapshot(
+        (node,) if other is None else (node, other),
+        tuple(r for x in runs for r in x.decision.reservations(x.request)),
+        DELTA,
+        now_slot=5,
+    )
+    wide = replace(
+        make_job("W", workers=8, workload=NU * 8 * 5, arrival=5), gpu_types=frozenset({"v100"})
+    )
+    return tuple(runs), now, (PendingJob(wide, 9),)
+
+
+def test_two_jobs_sharing_a_node_are_paused_together_for_a_wider_one() -> None:
+    """No single pause frees the node (4 GPUs start no 8-worker job), so without
+    ``preempt_group`` nothing is paused and W waits 95 slots. Paused together, W runs
+    slots 5–9 and A and B, resumed at 10 with their restart charge, end at 105: the total
+    of W, A and B from now falls from 100 + 2·95 = 290 slots to 5 + 2·101 = 207, and both
+    pauses stand in the re-plan, which starts W now on the node."""
+    runs, now, queue = _two_on_one_node()
+    plain = PlacementParams(preempt=True, aging=0.0)
+    assert choose(queue, runs, now, plain) == ()
+    assert replan_preempting(queue, runs, now, plain, replan_yu_rr)[1] == ()
+    group = replace(plain, preempt_group=True)
+    chosen = choose(queue, runs, now, group)
+    assert sorted(p.job_id for p in chosen) == ["A", "B"]
+    assert all(p.for_jobs == ("W",) for p in chosen)
+    assert {p.job_id: p.group for p in chosen} == {"A": ("B",), "B": ("A",)}
+    assert all(p.gain_s == pytest.approx(83 * DELTA) for p in chosen)
+    step, kept = replan_preempting(queue, runs, now, group, replan_yu_rr)
+    assert sorted(p.job_id for p in kept) == ["A", "B"]
+    (started,) = (d for d in step.started if d.job_id == "W")
+    assert started.start_slot == 5 and started.slots[0].workers == (("node1", 8),)
+
+
+def test_a_pause_together_falls_as_one_when_a_member_would_start_again_at_once() -> None:
+    """With an idle 4-GPU t4 node beside, B could restart there at once: the re-plan
+    drops B's pause (no migration without ``preempt_migrate``) and with it A's, since W
+    needs the whole v100 node; the plain re-plan stands and W waits for it."""
+    runs, now, queue = _two_on_one_node(Machine("t4", Resources(4, 32, 65536), gpu_type="t4"))
+    params = PlacementParams(preempt=True, aging=0.0, preempt_group=True)
+    assert sorted(p.job_id for p in choose(queue, runs, now, params)) == ["A", "B"]
+    step, kept = replan_preempting(queue, runs, now, params, replan_yu_rr)
+    assert kept == ()
+    assert "W" not in {d.job_id for d in step.started}
 
 
 def _replay(preempt: bool, restart_s: float = 30.0) -> dict[str, object]:
@@ -427,6 +488,7 @@ def replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
     st.booleans(),
     st.booleans(),
     st.booleans(),
+    st.booleans(),
 )
 def test_preemption_keeps_capacity_and_conserves_work(
     case: tuple[ClusterSnapshot, list[SimJob]],
@@ -436,6 +498,7 @@ def test_preemption_keeps_capacity_and_conserves_work(
     migrate: bool,
     defrag: bool,
     shrink: bool,
+    group: bool,
 ) -> None:
     cluster, jobs = case
     admitted, _ = admit(jobs, cluster)
@@ -447,6 +510,7 @@ def test_preemption_keeps_capacity_and_conserves_work(
         preempt_migrate=migrate,
         preempt_defrag=defrag,
         preempt_shrink=shrink,
+        preempt_group=group,
     )
     result = simulate(admitted, cluster, "yu-rr", params)
     assert capacity_violations(result) == []

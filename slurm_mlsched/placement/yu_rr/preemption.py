@@ -15,7 +15,18 @@ ahead of it and the overtaking bound of :mod:`.queue_order` still holds for it.
 
 **Who may take its room.** Let S be the waiting jobs, in queue order, that cannot start
 now but start now at their requested width (:func:`.list_schedule.earliest_requested`) in
-the room j frees, each with key < k_j. A victim with no such S is never paused.
+the room j frees, each with key < k_j. A victim with no such S is never paused — unless
+it is paused together (below).
+
+**Pause together** (``preempt_group``, with the rollout; :func:`_group`). Two 4-worker
+jobs on one 8-GPU node keep an 8-worker job waiting, though no single pause frees its
+room: each frees 4 GPUs, in which it does not start. A victim j whose room alone starts
+no waiting job is joined by the other victims whose run shares a machine with j's, one at
+a time by falling key (at most three), until some waiting job whose key is below every
+member's starts now in the room they free together; the rollout then weighs the group as
+one pause (without: Σ over the members of end − now + 1; with: every member's resumed
+request in the list schedule), and all are paused when it gains. In the re-plan the
+group stands or falls as one: if one member's pause is dropped, so are the others'.
 
 **The gain, by rollout** (``preempt_gain = rollout``, the default since 2026-12-05). Let
 W be the waiting jobs the rule looks at that do not start now (and the jobs it already
@@ -209,6 +220,8 @@ class Preemption:
     move: bool = False  # restarted at once on a smaller machine (``preempt_defrag``)
     restart: Decision | None = None  # a shrink (``preempt_shrink``): the narrower run it
     # restarts on at once, on machines it holds, beside the jobs it gave way to
+    group: tuple[str, ...] = ()  # ``preempt_group``: the other jobs paused with it for
+    # ``for_jobs`` (the pause stands only with all of them)
 
 
 def plan_rate(plan: SlotPlan, job: JobRequest, slot_seconds: float) -> float:
@@ -356,21 +369,37 @@ def choose(
     paused: list[tuple[tuple[float, int, str], Arrival]] = []  # resumed at this event
     base: int | None = None
     rollouts = 0
-    for kj, run, req, done, charge in victims:
-        if not blocked or kj <= min(b.key for b in blocked):
-            break  # victims come by falling key: no waiting job may overtake the rest
-        freed = _freed(res, run, index, now)
+    gone: set[str] = set()  # paused at this event (with a group: before their turn)
+
+    def starts_in(
+        freed: Residual, below: tuple[float, int, str]
+    ) -> tuple[list[tuple[_Blocked, int]], Residual]:
+        """The blocked jobs with a key < ``below`` that start now at their requested
+        width in ``freed``, in queue order, each on what the ones before it leave."""
         room = freed
         free = room.at(now).sum(axis=0)
         taken: list[tuple[_Blocked, int]] = []
         for b in blocked:
-            if b.key >= kj or not _may_fit(b.least, free):
+            if b.key >= below or not _may_fit(b.least, free):
                 continue
             got = requested_at(arrival_of(b.pending.request, delta, room, params, now), room, now)
             if got is None:
                 continue
             end, room, _ = got
             taken.append((b, end - now + 1))
+        return taken, room
+
+    for victim in victims:
+        kj, run, req, _, charge = victim
+        if run.decision.job_id in gone:
+            continue
+        if not blocked or kj <= min(b.key for b in blocked):
+            break  # victims come by falling key: no waiting job may overtake the rest
+        freed = _freed(res, run, index, now)
+        taken, room = starts_in(freed, kj)
+        group: list[_Victim] = [victim]
+        if not taken and rollout and params.preempt_group:
+            group, freed, taken, room = _group(victim, victims, gone, res, index, now, starts_in)
         if not taken:
             continue
         cost = victim_cost_s(run, req.workload - charge, charge, params, delta)
@@ -384,11 +413,11 @@ def choose(
                 whole = _list_total(waiting, res, now)
                 assert whole is not None  # no limit: never cut short
                 base = whole
-            without = base + run.decision.end_slot - now + 1
-            mine = (kj, arrival_of(req, delta, res, params, now))
-            withp = _list_total([*waiting, mine], freed, now, without)
+            without = base + sum(g[1].decision.end_slot - now + 1 for g in group)
+            mines = [(g[0], arrival_of(g[2], delta, res, params, now)) for g in group]
+            withp = _list_total([*waiting, *mines], freed, now, without)
             gain = 0 if withp is None else without - withp
-            if params.preempt_shrink:
+            if params.preempt_shrink and len(group) == 1:
                 cut = _shrink_gain(run, req, room, freed, waiting, index, snapshot, without)
                 if cut is not None and without - cut[2] > gain:
                     gain = without - cut[2]
@@ -401,28 +430,75 @@ def choose(
             gain = sum(waits) - max(d for _, d in taken)
             if gain * delta <= cost:
                 continue
-        out.append(
-            Preemption(
-                run.decision.job_id,
-                req,
-                done,
-                charge,
-                tuple(b.pending.request.job_id for b, _ in taken),
-                gain * delta,
-                cost,
-                rollout,
-                restart=None if shrunk is None else shrunk[0],
+        ids = tuple(g[1].decision.job_id for g in group)
+        for g in group:
+            left = g[2].workload - g[4]
+            g_cost = cost if g is victim else victim_cost_s(g[1], left, g[4], params, delta)
+            out.append(
+                Preemption(
+                    g[1].decision.job_id,
+                    g[2],
+                    g[3],
+                    g[4],
+                    tuple(b.pending.request.job_id for b, _ in taken),
+                    gain * delta,
+                    g_cost,
+                    rollout,
+                    restart=None if shrunk is None else shrunk[0],
+                    group=tuple(i for i in ids if i != g[1].decision.job_id),
+                )
             )
-        )
+        gone.update(ids)
         res = room
         served = {id(b) for b, _ in taken}
         blocked = [b for b in blocked if id(b) not in served]
         if shrunk is not None:
             res = room.minus(shrunk[1], now, shrunk[0].end_slot + 1)
         elif rollout:
-            paused.append(mine)
+            paused.extend(mines)
         base = None
     return tuple(out)
+
+
+def _group(
+    victim: _Victim,
+    victims: Sequence[_Victim],
+    gone: set[str],
+    res: Residual,
+    index: dict[str, int],
+    now: int,
+    starts_in: Callable[
+        [Residual, tuple[float, int, str]], tuple[list[tuple[_Blocked, int]], Residual]
+    ],
+) -> tuple[list[_Victim], Residual, list[tuple[_Blocked, int]], Residual]:
+    """A pause together (``preempt_group``; module docstring): ``victim`` and the running
+    jobs that share a machine with its run, added by falling key (each key above the
+    waiting jobs it is paused for) until some blocked job starts now in the room they
+    free together. Returns the group, the room it frees, the jobs that start in it and
+    the room they leave; no such job: ``[victim]``, nothing taken."""
+    mine = {name for name, _ in victim[1].decision.slots[-1].workers}
+    group = [victim]
+    freed = _freed(res, victim[1], index, now)
+    below = victim[0]
+    for other in victims:
+        if other is victim or other[1].decision.job_id in gone:
+            continue
+        if not mine.intersection(name for name, _ in other[1].decision.slots[-1].workers):
+            continue
+        group.append(other)
+        freed = _freed(freed, other[1], index, now)
+        below = min(below, other[0])
+        taken, room = starts_in(freed, below)
+        if taken:
+            return group, freed, taken, room
+        if len(group) - 1 >= _GROUP_MAX:
+            break
+    return [victim], freed, [], freed
+
+
+_GROUP_MAX = 3
+"""At most this many partners join a victim in a pause together (a bound on one event's
+work: each partner is one more screen of the blocked jobs)."""
 
 
 def _shrink_gain(
@@ -1014,6 +1090,8 @@ def _replan_pausing(
             or (p.move and (p.job_id not in now_started or not colocated & set(p.for_jobs)))
             or (p.job_id in now_started and not params.preempt_migrate and not p.move)
         }
+        # a pause together stands or falls as one
+        wasted |= {p.job_id for p in chosen if wasted.intersection(p.group)}
         if not wasted:
             return step, chosen
         chosen = tuple(p for p in chosen if p.job_id not in wasted)
