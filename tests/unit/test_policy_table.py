@@ -70,6 +70,24 @@ def test_every_line_of_the_target_must_hold() -> None:
     assert not verdict(c)["met"]
 
 
+def test_a_qssf_line_below_the_bound_is_said_to_be_unreachable() -> None:
+    """0.97 × qssf = 1.80 h below the bound 1.82 h: no schedule meets that line, and the
+    verdict says so (the line is not restated: the cell still fails it)."""
+    v = verdict(cell(ours_h=1.84, drf_h=1.85, bound_h=1.82, qssf_h=1.86))
+    assert v["qssf_below_bound"] and not v["qssf_ok"] and not v["met"]
+    assert not verdict(cell(ours_h=1.84, drf_h=1.85, bound_h=1.70, qssf_h=1.86))[
+        "qssf_below_bound"
+    ]
+    assert not verdict(cell(ours_h=1.70, drf_h=2.0, bound_h=None))["qssf_below_bound"]
+    res = {
+        "machine": {"cpu": "cpu", "cores": 2, "date": "d"},
+        "cells": {"W": cell(ours_h=1.84, drf_h=1.85, bound_h=1.82, qssf_h=1.86)},
+    }
+    text = render(res)
+    assert "0.99 ✗ (below the bound)" in text
+    assert "0.97 × `qssf` lies below the lower bound" in text and "W at 600 s" in text
+
+
 def test_an_old_cell_without_a_bound_keeps_the_baseline_line() -> None:
     v = verdict(cell(ours_h=1.70, drf_h=2.0, bound_h=None))
     assert v["target_s"] == pytest.approx(1.8 * H) and v["vs_bound"] is None
