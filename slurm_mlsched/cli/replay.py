@@ -223,6 +223,17 @@ def replay(
             show_default=False,
         ),
     ] = None,
+    preempt_regather: Annotated[
+        bool | None,
+        typer.Option(
+            "--preempt-regather/--no-preempt-regather",
+            help="With preemption and resize (default: on with them): a running job spread "
+            "over nodes, with less work left than every waiting job, restarts co-located on "
+            "a free node before the re-plan gives that node to the queue "
+            "(docs/formulation.md §16, 'Regather').",
+            show_default=False,
+        ),
+    ] = None,
     preempt_resize: Annotated[
         bool | None,
         typer.Option(
@@ -396,6 +407,7 @@ def replay(
         preempt_migrate=preempt_migrate,
         preempt_shrink=preempt_shrink,
         preempt_defrag=preempt_defrag,
+        preempt_regather=preempt_regather,
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,
         arch_reading=arch_reading,

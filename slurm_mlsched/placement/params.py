@@ -236,6 +236,14 @@ class PlacementParams:
     the avg JCT over the 103 ladder cells, 1.05–1.07 × on Pollux 2 and 8 on 6 × 8, the
     cells it was built for: the rollout has no arrivals, so the same pairs are paused
     again and again (docs/formulation.md §16, "Pause together"; ``make bench-group``)."""
+    preempt_regather: bool = False
+    """With ``preempt_resize``: *regather before the re-plan* (:mod:`.yu_rr.preemption`).
+    A running job spread over machines, slower than its fastest shape, whose resumed
+    request's queue key is below every waiting job's, is re-decided *before* the queue's
+    re-plan, and restarted co-located when that ends it more than the restart cost sooner:
+    the fast machine a job frees goes to the job with the least work left, running or
+    waiting (SRPT on machines of unequal speed), where the grow after the re-plan gives it
+    to the queue first."""
     preempt_resize: bool = False
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
     A running job slower than its fastest shape is re-decided (its work left + the

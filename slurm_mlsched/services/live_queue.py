@@ -282,6 +282,7 @@ def _step_inputs(
         preempt_defrag=preempt and defrag,
         preempt_shrink=False,  # a replay rule only: live shrinks are not built
         preempt_group=False,  # measured, not kept: not a live rule
+        preempt_regather=False,  # a replay rule only: not built live
     )
     policy = first.params_policy
     queue = get_queue(policy, params)

@@ -304,6 +304,8 @@ def decode_params(d: Json) -> PlacementParams:
     m.setdefault("preempt_shrink", False)
     # nor were running jobs sharing a machine paused together
     m.setdefault("preempt_group", False)
+    # nor did a spread job regather on a free node before the re-plan
+    m.setdefault("preempt_regather", False)
     # a width look-ahead stored before ``widths_forecast`` existed weighed the forecast
     m.setdefault("widths_forecast", True)
     # nor did narrow starts have a guard (0 = none, the rule until then)

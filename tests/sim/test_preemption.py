@@ -7,7 +7,9 @@
   beside the exchange's, and a queue behind a node that frees soon, which only the
   rollout sees; with ``preempt_migrate`` a pause stands when the paused job moves at once
   to room the job it was paused for cannot use; with ``preempt_group`` two jobs sharing
-  a node are paused together for a wider one, and fall together;
+  a node are paused together for a wider one, and fall together; with
+  ``preempt_regather`` a spread job with less work left than the queue moves to a free
+  node before the re-plan gives it away;
 * the replay: the short jobs start at once, the long one resumes with its progress minus
   the restart charge; off by default;
 * property: over random replays with preemption, capacity is never exceeded, every job
@@ -341,6 +343,56 @@ def _spread_run() -> tuple[ClusterSnapshot, RunningRun]:
     )
 
 
+def _spread_on_small_nodes() -> tuple[ClusterSnapshot, RunningRun]:
+    """An idle 8-GPU node ``big`` and four 1-GPU nodes; S, 4 workers spread over the small
+    ones (its PS on one1) for 40 slots from slot 0, at 4 · ν_ex; now is slot 5."""
+    machines = (
+        Machine("big", Resources(8, 64, 524288)),
+        *(Machine(f"one{i}", Resources(1, 8, 65536)) for i in range(1, 5)),
+    )
+    job = make_job("S", workers=4, workload=RESNET.nu_ex(DELTA) * 4 * 40)
+    workers = tuple((f"one{i}", 1) for i in range(1, 5))
+    plan = SlotPlan(0, Mode.DISTRIBUTED, workers, (("one1", job.ps_needed(4)),), 40)
+    rate = plan_rate(plan, job, DELTA)
+    d = Decision(
+        job_id="S", policy="yu-rr", form=Form.NON_ELASTIC, seed=3, slots=(plan,),
+        start_slot=0, end_slot=39, work_covered=rate * 40,
+    )  # fmt: skip
+    return ClusterSnapshot(machines, d.reservations(job), DELTA, now_slot=5), RunningRun(job, 3, d)
+
+
+def test_a_spread_job_regathers_on_a_free_node_before_a_longer_waiting_job() -> None:
+    """The 8-GPU node is free; W, 8 workers and 200 slots of work, waits. Without
+    ``preempt_regather`` the re-plan gives the node to W and S runs on spread to slot 39.
+    With it S, whose work left is far less (its key below W's), is re-decided first and
+    restarts now co-located on the node, ending sooner: SRPT on machines of unequal speed."""
+    snap, run = _spread_on_small_nodes()
+    waiting = (PendingJob(make_job("W", workers=8, workload=NU * 8 * 200, arrival=5), 1),)
+    plain = PlacementParams(preempt=True, preempt_resize=True)
+    step, chosen = replan_preempting(waiting, (run,), snap, plain, replan_yu_rr)
+    assert chosen == ()
+    assert [(d.job_id, d.slots[0].workers) for d in step.started] == [("W", (("big", 8),))]
+    on = replace(plain, preempt_regather=True)
+    step, chosen = replan_preempting(waiting, (run,), snap, on, replan_yu_rr)
+    assert [(c.job_id, c.for_jobs) for c in chosen] == [("S", ())]
+    started = {d.job_id: d for d in step.started}
+    s = started["S"]
+    assert s.start_slot == 5 and s.slots[0].mode == Mode.COLOCATED
+    assert s.slots[0].workers == (("big", 4),) and s.end_slot < 39
+    assert "W" not in started or started["W"].slots[0].workers != (("big", 8),)
+
+
+def test_no_regather_before_a_waiting_job_with_less_work_left() -> None:
+    """W has one slot of work: its key is below S's, so the node is W's, as without the
+    rule (SRPT gives the fast machine to the shorter job)."""
+    snap, run = _spread_on_small_nodes()
+    waiting = (PendingJob(make_job("W", workers=8, workload=NU * 8, arrival=5), 1),)
+    on = PlacementParams(preempt=True, preempt_resize=True, preempt_regather=True)
+    step, chosen = replan_preempting(waiting, (run,), snap, on, replan_yu_rr)
+    assert "S" not in {c.job_id for c in chosen}
+    assert ("W", (("big", 8),)) in [(d.job_id, d.slots[0].workers) for d in step.started]
+
+
 def test_a_shrink_restarts_the_job_narrower_on_its_own_machines() -> None:
     """Two 2-worker jobs of 3 slots arrive at slot 5. A pause of V would let them start,
     but V would start again at once (4 co-located workers fit the node they leave), so the
@@ -489,6 +541,7 @@ def replays(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
     st.booleans(),
     st.booleans(),
     st.booleans(),
+    st.booleans(),
 )
 def test_preemption_keeps_capacity_and_conserves_work(
     case: tuple[ClusterSnapshot, list[SimJob]],
@@ -499,6 +552,7 @@ def test_preemption_keeps_capacity_and_conserves_work(
     defrag: bool,
     shrink: bool,
     group: bool,
+    regather: bool,
 ) -> None:
     cluster, jobs = case
     admitted, _ = admit(jobs, cluster)
@@ -511,6 +565,7 @@ def test_preemption_keeps_capacity_and_conserves_work(
         preempt_defrag=defrag,
         preempt_shrink=shrink,
         preempt_group=group,
+        preempt_regather=regather,
     )
     result = simulate(admitted, cluster, "yu-rr", params)
     assert capacity_violations(result) == []

@@ -855,11 +855,21 @@ def replan_preempting(
     """One re-plan with preemption (module docstring, "Kept only if it pays"): the step
     and the preemptions it was taken with (the caller pauses those jobs, then applies the
     step, in which they are waiting jobs)."""
+    seeds = {r.decision.job_id: r.seed for r in running}
+    gathered: tuple[Decision, ...] = ()
+    moved: tuple[Preemption, ...] = ()
+    if params.preempt_resize and params.preempt_regather and pending:
+        snapshot, gathered, moved = _regather(pending, running, snapshot, params, queue, recent)
+        if moved:
+            ids = {p.job_id for p in moved}
+            running = [r for r in running if r.decision.job_id not in ids]
     step, chosen = _replan_pausing(pending, running, snapshot, params, queue, recent)
+    if gathered:
+        step = replace(step, started=(*step.started, *gathered))
+        chosen = (*chosen, *moved)
     if not params.preempt_resize:
         return step, chosen
     ids = {p.job_id for p in chosen}
-    seeds = {r.decision.job_id: r.seed for r in running}
     waiting = (*pending, *(PendingJob(p.resumed, seeds[p.job_id]) for p in chosen))
     book = without_jobs(snapshot, ids)
     rest = [r for r in running if r.decision.job_id not in ids]
@@ -873,6 +883,33 @@ def replan_preempting(
     after = replace(book, reservations=(*book.reservations, *taken))
     step = _narrow_then_grow(step, waiting, after, params, queue, recent)
     return step, (*chosen, *grown)
+
+
+def _regather(
+    pending: tuple[PendingJob, ...],
+    running: Sequence[RunningRun],
+    snapshot: ClusterSnapshot,
+    params: PlacementParams,
+    queue: QueueCall,
+    recent: Sequence[JobRequest],
+) -> tuple[ClusterSnapshot, tuple[Decision, ...], tuple[Preemption, ...]]:
+    """Regather before the re-plan (``preempt_regather``; module docstring): each running
+    job that runs spread, slower than its fastest shape, and whose resumed request's key
+    is below every waiting job's, re-decided on the running jobs' book with its own room
+    given back, by rising key; taken when the new run starts now co-located and ends more
+    than the restart cost sooner. Returns the book with the new runs, the runs and their
+    pauses."""
+    key = keyer(snapshot.machines, snapshot.slot_seconds, params.aging, params.aging_unit)
+    head = min(key(p.request) for p in pending)
+    cands = [
+        c
+        for c in _grow_candidates(running, snapshot, params)
+        if c[0] < head and c[1].decision.slots[-1].mode == Mode.DISTRIBUTED
+    ]
+    if not cands:
+        return snapshot, (), ()
+    new, out, book = _grow_into(snapshot, cands, params, queue, recent, colocated=True)
+    return book, tuple(new), tuple(out)
 
 
 def _grow_candidates(
@@ -908,9 +945,11 @@ def _grow_into(
     params: PlacementParams,
     queue: QueueCall,
     recent: Sequence[JobRequest],
+    colocated: bool = False,
 ) -> tuple[list[Decision], list[Preemption], ClusterSnapshot]:
     """Each candidate, in order, re-decided on ``book`` with its own room given back; the
-    grown runs, their pauses and the book with them."""
+    grown runs, their pauses and the book with them (``colocated``: only a new run
+    co-located on one machine is taken)."""
     now, delta = book.now_slot, book.slot_seconds
     cost = restart_cost_s(params, delta)
     started: list[Decision] = []
@@ -926,7 +965,7 @@ def _grow_into(
         room = without_jobs(book, {job_id})
         one = queue((PendingJob(req, run.seed),), room, params, recent)
         new = next((d for d in one.started if d.job_id == job_id), None)
-        if new is None:
+        if new is None or (colocated and new.slots[0].mode != Mode.COLOCATED):
             continue
         gain = (run.decision.end_slot - new.end_slot) * delta
         if gain <= cost:

@@ -292,7 +292,14 @@ def _cell(data: Mapping[str, Any]) -> Cell:
 
 #: Options added after the plan's schema 1 was fixed: written only when set, so a plan of
 #: the defaults (and its golden file) reads as before; read back at their defaults.
-LATER_OPTIONS = ("gpu_speed", "preempt_max", "since", "until", "preempt_shrink")
+LATER_OPTIONS = (
+    "gpu_speed",
+    "preempt_max",
+    "since",
+    "until",
+    "preempt_shrink",
+    "preempt_regather",
+)
 
 
 def options_as_dict(opts: ReplayOptions) -> dict[str, object]:

@@ -360,6 +360,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         ("--preempt-resize", opts.preempt_resize, "resizes running jobs"),
         ("--preempt-defrag", opts.preempt_defrag, "moves running jobs"),
         ("--preempt-shrink", opts.preempt_shrink, "shrinks running jobs"),
+        ("--preempt-regather", opts.preempt_regather, "regathers spread running jobs"),
     ):
         if asked is True and not opts.preempt:
             raise InputError(
@@ -400,6 +401,13 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
             f"got {opts.preempt_gain!r}",
             context={"option": "--preempt-gain", "value": opts.preempt_gain},
         )
+    if opts.preempt_regather is True and opts.preempt_resize is False:
+        raise InputError(
+            "option --preempt-regather restarts a running job in a faster shape, a resize, "
+            "but --no-preempt-resize was given",
+            hint="drop --no-preempt-resize (resize is on with preemption) or --preempt-regather",
+            context={"option": "--preempt-regather"},
+        )
     if opts.preempt_shrink and opts.preempt_gain != "rollout":
         raise InputError(
             "option --preempt-shrink weighs a shrink by the rollout of the waiting queue, "
@@ -429,6 +437,12 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         preempt_migrate=opts.preempt_migrate,
         preempt_shrink=opts.preempt_shrink,
         preempt_defrag=opts.preempt if opts.preempt_defrag is None else opts.preempt_defrag,
+    )
+    params = replace(
+        params,
+        preempt_regather=params.preempt_resize
+        if opts.preempt_regather is None
+        else opts.preempt_regather,
     )
     if opts.preempt_max is not None:
         params = replace(params, preempt_max=opts.preempt_max)
