@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-regather bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -185,6 +185,18 @@ bench-group: venv
 	$(PY) -m bench.param_ladder render --base group-off --other group \
 		--section ladder-group \
 		--title "Pause together: \`preempt_group\` on against off (the default; measured, not kept)"
+
+# yu-rr alone over the same 103 cells: regather before the re-plan (preempt_regather: a
+# spread running job with less work left than the queue restarts co-located on a free
+# node before the queue gets it), the default since 2026-12-06, against off
+# (docs/formulation.md §16; about 45 min on 2 cores).
+bench-regather: venv
+	rm -f bench/out/ladder/regather-off.jsonl bench/out/ladder/regather.jsonl
+	$(PY) -m bench.param_ladder run --tag regather-off --workers 2 --set preempt_regather=false
+	$(PY) -m bench.param_ladder run --tag regather --workers 2
+	$(PY) -m bench.param_ladder render --base regather-off --other regather \
+		--section ladder-regather \
+		--title "Regather before the re-plan: \`preempt_regather\` on (the default) against off"
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv

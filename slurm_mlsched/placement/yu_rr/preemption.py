@@ -152,6 +152,16 @@ holds nothing while GPUs stand idle. Two rules, both paying the restart charge �
   now as P, e_N − now + 1 ≤ κ·(e_P − now + 1), so the job's time from now to its end is
   at most κ × what waiting gives, whether the grow comes or not.
 
+* *Regather before the re-plan* (``preempt_regather``; :func:`_regather`). The grow is
+  decided after the re-plan, so a fast machine that frees goes to the queue first. A
+  running job that runs spread, slower than its fastest shape, whose resumed request's
+  key is below every waiting job's (every waiting job would yield to it) is re-decided
+  *before* the re-plan, by rising key, on the running jobs' book with its own room given
+  back, and restarted when the new run starts now co-located and ends more than the
+  restart cost sooner: SRPT on machines of unequal speed, the job with the least work
+  left on the fastest machine. Only a move to co-location is taken (a wider spread grown
+  before the re-plan can block short arrivals behind it).
+
 What neither weighs: the waiting jobs the step neither started nor reserved (they held
 nothing) may find a wider run in their way, and a narrow start's grow may find its room
 taken by then; the average over the sweep decides whether that pays (measured:
