@@ -75,9 +75,7 @@ def test_a_qssf_line_below_the_bound_is_said_to_be_unreachable() -> None:
     verdict says so (the line is not restated: the cell still fails it)."""
     v = verdict(cell(ours_h=1.84, drf_h=1.85, bound_h=1.82, qssf_h=1.86))
     assert v["qssf_below_bound"] and not v["qssf_ok"] and not v["met"]
-    assert not verdict(cell(ours_h=1.84, drf_h=1.85, bound_h=1.70, qssf_h=1.86))[
-        "qssf_below_bound"
-    ]
+    assert not verdict(cell(ours_h=1.84, drf_h=1.85, bound_h=1.70, qssf_h=1.86))["qssf_below_bound"]
     assert not verdict(cell(ours_h=1.70, drf_h=2.0, bound_h=None))["qssf_below_bound"]
     res = {
         "machine": {"cpu": "cpu", "cores": 2, "date": "d"},
