@@ -236,6 +236,25 @@ def test_preempt_shrink_is_recorded_and_needs_preemption_and_the_rollout(
         assert "--preempt-shrink" in result.stderr and named in result.stderr
 
 
+def test_preempt_regather_is_recorded_and_needs_preemption_and_resize(tmp_path: Path) -> None:
+    (tmp_path / "default").mkdir()  # the replay's default since 2026-12-06
+    assert recorded_params(tmp_path / "default")["preempt_regather"] is True
+    assert PlacementParams().preempt_regather is False  # the library's (and live)
+    for name, flags in (
+        ("off", ("--no-preempt-regather",)),
+        ("nopreempt", ("--no-preempt",)),
+        ("noresize", ("--no-preempt-resize",)),
+    ):
+        (tmp_path / name).mkdir()
+        assert recorded_params(tmp_path / name, *flags)["preempt_regather"] is False, name
+    for extra, named in (("--no-preempt", "--no-preempt"), ("--no-preempt-resize", "resize")):
+        result = invoke(jobs_file(tmp_path), "-p", "yu-rr", "--nodes", "2x4",
+                        "--preempt-regather", extra, "--json")  # fmt: skip
+        assert result.exit_code == 3, result.stderr
+        assert "--preempt-regather" in result.stderr and named in result.stderr
+        assert "Traceback" not in result.stderr
+
+
 def test_the_width_look_ahead_and_its_forecast_are_recorded(tmp_path: Path) -> None:
     for name in ("plain", "queue", "old"):
         (tmp_path / name).mkdir()
