@@ -167,9 +167,10 @@ def _job(entry: object, n: int, source: str) -> tuple[JobRequest, datetime | flo
         opts = merge_options([], options, header_source=f"{source}: {where}")
         profile = profile_of(opts)
     except InputError as err:
-        context = {
-            ("field" if k == "option" else k): _as_fields(str(v)) for k, v in err.context.items()
-        }
+        context = {k: v for k, v in err.context.items() if k != "option"}
+        option = err.context.get("option")
+        if isinstance(option, str) and option.startswith("--"):
+            context["field"] = option[2:].replace("-", "_")
         raise _fail(
             source, where, _as_fields(err.message), _as_fields(err.hint), **context
         ) from None

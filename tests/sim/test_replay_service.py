@@ -160,6 +160,7 @@ def test_job_list_errors_name_its_fields_not_the_command_line_options(tmp_path: 
     assert "field 'step_time' is not set" in err.value.message
     assert "--" not in err.value.message + err.value.hint
     assert "model: NAME" in err.value.hint and "step_time: SECONDS" in err.value.hint
+    assert err.value.context["field"] == "step_time" and "option" not in err.value.context
     path.write_text("jobs:\n  - {id: a, submit: 0, workload: 100, model: x, step_time: 1}\n")
     with pytest.raises(InputError) as err:
         run_replay(ReplayOptions(trace=path, policies=("fifo-ff",)), CLOCK)
