@@ -409,7 +409,9 @@ def choose(
         taken, room = starts_in(freed, kj)
         group: list[_Victim] = [victim]
         if not taken and rollout and params.preempt_group:
-            group, freed, taken, room = _group(victim, victims, gone, res, index, now, starts_in)
+            together = _group(victim, victims, gone, res, index, now, starts_in)
+            if together is not None:
+                group, freed, taken, room = together
         if not taken:
             continue
         cost = victim_cost_s(run, req.workload - charge, charge, params, delta)
@@ -480,12 +482,13 @@ def _group(
     starts_in: Callable[
         [Residual, tuple[float, int, str]], tuple[list[tuple[_Blocked, int]], Residual]
     ],
-) -> tuple[list[_Victim], Residual, list[tuple[_Blocked, int]], Residual]:
+) -> tuple[list[_Victim], Residual, list[tuple[_Blocked, int]], Residual] | None:
     """A pause together (``preempt_group``; module docstring): ``victim`` and the running
     jobs that share a machine with its run, added by falling key (each key above the
     waiting jobs it is paused for) until some blocked job starts now in the room they
     free together. Returns the group, the room it frees, the jobs that start in it and
-    the room they leave; no such job: ``[victim]``, nothing taken."""
+    the room they leave; None when no group of at most :data:`_GROUP_MAX` partners starts
+    one."""
     mine = {name for name, _ in victim[1].decision.slots[-1].workers}
     group = [victim]
     freed = _freed(res, victim[1], index, now)
@@ -503,7 +506,7 @@ def _group(
             return group, freed, taken, room
         if len(group) - 1 >= _GROUP_MAX:
             break
-    return [victim], freed, [], freed
+    return None
 
 
 _GROUP_MAX = 3
@@ -648,8 +651,8 @@ def _rated(
 
 
 _Victim = tuple[tuple[float, int, str], RunningRun, JobRequest, float, float]
-"""A running job the rule may pause: its resumed request's key, the run, that request, the
-work its run did and its restart charge (:func:`resumed`)."""
+"""A running job the rule may pause, move or resize: its resumed request's key, the run,
+that request, the work its run did and its restart charge (:func:`resumed`)."""
 
 
 def _victims(
@@ -866,10 +869,13 @@ def replan_preempting(
     and the preemptions it was taken with (the caller pauses those jobs, then applies the
     step, in which they are waiting jobs)."""
     seeds = {r.decision.job_id: r.seed for r in running}
+    # the resize candidates, listed once: what makes one (its run, its key) does not
+    # depend on the book, so the regather and the grow share the list
+    cands = _grow_candidates(running, snapshot, params) if params.preempt_resize else []
     gathered: tuple[Decision, ...] = ()
     moved: tuple[Preemption, ...] = ()
-    if params.preempt_resize and params.preempt_regather and pending:
-        snapshot, gathered, moved = _regather(pending, running, snapshot, params, queue, recent)
+    if params.preempt_regather and pending and cands:
+        snapshot, gathered, moved = _regather(pending, cands, snapshot, params, queue, recent)
         if moved:
             ids = {p.job_id for p in moved}
             running = [r for r in running if r.decision.job_id not in ids]
@@ -882,7 +888,7 @@ def replan_preempting(
     ids = {p.job_id for p in chosen}
     waiting = (*pending, *(PendingJob(p.resumed, seeds[p.job_id]) for p in chosen))
     book = without_jobs(snapshot, ids)
-    rest = [r for r in running if r.decision.job_id not in ids]
+    rest = [c for c in cands if c[1].decision.job_id not in ids]
     # resize, 1: grow running jobs in the room the step leaves
     step, grown = grow(step, waiting, rest, book, params, queue, recent)
     # 2: the reserved head starts narrow now when that and a grow at its start end sooner,
@@ -897,7 +903,7 @@ def replan_preempting(
 
 def _regather(
     pending: tuple[PendingJob, ...],
-    running: Sequence[RunningRun],
+    cands: Sequence[_Victim],
     snapshot: ClusterSnapshot,
     params: PlacementParams,
     queue: QueueCall,
@@ -907,24 +913,20 @@ def _regather(
     job that runs spread, slower than its fastest shape, and whose resumed request's key
     is below every waiting job's, re-decided on the running jobs' book with its own room
     given back, by rising key; taken when the new run starts now co-located and ends more
-    than the restart cost sooner. Returns the book with the new runs, the runs and their
-    pauses."""
+    than the restart cost sooner (``cands``: :func:`_grow_candidates`). Returns the book
+    with the new runs, the runs and their pauses."""
     key = keyer(snapshot.machines, snapshot.slot_seconds, params.aging, params.aging_unit)
     head = min(key(p.request) for p in pending)
-    cands = [
-        c
-        for c in _grow_candidates(running, snapshot, params)
-        if c[0] < head and c[1].decision.slots[-1].mode == Mode.DISTRIBUTED
-    ]
-    if not cands:
+    spread = [c for c in cands if c[0] < head and c[1].decision.slots[-1].mode == Mode.DISTRIBUTED]
+    if not spread:
         return snapshot, (), ()
-    new, out, book = _grow_into(snapshot, cands, params, queue, recent, colocated=True)
+    new, out, book = _grow_into(snapshot, spread, params, queue, recent, colocated=True)
     return book, tuple(new), tuple(out)
 
 
 def _grow_candidates(
     running: Sequence[RunningRun], snapshot: ClusterSnapshot, params: PlacementParams
-) -> list[tuple[tuple[float, int, str], RunningRun, JobRequest, float, float]]:
+) -> list[_Victim]:
     """The running jobs a resize may speed up, by queue key of their resumed request:
     started before now (however often paused: ``preempt_max`` limits pauses for waiting
     jobs, and each grow pays on its own and leaves the job faster), more than the restart
@@ -951,7 +953,7 @@ def _grow_candidates(
 
 def _grow_into(
     book: ClusterSnapshot,
-    cands: Sequence[tuple[tuple[float, int, str], RunningRun, JobRequest, float, float]],
+    cands: Sequence[_Victim],
     params: PlacementParams,
     queue: QueueCall,
     recent: Sequence[JobRequest],
@@ -1150,7 +1152,7 @@ def _replan_pausing(
 def grow(
     step: QueueStep,
     waiting: Sequence[PendingJob],
-    running: Sequence[RunningRun],
+    cands: Sequence[_Victim],
     snapshot: ClusterSnapshot,
     params: PlacementParams,
     queue: QueueCall,
@@ -1159,9 +1161,9 @@ def grow(
     """Resize by checkpoint-restart (module docstring, ``preempt_resize``): ``step`` with
     the grown runs added to its started decisions, and the pauses they take (each
     ``for_jobs`` empty: the room is for the job itself). ``waiting``: the step's waiting
-    jobs (their requests give its decisions' usage); ``running``: the candidates;
-    ``snapshot``: the running jobs' reservations. Pure."""
-    cands = _grow_candidates(running, snapshot, params)
+    jobs (their requests give its decisions' usage); ``cands``: the candidates
+    (:func:`_grow_candidates`, by key); ``snapshot``: the running jobs' reservations.
+    Pure."""
     if not cands:
         return step, ()
     requests = {p.request.job_id: p.request for p in waiting}
