@@ -221,7 +221,10 @@ def render(cells: Sequence[dict[str, Any]], facts: dict[str, str]) -> str:
         return f"{min(xs):.3f} / {statistics.median(xs):.3f} / {max(xs):.3f}"
 
     last = max(c["date"] for c in cells)
-    rebounds = [c["bounded"] for c in cells if "bounded" in c]
+    # "rebound": the field's name in files written before 2026-12-06
+    rebounds = [
+        c.get("bounded") or c["rebound"] for c in cells if {"bounded", "rebound"} & c.keys()
+    ]
     if rebounds:  # the bounds recomputed since (``--rebound``), the replays kept
         last += f" (bounds recomputed {max(rebounds)} by `--rebound`)"
     return "\n".join(

@@ -629,12 +629,8 @@ def _coarse_lp(
     hi = [room.reshape(-1), np.ones(n)]
     if by_pieces:
         more = _tangent_rows(jobs, job_of, piece, blocks.count * res + n)
-        rows.append(more.rows)
-        cols.append(more.cols)
-        vals.append(more.vals)
-        cost.append(more.cost)
-        lo.append(more.lo)
-        hi.append(more.hi)
+        for part, entries in zip((rows, cols, vals, cost, lo, hi), more, strict=True):
+            part.append(entries)
     extra = sum(len(x) for x in cost) - ncol
     return SparseLp(
         c=np.concatenate(cost),
