@@ -23,6 +23,8 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
                                        # narrow, grow it (needs preempt; site file only)
     preempt_defrag = true              # and move a job to a node with fewer GPUs when that
                                        # lets a waiting job start co-located (needs preempt)
+    preempt_regather = true            # and restart a spread job ahead of the queue on one
+                                       # node before the queue is placed (needs resize)
     restart_s = 30                     # what one checkpoint-restart costs a job here, the
                                        # cost a pause or resize must beat (site file only)
 
@@ -35,8 +37,8 @@ The files are TOML with these keys (every key optional; unknown keys are errors)
     mem_per_worker = "16G"
 
 ``admins``, ``slurm_admin_level``, ``preempt``, ``preempt_wait_max_s``,
-``preempt_resize``, ``preempt_defrag`` and ``restart_s`` are the site's
-alone: only ``/etc/mlsched/config.toml``
+``preempt_resize``, ``preempt_defrag``, ``preempt_regather`` and ``restart_s`` are the
+site's alone: only ``/etc/mlsched/config.toml``
 sets them, and only when that file is owned by root and writable by nobody else; a user's
 file that sets one is an error, and ``MLSUB_ADMINS`` and ``MLSUB_SLURM_ADMIN_LEVEL`` are
 honoured for root only (docs/admin-guide.md, trust model). ``slurm_admin_level``
@@ -45,7 +47,8 @@ honoured for root only (docs/admin-guide.md, trust model). ``slurm_admin_level``
 
 Environment: ``MLSUB_DB_URL``, ``MLSUB_ADMINS``, ``MLSUB_SLURM_ADMIN_LEVEL``,
 ``MLSUB_PREEMPT``, ``MLSUB_PREEMPT_WAIT_MAX_S``, ``MLSUB_PREEMPT_RESIZE``,
-``MLSUB_PREEMPT_DEFRAG`` and ``MLSUB_RESTART_S`` (root only),
+``MLSUB_PREEMPT_DEFRAG``, ``MLSUB_PREEMPT_REGATHER`` and ``MLSUB_RESTART_S`` (root
+only),
 ``MLSUB_CLUSTER_NAME``,
 ``MLSUB_RESERVATION_GRACE_S``, ``MLSUB_DB_BUSY_TIMEOUT_S``, ``MLSUB_SLOT_SECONDS``,
 ``MLSUB_REMOTE``, ``MLSUB_REMOTE_DIR``, ``MLSUB_GPU_SPEED`` (``a100=2,t4=0.5``).
@@ -135,6 +138,13 @@ class Config:
     job start co-located on the node it leaves and the queue ends sooner in total (the
     replay's ``preempt_defrag``, docs/formulation.md §16, "Moves to a smaller node"); only
     on a cluster whose nodes have differing GPU counts; the site's choice."""
+    preempt_regather: bool = False
+    """With ``preempt_resize``: ``mlsub replan`` also restarts a running job that consents,
+    runs spread over nodes slower than its fastest shape and has less work left than every
+    waiting job (by the queue's key), co-located on one node *before* the queue is placed,
+    when that ends it more than the restart cost sooner (the replay's
+    ``preempt_regather``, on there by default; docs/formulation.md §16, "Regather before
+    the re-plan"); the site's choice."""
     restart_s: float = DEFAULT_RESTART_S
     """What one checkpoint-restart costs a job on this site (seconds: the checkpoint, the
     requeue, the start again): the restart cost ``mlsub replan``'s preemption rule weighs
@@ -164,6 +174,7 @@ SITE_ONLY = frozenset(
         "preempt_wait_max_s",
         "preempt_resize",
         "preempt_defrag",
+        "preempt_regather",
         "restart_s",
     }
 )
@@ -228,6 +239,7 @@ def load_config(
     for key, what in (
         ("preempt_resize", "resizes running jobs"),
         ("preempt_defrag", "moves running jobs to smaller nodes"),
+        ("preempt_regather", "restarts spread running jobs on one node"),
     ):
         if getattr(config, key) and not config.preempt:
             raise InputError(
@@ -236,6 +248,14 @@ def load_config(
                 hint=f"set preempt = true beside it in the site file, or remove {key}",
                 context={"key": key, "sources": ", ".join(sources)},
             )
+    if config.preempt_regather and not config.preempt_resize:
+        raise InputError(
+            "config key 'preempt_regather' restarts a running job in a faster shape, a "
+            "resize by checkpoint-restart, but 'preempt_resize' is not true",
+            hint="set preempt = true and preempt_resize = true beside it in the site file, "
+            "or remove preempt_regather",
+            context={"key": "preempt_regather", "sources": ", ".join(sources)},
+        )
     return replace(config, sources=tuple(sources))
 
 
@@ -421,6 +441,7 @@ _CONVERT = {
     "preempt_wait_max_s": _seconds,
     "preempt_resize": _flag,
     "preempt_defrag": _flag,
+    "preempt_regather": _flag,
     "restart_s": _seconds,
     "gpu_speed": _gpu_speed,
 }

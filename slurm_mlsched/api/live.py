@@ -315,6 +315,7 @@ def _preemption(config: Config, starter: SlurmStarter) -> LivePreemption | None:
             wait_max_s=config.preempt_wait_max_s,
             resize=config.preempt_resize,
             defrag=config.preempt_defrag,
+            regather=config.preempt_regather,
             restart_s=config.restart_s,
         ),
     )

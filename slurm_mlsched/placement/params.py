@@ -243,7 +243,9 @@ class PlacementParams:
     re-plan, and restarted co-located when that ends it more than the restart cost sooner:
     the fast machine a job frees goes to the job with the least work left, running or
     waiting (SRPT on machines of unequal speed), where the grow after the re-plan gives it
-    to the queue first."""
+    to the queue first. False here: ``mlsub replay`` turns it on with preemption and
+    resize (``--no-preempt-regather`` off), and live a site with ``preempt_regather =
+    true`` beside ``preempt_resize``."""
     preempt_resize: bool = False
     """With ``preempt``: resize by checkpoint-restart (:mod:`.yu_rr.preemption`, "Resize").
     A running job slower than its fastest shape is re-decided (its work left + the

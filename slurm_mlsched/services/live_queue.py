@@ -224,6 +224,7 @@ def preempting_step(
     *,
     resize: bool = False,
     defrag: bool = False,
+    regather: bool = False,
     base: QueueEntry | None = None,
     restart_s: float | None = None,
 ) -> tuple[QueueStep, dict[str, QueueEntry], tuple[Preemption, ...]]:
@@ -235,7 +236,10 @@ def preempting_step(
     start a waiting job narrow, and grow a running one (a pause whose ``for_jobs`` is
     empty); and ``preempt_defrag`` as ``defrag`` says: then it may also move a running job
     to a node with fewer GPUs (a pause whose ``move`` is set) so that a waiting job starts
-    co-located on the node it leaves. With no entries only a grow can come of it: the
+    co-located on the node it leaves; and ``preempt_regather`` as ``regather`` says (with
+    ``resize``): then a running job spread over nodes, whose work left puts it ahead of
+    every waiting job, may be restarted co-located on one node before the queue is placed
+    (a grow whose ``gather`` is set). With no entries only a grow can come of it: the
     parameters are then ``base``'s (the oldest running candidate's), and nothing is done
     without it.
     ``restart_s``: the site's restart cost (None: the parameters' own). Returns the step
@@ -245,7 +249,7 @@ def preempting_step(
     if first is None or not (entries or (resize and running)):
         return QueueStep(()), by_key, ()
     params, queue, pending = _step_inputs(
-        entries, preempt=True, resize=resize, defrag=defrag, first=first
+        entries, preempt=True, resize=resize, defrag=defrag, regather=regather, first=first
     )
     if restart_s is not None:
         params = replace(params, restart_s=restart_s)
@@ -259,12 +263,13 @@ def _step_inputs(
     preempt: bool = False,
     resize: bool = False,
     defrag: bool = False,
+    regather: bool = False,
     first: QueueEntry | None = None,
 ) -> tuple[PlacementParams, QueueFn, tuple[PendingJob, ...]]:
     """The oldest entry's parameters (``first``'s when given; late binding; ``preempt``,
-    ``preempt_resize`` and ``preempt_defrag`` as the caller says, never as stored: on the
-    live queue they are the site's settings), its policy's queue form, and the entries
-    of that policy as the step's waiting jobs."""
+    ``preempt_resize``, ``preempt_defrag`` and ``preempt_regather`` as the caller says,
+    never as stored: on the live queue they are the site's settings), its policy's queue
+    form, and the entries of that policy as the step's waiting jobs."""
     first = entries[0] if first is None else first
     if first.params.preempt and not preempt:
         raise InputError(
@@ -282,7 +287,7 @@ def _step_inputs(
         preempt_defrag=preempt and defrag,
         preempt_shrink=False,  # a replay rule only: live shrinks are not built
         preempt_group=False,  # measured, not kept: not a live rule
-        preempt_regather=False,  # a replay rule only: not built live
+        preempt_regather=preempt and resize and regather,
     )
     policy = first.params_policy
     queue = get_queue(policy, params)

@@ -38,6 +38,15 @@ room it and the idle nodes free; its ``preempting`` transition reads
 ``replan: resized …`` (:data:`~..storage.records.RESIZE_DETAIL`), so it does not count
 towards ``preempt_max``.
 
+With the site's ``preempt_regather`` (beside ``preempt_resize``) the rule also
+*regathers* (docs/formulation.md §16, "Regather before the re-plan"): a running job that
+consents, runs spread over nodes slower than its fastest shape and whose work left puts
+it ahead of every waiting job is paused (its ``for_jobs`` empty, a resize: not counted
+towards ``preempt_max``) when, decided before the queue is placed, it starts again at
+once co-located on one node and ends more than the restart cost sooner; the queue's next
+step, in which it is the head, starts it there. Its ``preempting`` transition reads
+``replan: resized to start again co-located on one node …``.
+
 With the site's ``preempt_defrag`` the rule also moves (docs/formulation.md §16, "Moves to
 a smaller node"): a *move* is a pause of a running job that consents, co-located on a
 node, chosen when a node with fewer GPUs holds it now and the node it leaves then holds a
@@ -79,13 +88,16 @@ REQUEUE_CONFIRM_S = 30.0
 @dataclass(frozen=True)
 class PreemptSettings:
     """The site's preemption settings (``preempt``, ``preempt_wait_max_s``,
-    ``preempt_resize``, ``preempt_defrag``, ``restart_s``) and the poll."""
+    ``preempt_resize``, ``preempt_defrag``, ``preempt_regather``, ``restart_s``) and the
+    poll."""
 
     wait_max_s: float = DEFAULT_WAIT_MAX_S
     confirm_s: float = REQUEUE_CONFIRM_S
     poll_s: float = 1.0
     resize: bool = False  # the site's ``preempt_resize``
     defrag: bool = False  # the site's ``preempt_defrag``: moves to a smaller node
+    regather: bool = False  # the site's ``preempt_regather`` (with ``resize``): a spread
+    # running job ahead of the queue restarted co-located before the queue is placed
     restart_s: float | None = None  # the site's ``restart_s``, the cost a pause or resize
     # must beat (None: the decision parameters' own, ``PlacementParams.restart_s``)
 
@@ -220,6 +232,8 @@ class Preempted:
     note: str = ""
     net: bool = False  # the gain is the rollout's, net of the restart (``preempt_gain``)
     move: bool = False  # a move to a node with fewer GPUs (the site's ``preempt_defrag``)
+    regather: bool = False  # a spread job restarted on one node before the queue is
+    # placed (the site's ``preempt_regather``; a resize: nothing waits for it)
 
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
@@ -260,6 +274,7 @@ def act(
             note,
             p.net,
             p.move,
+            p.gather,
         )
 
     try:
@@ -424,6 +439,12 @@ def record_preemptions(
             )
             more = " start co-located on the node it leaves" if p.move else ""
             why = f"{what} {', '.join(map(str, for_ids)) or '—'}{more} ({weighed})"
+        elif p.gather:  # a regather: the job starts again on one node, ahead of the queue
+            why = (
+                f"{RESIZE_DETAIL} to start again co-located on one node before the queue is "
+                f"placed, its work left ahead of every waiting job's (ends {p.gain_s:g} s "
+                f"sooner > restart cost {p.cost_s:g} s)"
+            )
         else:  # a grow: the job itself starts again wider
             why = (
                 f"{RESIZE_DETAIL} to start again wider (ends {p.gain_s:g} s sooner > "

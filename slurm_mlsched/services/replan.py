@@ -445,6 +445,7 @@ def _preempt_group(
         cluster.snapshot,
         resize=settings.resize,
         defrag=settings.defrag,
+        regather=settings.regather,
         base=base,
         restart_s=settings.restart_s,
     )

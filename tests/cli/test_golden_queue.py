@@ -131,20 +131,23 @@ def test_replan_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> No
 def test_replan_table_lists_what_it_preempted_and_why(monkeypatch: pytest.MonkeyPatch) -> None:
     """A preempting re-plan says in its table which running jobs it checkpointed and what
     for: a pause for waiting decisions, a resize (a grow, for nobody) or a move to a
-    smaller node (the site's ``preempt_defrag``)."""
+    smaller node (the site's ``preempt_defrag``) or a regather (``preempt_regather``)."""
     grow = replace(PREEMPTED, decision_id=4, slurm_job_id="32", for_decisions=())
     move = replace(PREEMPTED, decision_id=2, slurm_job_id="30", move=True)
     failed = replace(PREEMPTED, decision_id=1, action="failed", note="requeuehold failed: x")
-    report = ReplanReport("lab", (), WAITING, preempted=(PREEMPTED, grow, move, failed))
+    gather = replace(grow, decision_id=7, slurm_job_id="33", regather=True)
+    report = ReplanReport("lab", (), WAITING, preempted=(PREEMPTED, grow, move, failed, gather))
     lines = rendered(monkeypatch, 80, lambda: output.show_replanned(report, as_json=False))
     rows = {line.split()[0]: line for line in lines if re.match(r"\d+ +\w+ +\d+ ", line)}
     assert rows["3"].split()[:6] == ["3", "carol", "31", "requeued", "paused", "for"], lines
     assert rows["4"].split()[4] == "resized:" and rows["2"].split()[4] == "moved", lines
     assert rows["1"].split()[3] == "failed" and "requeuehold" in rows["1"], lines
+    assert rows["7"].split()[4] == "regathered:", lines
     assert lines[0] == "no queued job can start now"
     assert lines[-1] == "2 job(s) still wait (mlsub queue)"
     assert output.preempted_why(move) == "moved to a smaller node for 5"
     assert output.preempted_why(grow) == "resized: starts again wider"
+    assert output.preempted_why(gather) == "regathered: starts again on one node"
     assert output.preempted_why(PREEMPTED) == "paused for 5"
 
 

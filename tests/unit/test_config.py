@@ -139,6 +139,35 @@ def test_resize_and_moves_are_the_sites_alone_and_need_preempt(tmp_path: Path, k
         load_config({}, system_path=site, user_path=tmp_path / "none")
 
 
+def test_regather_is_the_sites_alone_and_needs_preempt_and_resize(tmp_path: Path) -> None:
+    """``preempt_regather`` is a resize decided before the queue's re-plan: the site's
+    key, with ``preempt`` and ``preempt_resize`` beside it; each missing one is named."""
+    paths = {"system_path": tmp_path / "x", "user_path": tmp_path / "y"}
+    full = {"MLSUB_PREEMPT": "1", "MLSUB_PREEMPT_RESIZE": "1", "MLSUB_PREEMPT_REGATHER": "1"}
+    assert load_config(full, euid=0, **paths).preempt_regather is True
+    assert Config().preempt_regather is False
+    with pytest.raises(InputError, match="MLSUB_PREEMPT_REGATHER is honoured for root only"):
+        load_config({"MLSUB_PREEMPT_REGATHER": "1"}, euid=1000, **paths)
+    user = tmp_path / "user.toml"
+    user.write_text("preempt_regather = true\n")
+    with pytest.raises(InputError, match="may only be set in the site file"):
+        load_config({}, system_path=tmp_path / "none", user_path=user, euid=1000)
+    site = tmp_path / "site.toml"
+    site.write_text("preempt_regather = true\n")
+    site.chmod(0o644)
+    with pytest.raises(InputError, match="needs preemption") as err:
+        load_config({}, system_path=site, user_path=tmp_path / "none")
+    assert err.value.context["key"] == "preempt_regather"
+    site.write_text("preempt = true\npreempt_regather = true\n")
+    with pytest.raises(InputError, match="'preempt_resize' is not true") as err:
+        load_config({}, system_path=site, user_path=tmp_path / "none")
+    assert err.value.context["key"] == "preempt_regather"
+    assert "preempt_resize = true" in (err.value.hint or "")
+    site.write_text("preempt = true\npreempt_resize = true\npreempt_regather = true\n")
+    cfg = load_config({}, system_path=site, user_path=tmp_path / "none")
+    assert (cfg.preempt, cfg.preempt_resize, cfg.preempt_regather) == (True, True, True)
+
+
 def test_the_sites_restart_cost_defaults_to_the_time_models(tmp_path: Path) -> None:
     from slurm_mlsched.placement import PlacementParams
 

@@ -600,3 +600,103 @@ def test_with_defrag_a_one_gpu_job_moves_to_a_one_gpu_node_and_a_wide_job_starts
     wide = store.get(sc.e)
     assert workers(wide) == [("node2", 4)]
     assert {c.node for c in wide.decision.placement} == {"node2"}  # its PS too
+
+
+# --- regather before the re-plan (the site's preempt_regather) ---------------------------------
+
+
+@dataclass
+class GatherScene:
+    store: SqlDecisionStore
+    wired: Callable[[int], LiveWiring]
+    fake: FakeSlurm
+    a: int  # the 4-worker job that consents, spread one worker a node
+    w: int  # the longer job that waits
+
+
+def gather_scene(store: SqlDecisionStore, tmp_path: Path) -> GatherScene:
+    """F1–F4 (3 workers, 30 slots) hold 3 of each node's 4 GPUs; A (4 workers whose spread
+    run is slower than co-located, consents) starts spread on the last GPU of each node;
+    W (4 workers, more work than A) finds nothing free and waits. F1 ends at slot 2."""
+    sub = HeldSubmitter()
+
+    def wired(at: int = 0) -> LiveWiring:
+        return live(store, tmp_path, sub, at=at)
+
+    fs = [submit_job(wired(), opts(workers=3, batches_per_epoch=3 * 120 * 30, name=f"f{k}"), JOB)
+          for k in range(1, 5)]  # fmt: skip
+    slow = {"model_size": 100}  # its spread run is slower than co-located
+    six = 4 * 120 * 6  # 6 slots on 4 workers co-located
+    a = submit_job(
+        wired(), opts(workers=4, batches_per_epoch=six, name="a", sbatch=SIGNAL, **slow), JOB
+    )
+    assert a.record is not None and not a.waits
+    assert sorted(workers(a.record)) == [("node1", 1), ("node2", 1), ("node3", 1), ("node4", 1)]
+    w = submit_job(wired(), opts(workers=4, batches_per_epoch=4 * 120 * 20, name="w"), JOB)
+    assert w.waits and w.record is not None
+    fake = FakeSlurm(store=store)
+    for out in (*fs, a):
+        assert out.record is not None and out.slurm_job_id is not None
+        tag = str(tag_of("lab", out.record.summary))
+        fake.running[out.slurm_job_id] = status(
+            out.slurm_job_id, "RUNNING", tag, start=NOW, user=ME
+        )
+    ended = fs[0]
+    assert ended.record is not None and ended.slurm_job_id is not None
+    assert {c.node for c in ended.record.decision.placement} == {"node1"}
+    del fake.running[ended.slurm_job_id]
+    store.transition(ended.record.decision_id, S.COMPLETED, NOW + timedelta(seconds=120), "ended")
+    return GatherScene(store, wired, fake, a.record.decision_id, w.record.decision_id)
+
+
+def test_with_regather_a_spread_job_ahead_of_the_queue_restarts_on_the_node_that_frees(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """The scene of :func:`gather_scene` once F1 has ended: with the site's resize alone
+    the re-plan gives node1's 3 free GPUs to the queue first (W, narrow) and A stays
+    spread; with ``preempt_regather`` A, whose work left is below W's, is decided before
+    the queue: paused (a resize, not counted as a pause; its detail says it starts again
+    co-located) and started again by the re-plan after the requeue on all 4 GPUs of
+    node1, its PS beside them."""
+    settings = {"wait_max_s": 5.0, "confirm_s": 3.0, "resize": True}
+    slept: list[float] = []
+    other = open_store(f"sqlite:///{tmp_path / 'other.db'}", grace_s=0.0)
+    plain = gather_scene(other, tmp_path / "plain")
+    unmoved = replan(
+        plain.wired(130),
+        plain.fake,
+        preempt=LivePreemption(plain.fake, PreemptSettings(**settings), sleep=slept.append),
+    )
+    assert unmoved.preempted == () and plain.fake.calls == []
+    assert [s.decision_id for s in unmoved.started] == [plain.w]
+    assert {n for n, _ in workers(other.get(plain.w))} == {"node1"}
+    assert len(workers(other.get(plain.a))) == 4  # still spread
+
+    sc = gather_scene(store, tmp_path / "regather")
+    before = store.get(sc.a)
+    report = replan(
+        sc.wired(130),
+        sc.fake,
+        preempt=LivePreemption(
+            sc.fake, PreemptSettings(**settings, regather=True), sleep=slept.append
+        ),
+    )
+    (p,) = report.preempted
+    assert (p.decision_id, p.action, p.for_decisions) == (sc.a, "requeued", ())
+    assert p.regather and not p.move and p.to_json()["regather"] is True
+    assert [x[0] for x in sc.fake.calls] == ["signal", "requeuehold"]
+    rec = store.get(sc.a)
+    paused = next(t for t in rec.transitions if t.state == S.PREEMPTING)
+    assert paused.detail.startswith(
+        "replan: resized to start again co-located on one node before the queue"
+    ), paused.detail
+    assert (rec.preemptions, rec.pauses) == (1, 0)  # a resize: not a pause for others
+    assert sc.a in {s.decision_id for s in report.started}
+    assert workers(rec) == [("node1", 4)]
+    assert {c.node for c in rec.decision.placement} == {"node1"}  # its PS too
+    assert rec.request.workload < before.request.workload  # the work it had left
+    ends = [r.snapshot.slot_start(r.decision.end_slot + 1) for r in (before, rec)]
+    assert ends[1] < ends[0]  # it ends sooner than spread
+    assert store.get(sc.w).state == S.QUEUED or {n for n, _ in workers(store.get(sc.w))}.isdisjoint(
+        {"node1"}
+    )

@@ -73,10 +73,12 @@ def _plain_table(*columns: str) -> Table:
 
 def preempted_why(p: Preempted) -> str:
     """What a preemption was for, in a few words: a move to a smaller node, a resize (a
-    grow: nothing waits for it), or a pause for waiting decisions."""
+    grow or a regather: nothing waits for it), or a pause for waiting decisions."""
     ids = ", ".join(map(str, p.for_decisions)) or "—"
     if p.move:
         return f"moved to a smaller node for {ids}"
+    if p.regather:
+        return "regathered: starts again on one node"
     if not p.for_decisions:
         return "resized: starts again wider"
     return f"paused for {ids}"
