@@ -109,3 +109,18 @@ class Mlsub:
             text=True,
             start_new_session=True,
         )
+
+
+def site_preempting(
+    base: Mlsub, *, restart_s: float | None = 5.0, wait_max_s: float = 30.0, **keys: bool
+) -> Mlsub:
+    """``base`` (same store, cluster name and Δ) as the site's ``mlsub replan`` runs it with
+    checkpoint-restart preemption on: ``preempt``, the longest checkpoint wait
+    ``wait_max_s``, the site's restart cost ``restart_s`` (None: the default) and each of
+    ``keys`` that is true as ``preempt_KEY`` (``resize=True``: ``MLSUB_PREEMPT_RESIZE=1``).
+    The variables are root's (``MLSUB_PREEMPT*`` are honoured for root only)."""
+    env = {"MLSUB_PREEMPT": "1", "MLSUB_PREEMPT_WAIT_MAX_S": f"{wait_max_s:g}"}
+    env.update({f"MLSUB_PREEMPT_{key.upper()}": "1" for key, on in keys.items() if on})
+    if restart_s is not None:
+        env["MLSUB_RESTART_S"] = f"{restart_s:g}"
+    return Mlsub(base.workdir, base.slot_seconds, base.cluster_name, {**base.extra_env, **env})

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import LabCluster, poll
-from tests.integration.mlsub_cli import Mlsub
+from tests.integration.mlsub_cli import Mlsub, site_preempting
 from tests.integration.test_queue_live import decision_nodes, idle, ran_on
 
 pytestmark = pytest.mark.integration
@@ -84,12 +84,7 @@ def test_a_long_job_is_checkpointed_requeued_held_and_resumed_for_short_ones(
     cluster: LabCluster, tmp_path: Path
 ) -> None:
     mlsub = Mlsub(tmp_path, slot_seconds=10, cluster_name="lab-preempt")
-    preempting = Mlsub(
-        tmp_path,
-        slot_seconds=10,
-        cluster_name="lab-preempt",
-        extra_env={"MLSUB_PREEMPT": "1", "MLSUB_PREEMPT_WAIT_MAX_S": "30"},
-    )
+    preempting = site_preempting(mlsub, restart_s=None)
     idle(cluster)
     path = script(tmp_path)
     long = submit(mlsub, path, "long", LONG_STEPS)
@@ -191,17 +186,7 @@ def test_with_resize_a_job_starts_narrow_and_is_restarted_wider_when_the_room_fr
     requeue held) and submits it again on all 4 GPUs of node1; it resumes from its
     checkpoint and completes. Δ = 5 s and the site's restart cost 5 s (one slot)."""
     mlsub = Mlsub(tmp_path, slot_seconds=5, cluster_name="lab-resize")
-    resizing = Mlsub(
-        tmp_path,
-        slot_seconds=5,
-        cluster_name="lab-resize",
-        extra_env={
-            "MLSUB_PREEMPT": "1",
-            "MLSUB_PREEMPT_RESIZE": "1",
-            "MLSUB_RESTART_S": "5",
-            "MLSUB_PREEMPT_WAIT_MAX_S": "30",
-        },
-    )
+    resizing = site_preempting(mlsub, resize=True)
     idle(cluster)
     path = script(tmp_path)
     one_gpu = ("--gpus-per-worker", "1", "--cpus-per-worker", "1", "--mem-per-worker", "1G")

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import LabCluster, lab_restarted
-from tests.integration.mlsub_cli import Mlsub
+from tests.integration.mlsub_cli import Mlsub, site_preempting
 from tests.integration.test_preempt_live import EXAMPLE, accounting, squeue
 from tests.integration.test_queue_live import idle, ran_on
 
@@ -71,17 +71,7 @@ def test_a_one_gpu_job_moves_to_a_one_gpu_node_so_a_wide_job_starts_co_located(
     mixed_lab: None, cluster: LabCluster, tmp_path: Path
 ) -> None:
     mlsub = Mlsub(tmp_path, slot_seconds=5, cluster_name="lab-move")
-    moving = Mlsub(
-        tmp_path,
-        slot_seconds=5,
-        cluster_name="lab-move",
-        extra_env={
-            "MLSUB_PREEMPT": "1",
-            "MLSUB_PREEMPT_DEFRAG": "1",
-            "MLSUB_RESTART_S": "5",
-            "MLSUB_PREEMPT_WAIT_MAX_S": "30",
-        },
-    )
+    moving = site_preempting(mlsub, defrag=True)
     idle(cluster)
     consents, plain = scripts(tmp_path)
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import LabCluster
-from tests.integration.mlsub_cli import Mlsub
+from tests.integration.mlsub_cli import Mlsub, site_preempting
 from tests.integration.test_preempt_live import accounting, squeue
 from tests.integration.test_preempt_move_live import ONE_GPU, scripts, worker_nodes
 from tests.integration.test_queue_live import idle, ran_on
@@ -41,18 +41,7 @@ def test_a_spread_job_ahead_of_the_queue_restarts_on_the_node_that_frees(
     cluster: LabCluster, tmp_path: Path
 ) -> None:
     mlsub = Mlsub(tmp_path, slot_seconds=5, cluster_name="lab-regather")
-    gathering = Mlsub(
-        tmp_path,
-        slot_seconds=5,
-        cluster_name="lab-regather",
-        extra_env={
-            "MLSUB_PREEMPT": "1",
-            "MLSUB_PREEMPT_RESIZE": "1",
-            "MLSUB_PREEMPT_REGATHER": "1",
-            "MLSUB_RESTART_S": "5",
-            "MLSUB_PREEMPT_WAIT_MAX_S": "30",
-        },
-    )
+    gathering = site_preempting(mlsub, resize=True, regather=True)
     idle(cluster)
     consents, plain = scripts(tmp_path)
 
