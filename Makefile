@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-regather bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-regather bench-regret bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -197,6 +197,17 @@ bench-regather: venv
 	$(PY) -m bench.param_ladder render --base regather-off --other regather \
 		--section ladder-regather \
 		--title "Regather before the re-plan: \`preempt_regather\` on (the default) against off"
+
+# yu-rr alone over the same 103 cells: the narrow start's regret guard off
+# (narrow_regret 0, the rule until 2026-12-05) against the default 2, under the other
+# defaults of 2026-12-06 (rollout gain, regather; docs/formulation.md §16; ~45 min).
+bench-regret: venv
+	rm -f bench/out/ladder/regret2.jsonl bench/out/ladder/regret0.jsonl
+	$(PY) -m bench.param_ladder run --tag regret2 --workers 2
+	$(PY) -m bench.param_ladder run --tag regret0 --workers 2 --set narrow_regret=0
+	$(PY) -m bench.param_ladder render --base regret2 --other regret0 \
+		--section ladder-regret \
+		--title "The narrow start's regret guard off: \`narrow_regret\` 0 against 2 (the default; measured, not kept)"
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv
