@@ -148,6 +148,15 @@ def replay(
             "against the arrivals the recent past forecasts.",
         ),
     ] = True,
+    lookahead_pausable: Annotated[
+        bool,
+        typer.Option(
+            "--lookahead-pausable/--no-lookahead-pausable",
+            help="With --lookahead and preemption: hold back a narrow start also of a job "
+            "the pause rule could pause later (the rule until 2026-12-06; off: a start a "
+            "pause can take back is not held back for forecast arrivals).",
+        ),
+    ] = False,
     lookahead_widths: Annotated[
         bool,
         typer.Option(
@@ -399,6 +408,7 @@ def replay(
         lookahead=lookahead,
         lookahead_widths=lookahead_widths,
         widths_forecast=widths_forecast,
+        lookahead_pausable=lookahead_pausable,
         preempt=preempt,
         preempt_resize=preempt_resize,
         preempt_max=preempt_max,

@@ -138,6 +138,14 @@ class PlacementParams:
     """A job that has waited this many times its narrow run is no longer held back."""
     lookahead_jobs: int = 16
     """Waiting jobs behind the one decided that the look-ahead's rollout includes."""
+    lookahead_pausable: bool = False
+    """With ``lookahead`` and ``preempt``: the look-ahead holds back a narrow start also of
+    a job that the pause rule could pause once started (the rule until 2026-12-06). False:
+    only a job that cannot be paused later is held back (``preempt`` off, or live a job
+    that does not consent, ``PendingJob.pausable``): the hold-back exists because a start
+    is never given back, and under checkpoint-restart preemption it is, at the restart
+    cost, when the arrivals the forecast only expects come (docs/formulation.md §14.7,
+    "Under preemption"; 0.9934 × the avg JCT over the 103 ladder cells)."""
     lookahead_widths: bool = False
     """yu-rr late binding: a start now is weighed, by the look-ahead's rollout, against
     the same job's starts with at most W/2, W/4, … 1 of its W workers, and the cheapest is

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import InputError, MlschedError
+from ..files.checkpoint_signal import checkpoint_signal
 from ..files.job_script import JobScript
 from ..model import ClusterSnapshot, Decision, JobRequest
 from ..model.gpu_speed import GpuSpeeds
@@ -294,9 +295,25 @@ def _step_inputs(
     if queue is None:  # submit queues only jobs whose policy has a queue form
         raise MlschedError(f"policy {policy!r} has no queue form (late binding)")
     pending = tuple(
-        PendingJob(e.request, e.seed, e.plan) for e in entries if e.params_policy == policy
+        PendingJob(e.request, e.seed, e.plan, pausable=consents(e.record))
+        for e in entries
+        if e.params_policy == policy
     )
     return params, queue, pending
+
+
+def consents(record: DecisionRecord | None) -> bool:
+    """Whether the queued decision's job, once started, may be paused by checkpoint-restart:
+    its script asks Slurm for a warning signal (``#SBATCH --signal``) and it can be
+    submitted again (its launch is kept); what ``services.preempt.candidates`` asks of a
+    running job before the owner and the tag, which only Slurm can vouch for then. With
+    the site's preemption the look-ahead holds back only the narrow starts of jobs that
+    do not consent (``PendingJob.pausable``; docs/formulation.md §14.7)."""
+    return (
+        record is not None
+        and record.launch is not None
+        and checkpoint_signal(record.script) is not None
+    )
 
 
 def in_queue_order(entries: Sequence[QueueEntry], snapshot: ClusterSnapshot) -> list[QueueEntry]:

@@ -306,6 +306,8 @@ def decode_params(d: Json) -> PlacementParams:
     m.setdefault("preempt_group", False)
     # nor did a spread job regather on a free node before the re-plan
     m.setdefault("preempt_regather", False)
+    # the look-ahead held back a job's narrow start though a pause could take it back
+    m.setdefault("lookahead_pausable", True)
     # a width look-ahead stored before ``widths_forecast`` existed weighed the forecast
     m.setdefault("widths_forecast", True)
     # nor did narrow starts have a guard (0 = none, the rule until then)

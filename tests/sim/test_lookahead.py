@@ -183,3 +183,37 @@ def test_a_wide_start_gives_way_to_the_jobs_waiting_behind_it() -> None:
     assert _widest(alone["W"]) == 16 and _widest(weighed["W"]) == 4
     assert (_total(alone), _total(weighed)) == (184, 174)
     assert all(weighed[f"y{k}"].start_slot == 0 for k in range(4))  # type: ignore[attr-defined]
+
+
+def _queue_starts(params: PlacementParams, pausable: bool) -> bool:
+    """The queue form of ``yu-rr`` on the scene of :func:`_holds_back` (B, 16 workers, would
+    start narrow beside L while the recent past forecasts short 4-GPU jobs): whether B
+    starts now."""
+    from slurm_mlsched.placement.registry import get_queue
+    from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
+
+    cluster = make_cluster(4, 4, 16)
+    busy = (Reservation("node1", 0, 30, Resources(4, 5, 4 * 8192 + 4096), "L"),)
+    snap = replace(cluster, reservations=busy, now_slot=10)
+    job = make_job("B", workers=16, workload=NX * 16 * 10, arrival=10)
+    recent = [make_job(f"s{k}", workers=4, workload=NU * 4, arrival=k) for k in range(10)]
+    queue = get_queue("yu-rr", params)
+    assert queue is not None
+    step = queue((PendingJob(job, 0, pausable=pausable),), snap, params, recent)
+    return any(d.job_id == "B" for d in step.started)
+
+
+def test_under_preemption_only_a_job_that_cannot_be_paused_is_held_back() -> None:
+    """The hold-back exists because a start is never given back; under checkpoint-restart
+    preemption a pausable job's start is (the pause rule weighs it when the arrivals come),
+    so its narrow start is not held back for forecast arrivals; a job the rule cannot pause
+    (live: one that does not consent) still is, and ``lookahead_pausable`` restores the
+    rule until 2026-12-06 (docs/formulation.md §14.7, "Under preemption")."""
+    assert _holds_back(16, running=True)  # the scene: the look-ahead holds B back
+    plain = PlacementParams()
+    assert not _queue_starts(plain, pausable=True)  # no preemption: held back
+    preempting = PlacementParams(preempt=True)
+    assert _queue_starts(preempting, pausable=True)
+    assert not _queue_starts(preempting, pausable=False)
+    assert not _queue_starts(replace(preempting, lookahead_pausable=True), pausable=True)
+    assert _queue_starts(replace(preempting, lookahead=False), pausable=False)

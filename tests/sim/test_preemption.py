@@ -623,6 +623,7 @@ def test_the_live_queue_moves_a_job_as_the_site_says_whatever_a_decision_stored(
             request = make_job("a")
             seed = 0
             plan = None
+            record = None
 
         return Entry()
 

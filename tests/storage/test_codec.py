@@ -249,3 +249,12 @@ def test_params_stored_before_widths_forecast_decode_with_the_forecast() -> None
     del new["widths_forecast"]
     old = codec.decode_params(new)
     assert old.lookahead_widths is True and old.widths_forecast is True
+
+
+def test_params_stored_before_lookahead_pausable_decode_with_every_job_held_back() -> None:
+    """A decision stored before ``lookahead_pausable`` existed was made by a look-ahead
+    that held back every narrow start, pausable or not: it decodes so."""
+    new = codec.encode_params(PlacementParams())
+    assert codec.decode_params(new).lookahead_pausable is False
+    del new["lookahead_pausable"]
+    assert codec.decode_params(new).lookahead_pausable is True

@@ -700,3 +700,23 @@ def test_with_regather_a_spread_job_ahead_of_the_queue_restarts_on_the_node_that
     assert store.get(sc.w).state == S.QUEUED or {n for n, _ in workers(store.get(sc.w))}.isdisjoint(
         {"node1"}
     )
+
+
+def test_a_queued_job_is_pausable_for_the_look_ahead_only_when_it_consents(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    """With the site's preemption the look-ahead holds back only the narrow starts of jobs
+    the rule could not pause once started (docs/formulation.md §14.7): a queued job is
+    pausable when its script asks for a warning signal and it can be submitted again."""
+    from slurm_mlsched.services.live_queue import consents
+
+    sub = HeldSubmitter()
+    w = live(store, tmp_path, sub)
+    fill = [submit_job(w, opts(**LONG, name=f"f{k}"), JOB) for k in range(4)]
+    assert all(f.record is not None for f in fill)
+    asks = submit_job(w, opts(**LONG, name="asks", sbatch=SIGNAL), JOB)
+    plain = submit_job(w, opts(**LONG, name="plain"), JOB)
+    assert asks.waits and plain.waits and asks.record is not None and plain.record is not None
+    assert consents(store.get(asks.record.decision_id))
+    assert not consents(store.get(plain.record.decision_id))
+    assert not consents(None)  # a job being submitted: no record yet

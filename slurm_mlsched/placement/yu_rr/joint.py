@@ -53,7 +53,7 @@ from ..program.residual import Residual, identical_groups, residual_from
 from .arrival import Arrival, prepare, slot_plan
 from .late_binding import PendingJob, QueueStep, fits, might_start, ordered, replan_queue
 from .list_schedule import earliest_requested, usage
-from .lookahead import holds_back
+from .lookahead import holds_back, may_hold_back
 from .nonelastic import (
     Shape,
     add_workers,
@@ -435,7 +435,9 @@ def _looked_ahead(
         at = position[d.job_id]
         job = queue[at].request
         behind = [q.request for q in queue[at + 1 : at + 1 + params.lookahead_jobs]]
-        if holds_back(job, d, snap, res, behind, recent, params):
+        if may_hold_back(queue[at].pausable, params) and holds_back(
+            job, d, snap, res, behind, recent, params
+        ):
             continue
         kept.append(d)
         snap = replace(snap, reservations=(*snap.reservations, *d.reservations(job)))

@@ -37,8 +37,10 @@ policies differ in the per-job decision they pass in (``yu-rr``'s LP + rounding 
 6. **look-ahead** (``chooses_width``): a narrow start — slower than the job's fastest
    shape — is committed only if the arrivals the recent past forecasts are not better
    off with the job waiting (:mod:`.lookahead`; ``lookahead``, bounded by
-   ``lookahead_patience``); with ``lookahead_widths`` a start now is first weighed
-   against the same job's starts with at most a half, a quarter, … of its workers
+   ``lookahead_patience``) — under ``preempt`` only for a job the pause rule could not
+   take back once started (``PendingJob.pausable`` false; ``lookahead_pausable`` holds
+   back every job, the rule until 2026-12-06); with ``lookahead_widths`` a start now is
+   first weighed against the same job's starts with at most a half, a quarter, … of its workers
    (:func:`.lookahead.cheapest_width`).
 
 A per-job decision that raises :class:`~slurm_mlsched.errors.MlschedError` rejects the
@@ -58,7 +60,7 @@ from ...model import ClusterSnapshot, Decision, JobRequest, Reservation
 from ..params import PlacementParams
 from ..program.residual import FloatArray, Residual, residual_from
 from .list_schedule import arrival_of, later_start_ends_sooner
-from .lookahead import cheapest_width, holds_back
+from .lookahead import cheapest_width, holds_back, may_hold_back
 from .queue_order import keyer
 
 
@@ -84,6 +86,8 @@ class PendingJob:
     seed: int  # derive_seed(params.seed, job_id): the same at every re-plan
     plan: Decision | None = None  # its tentative plan of the previous re-plan (reserved)
     replans: int = 0  # how often it was decided while waiting
+    pausable: bool = True  # once started, the pause rule may pause it (with ``preempt``:
+    # in a replay every job; live a job that consents, its ``#SBATCH --signal``)
 
 
 @dataclass(frozen=True)
@@ -257,8 +261,14 @@ def replan_queue(
                 params,
                 _capped(job, snap, res, params, p, decide),
             )
-        if chooses_width and not was_kept and holds_back(job, d, snap, res, behind, recent, params):
-            continue  # step 6: the forecast arrivals are better off if it waits
+        if (
+            chooses_width
+            and not was_kept
+            and may_hold_back(p.pausable, params)
+            and holds_back(job, d, snap, res, behind, recent, params)
+        ):
+            continue  # step 6: the forecast arrivals are better off if it waits (a start
+            # the pause rule can take back when they come is not held back)
         if d.start_slot == now:
             started.append(d)
         elif protected:

@@ -33,7 +33,16 @@ narrow run, or that would start with nothing else running (then no later event c
 it), is not held back. So the look-ahead adds at most that much to any job's wait — the
 ski-rental argument: waiting as long as the run it would commit to at most doubles the
 cost of that job against starting at once (patience 1), while the jobs the forecast
-expects get the room. Only ``yu-rr``'s queue form looks ahead: ``qssf`` (the ablation)
+expects get the room.
+
+**Under preemption** (``preempt``): the premise — a start is never given back — holds
+only for a job the pause rule cannot pause once started. A pausable job's narrow start
+is not held back (unless ``lookahead_pausable``): if the arrivals the forecast expects
+do come, the pause rule weighs giving them its room, with the real arrivals and at the
+restart cost, instead of the job idling now for arrivals that may not come (live only a
+job that consents is pausable, ``late_binding.PendingJob.pausable``).
+
+Only ``yu-rr``'s queue form looks ahead: ``qssf`` (the ablation)
 starts every job at its requested width and has no width to choose.
 """
 
@@ -74,6 +83,13 @@ def forecast(recent: Sequence[JobRequest], now: int, horizon: int) -> tuple[JobR
             out.append(replace(j, job_id=f"forecast:{k}:{j.job_id}", arrival_slot=a))
         k += 1
     return tuple(out)
+
+
+def may_hold_back(pausable: bool, params: PlacementParams) -> bool:
+    """Whether the look-ahead may hold back a job's narrow start at all: not a job the
+    pause rule could pause once started (``pausable`` with ``preempt``), unless
+    ``lookahead_pausable`` (module docstring, "Under preemption")."""
+    return not (params.preempt and pausable and not params.lookahead_pausable)
 
 
 def is_narrow(job: JobRequest, decision: Decision, res: Residual, slot_seconds: float) -> bool:

@@ -299,6 +299,7 @@ LATER_OPTIONS = (
     "until",
     "preempt_shrink",
     "preempt_regather",
+    "lookahead_pausable",
 )
 
 

@@ -428,6 +428,7 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         restart_s=opts.restart_s,
         queue_program=opts.queue_program,
         lookahead=opts.lookahead,
+        lookahead_pausable=opts.lookahead_pausable,
         lookahead_widths=opts.lookahead_widths,
         widths_forecast=opts.widths_forecast,
         preempt=opts.preempt,

@@ -37,6 +37,7 @@ class ReplayOptions:
     binding: Binding = Binding.LATE
     queue_program: str = "per-job"
     lookahead: bool = True
+    lookahead_pausable: bool = False  # with preemption, hold back pausable jobs too (§14.7)
     lookahead_widths: bool = False  # weigh narrower starts now too (formulation §14.7)
     widths_forecast: bool = False  # and count the forecast arrivals in that (§14.7)
     preempt: bool = True  # checkpoint-restart preemption under late binding (formulation
