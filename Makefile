@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-regather bench-regret bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-regather bench-regret bench-hold bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -208,6 +208,17 @@ bench-regret: venv
 	$(PY) -m bench.param_ladder render --base regret2 --other regret0 \
 		--section ladder-regret \
 		--title "The narrow start's regret guard off: \`narrow_regret\` 0 against 2 (the default; measured, not kept)"
+
+# yu-rr alone over the same 103 cells: the look-ahead under preemption holds back only
+# jobs the pause rule cannot pause (lookahead_pausable false, the default since
+# 2026-12-06) against every job (true, the rule until then; docs/formulation.md §14.7).
+bench-hold: venv
+	rm -f bench/out/ladder/hold-pausable.jsonl bench/out/ladder/hold-default.jsonl
+	$(PY) -m bench.param_ladder run --tag hold-pausable --workers 2 --set lookahead_pausable=true
+	$(PY) -m bench.param_ladder run --tag hold-default --workers 2
+	$(PY) -m bench.param_ladder render --base hold-pausable --other hold-default \
+		--section ladder-hold \
+		--title "The look-ahead under preemption: \`lookahead_pausable\` false (the default) against true"
 
 # One late-binding re-plan of 200 waiting jobs at 64 and 1,024 machines: latency.
 bench-widths: venv
