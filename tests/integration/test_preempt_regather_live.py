@@ -95,7 +95,8 @@ def test_a_spread_job_ahead_of_the_queue_restarts_on_the_node_that_frees(
     shown_w = mlsub.json("show", str(w["decision_id"]))
     if shown_w.get("slurm_job_id"):
         cluster.jobs.append(int(shown_w["slurm_job_id"]))
-    assert "node1" not in {p["node"] for p in shown_w["placement"] if shown_w["state"] != "queued"}
+    if shown_w["state"] != "queued":  # W may start on what A left, never on node1
+        assert "node1" not in {p["node"] for p in shown_w["placement"]}, shown_w
     cluster.wait_finished(int(new_a), timeout=240)
     mlsub.run("reconcile")
     final = mlsub.json("show", str(a["decision_id"]))

@@ -697,9 +697,9 @@ def test_with_regather_a_spread_job_ahead_of_the_queue_restarts_on_the_node_that
     assert rec.request.workload < before.request.workload  # the work it had left
     ends = [r.snapshot.slot_start(r.decision.end_slot + 1) for r in (before, rec)]
     assert ends[1] < ends[0]  # it ends sooner than spread
-    assert store.get(sc.w).state == S.QUEUED or {n for n, _ in workers(store.get(sc.w))}.isdisjoint(
-        {"node1"}
-    )
+    w = store.get(sc.w)
+    if w.state != S.QUEUED:  # W may start on what A left, never on node1
+        assert "node1" not in {n for n, _ in workers(w)}
 
 
 def test_a_queued_job_is_pausable_for_the_look_ahead_only_when_it_consents(
