@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import InputError, MlschedError
-from ..files.checkpoint_signal import checkpoint_signal
+from ..files.checkpoint_signal import CheckpointSignal, checkpoint_signal
 from ..files.job_script import JobScript
 from ..model import ClusterSnapshot, Decision, JobRequest
 from ..model.gpu_speed import GpuSpeeds
@@ -240,7 +240,7 @@ def preempting_step(
     co-located on the node it leaves; and ``preempt_regather`` as ``regather`` says (with
     ``resize``): then a running job spread over nodes, whose work left puts it ahead of
     every waiting job, may be restarted co-located on one node before the queue is placed
-    (a grow whose ``gather`` is set). With no entries only a grow can come of it: the
+    (a grow whose ``regather`` is set). With no entries only a grow can come of it: the
     parameters are then ``base``'s (the oldest running candidate's), and nothing is done
     without it.
     ``restart_s``: the site's restart cost (None: the parameters' own). Returns the step
@@ -294,26 +294,32 @@ def _step_inputs(
     queue = get_queue(policy, params)
     if queue is None:  # submit queues only jobs whose policy has a queue form
         raise MlschedError(f"policy {policy!r} has no queue form (late binding)")
+    # whether a job may be paused once started matters only to a preempting step (the
+    # look-ahead's hold-back, ``PendingJob.pausable``): its script is read only then
     pending = tuple(
-        PendingJob(e.request, e.seed, e.plan, pausable=consents(e.record))
+        PendingJob(e.request, e.seed, e.plan, pausable=preempt and consents(e.record))
         for e in entries
         if e.params_policy == policy
     )
     return params, queue, pending
 
 
+def consent_signal(record: DecisionRecord | None) -> CheckpointSignal | None:
+    """The checkpoint signal of a decision whose job consents to checkpoint-restart: its
+    script asks Slurm for a warning signal (``#SBATCH --signal``) and it can be submitted
+    again (its launch is kept); None when it does not. What ``services.preempt.candidates``
+    asks of a running job (besides the owner and the tag, which only Slurm vouches for)."""
+    if record is None or record.launch is None:
+        return None
+    return checkpoint_signal(record.script)
+
+
 def consents(record: DecisionRecord | None) -> bool:
-    """Whether the queued decision's job, once started, may be paused by checkpoint-restart:
-    its script asks Slurm for a warning signal (``#SBATCH --signal``) and it can be
-    submitted again (its launch is kept); what ``services.preempt.candidates`` asks of a
-    running job before the owner and the tag, which only Slurm can vouch for then. With
-    the site's preemption the look-ahead holds back only the narrow starts of jobs that
-    do not consent (``PendingJob.pausable``; docs/formulation.md §14.7)."""
-    return (
-        record is not None
-        and record.launch is not None
-        and checkpoint_signal(record.script) is not None
-    )
+    """Whether the queued decision's job, once started, may be paused by checkpoint-restart
+    (:func:`consent_signal`). With the site's preemption the look-ahead holds back only the
+    narrow starts of jobs that do not consent (``PendingJob.pausable``; docs/formulation.md
+    §14.7)."""
+    return consent_signal(record) is not None
 
 
 def in_queue_order(entries: Sequence[QueueEntry], snapshot: ClusterSnapshot) -> list[QueueEntry]:

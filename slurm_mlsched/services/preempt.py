@@ -66,7 +66,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 from ..errors import InvalidTransitionError, MlschedError, RemoteError, SlurmError, StoreError
-from ..files.checkpoint_signal import CheckpointSignal, checkpoint_signal
+from ..files.checkpoint_signal import CheckpointSignal
 from ..model import ClusterSnapshot, JobRequest
 from ..placement.yu_rr.preemption import Preemption, RunningRun
 from ..sbatch.tag import find_tags
@@ -75,7 +75,7 @@ from ..slurm.nodes import NodeStateSource
 from ..storage import DecisionRecord, DecisionState, DecisionStore, PlanningSession
 from ..storage.records import MOVE_DETAIL, RESIZE_DETAIL
 from .clock import Clock
-from .live_queue import tag_of
+from .live_queue import consent_signal, tag_of
 
 S = DecisionState
 
@@ -155,8 +155,8 @@ def candidates(
             continue
         if status.phase != "running" or status.state != "RUNNING" or status.start is None:
             continue
-        signal = checkpoint_signal(r.script)
-        if signal is None or r.launch is None:
+        signal = consent_signal(r)
+        if signal is None:
             continue  # (how often it was paused is the rule's to weigh: ``preempt_max``)
         tag = str(tag_of(cluster_name, r.summary))
         if tag not in {str(t) for t in find_tags(status.comment)}:
@@ -274,7 +274,7 @@ def act(
             note,
             p.net,
             p.move,
-            p.gather,
+            p.regather,
         )
 
     try:
@@ -439,7 +439,7 @@ def record_preemptions(
             )
             more = " start co-located on the node it leaves" if p.move else ""
             why = f"{what} {', '.join(map(str, for_ids)) or '—'}{more} ({weighed})"
-        elif p.gather:  # a regather: the job starts again on one node, ahead of the queue
+        elif p.regather:  # a regather: the job starts again on one node, ahead of the queue
             why = (
                 f"{RESIZE_DETAIL} to start again co-located on one node before the queue is "
                 f"placed, its work left ahead of every waiting job's (ends {p.gain_s:g} s "

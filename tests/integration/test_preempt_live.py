@@ -76,6 +76,26 @@ def accounting(cluster: LabCluster, job: str) -> list[tuple[str, str, str, str]]
     return [tuple(line.split("|")) for line in out.splitlines() if line]  # type: ignore[misc]
 
 
+def completes(
+    cluster: LabCluster, mlsub: Mlsub, decision_id: int, job: str, timeout: float
+) -> None:
+    """The decision's restarted Slurm job ``job`` ends, and after a reconcile the decision
+    reads completed."""
+    cluster.wait_finished(int(job), timeout=timeout)
+    mlsub.run("reconcile")
+    final = mlsub.json("show", str(decision_id))
+    assert final["state"] == "completed", final
+
+
+def resumed_from_checkpoint(log: str, steps: int) -> None:
+    """The example's log (both runs, ``--open-mode=append``): it wrote a checkpoint when
+    signalled, resumed from one no earlier than that, and finished all ``steps``."""
+    marks = [int(m) for m in re.findall(r"^checkpointed at step (\d+)/", log, re.M)]
+    resumed = re.findall(r"^resumed from checkpoint \S+ at step (\d+)/", log, re.M)
+    assert marks and resumed and int(resumed[0]) >= marks[0], log
+    assert f"done: {steps} steps" in log, log
+
+
 def states(shown: dict[str, Any]) -> list[str]:
     return [t["state"] for t in shown["transitions"]]
 
@@ -239,10 +259,7 @@ def test_with_resize_a_job_starts_narrow_and_is_restarted_wider_when_the_room_fr
     wide_job = str(after["slurm_job_id"])
     assert wide_job != narrow_job, said  # a new layout: submitted again, the held one cancelled
     cluster.jobs.append(int(wide_job))
-    cluster.wait_finished(int(wide_job), timeout=180)
-    mlsub.run("reconcile")
-    final = mlsub.json("show", str(n["decision_id"]))
-    assert final["state"] == "completed", final
+    completes(cluster, mlsub, n["decision_id"], wide_job, timeout=180)
     assert ran_on(cluster, wide_job) == {"node1"}
     log = (tmp_path / "n.out").read_text()
     assert re.search(r"^resumed from checkpoint \S+ at step \d+/", log, re.M), log

@@ -16,7 +16,6 @@ node2 and its completed one on node4.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,13 @@ import pytest
 
 from tests.integration.conftest import LabCluster, lab_restarted
 from tests.integration.mlsub_cli import Mlsub, site_preempting
-from tests.integration.test_preempt_live import EXAMPLE, accounting, squeue
+from tests.integration.test_preempt_live import (
+    EXAMPLE,
+    accounting,
+    completes,
+    resumed_from_checkpoint,
+    squeue,
+)
 from tests.integration.test_queue_live import idle, ran_on
 
 pytestmark = pytest.mark.integration
@@ -127,15 +132,8 @@ def test_a_one_gpu_job_moves_to_a_one_gpu_node_so_a_wide_job_starts_co_located(
     assert new_a != a_job, said  # a new layout: submitted again, the held one cancelled
     cluster.jobs.extend([int(new_a), int(e_job)])
     assert ran_on(cluster, e_job) == {"node2"}
-    cluster.wait_finished(int(new_a), timeout=240)
-    mlsub.run("reconcile")
-    final = mlsub.json("show", str(a["decision_id"]))
-    assert final["state"] == "completed", final
+    completes(cluster, mlsub, a["decision_id"], new_a, timeout=240)
     assert ran_on(cluster, new_a) == {"node4"}
-    log = (tmp_path / "a.out").read_text()
-    marks = [int(m) for m in re.findall(r"^checkpointed at step (\d+)/", log, re.M)]
-    resumed = re.findall(r"^resumed from checkpoint \S+ at step (\d+)/", log, re.M)
-    assert marks and resumed and int(resumed[0]) >= marks[0], log
-    assert "done: 700 steps" in log, log
+    resumed_from_checkpoint((tmp_path / "a.out").read_text(), 700)
     runs = accounting(cluster, a_job)
     assert runs[0][0] == "REQUEUED" and runs[0][3] == "node2", runs

@@ -17,7 +17,6 @@ requeued run spread and its completed one on node1.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,12 @@ import pytest
 
 from tests.integration.conftest import LabCluster
 from tests.integration.mlsub_cli import Mlsub, site_preempting
-from tests.integration.test_preempt_live import accounting, squeue
+from tests.integration.test_preempt_live import (
+    accounting,
+    completes,
+    resumed_from_checkpoint,
+    squeue,
+)
 from tests.integration.test_preempt_move_live import ONE_GPU, scripts, worker_nodes
 from tests.integration.test_queue_live import idle, ran_on
 
@@ -97,16 +101,9 @@ def test_a_spread_job_ahead_of_the_queue_restarts_on_the_node_that_frees(
         cluster.jobs.append(int(shown_w["slurm_job_id"]))
     if shown_w["state"] != "queued":  # W may start on what A left, never on node1
         assert "node1" not in {p["node"] for p in shown_w["placement"]}, shown_w
-    cluster.wait_finished(int(new_a), timeout=240)
-    mlsub.run("reconcile")
-    final = mlsub.json("show", str(a["decision_id"]))
-    assert final["state"] == "completed", final
+    completes(cluster, mlsub, a["decision_id"], new_a, timeout=240)
     assert ran_on(cluster, new_a) == {"node1"}
-    log = (tmp_path / "a.out").read_text()
-    marks = [int(m) for m in re.findall(r"^checkpointed at step (\d+)/", log, re.M)]
-    resumed = re.findall(r"^resumed from checkpoint \S+ at step (\d+)/", log, re.M)
-    assert marks and resumed and int(resumed[0]) >= marks[0], log
-    assert "done: 900 steps" in log, log
+    resumed_from_checkpoint((tmp_path / "a.out").read_text(), 900)
     runs = accounting(cluster, a_job)
     # a spread run is a heterogeneous job: one requeued component a node
     requeued = {nodes for state, _, _, nodes in runs if state == "REQUEUED"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -28,8 +28,8 @@ from slurm_mlsched.services.preempt import (
     candidates,
 )
 from slurm_mlsched.services.reconcile import plan_updates
-from slurm_mlsched.services.replan import as_owner, replan
-from slurm_mlsched.services.submit import submit_job
+from slurm_mlsched.services.replan import ReplanReport, as_owner, replan
+from slurm_mlsched.services.submit import SubmitOutcome, submit_job
 from slurm_mlsched.slurm.jobs import JobStatus
 from slurm_mlsched.storage import DecisionRecord, DecisionState, SqlDecisionStore, open_store
 from slurm_mlsched.storage.states import RESERVING, can_move, reached
@@ -149,14 +149,31 @@ def scene(store: SqlDecisionStore, tmp_path: Path, **slurm: object) -> Scene:
     short = submit_job(w, opts(**whole_node(), name="short"), JOB)
     assert short.waits and long.record is not None and short.record is not None
     fake = FakeSlurm(store=store, **slurm)  # type: ignore[arg-type]
-    for out in (long, *fillers):
+    run_in(fake, long, *fillers)
+    ids = [f.record.decision_id for f in fillers if f.record is not None]
+    return Scene(long.record.decision_id, ids, short.record.decision_id, fake, sub, [])
+
+
+def run_in(fake: FakeSlurm, *outs: SubmitOutcome, start: datetime = NOW) -> None:
+    """Slurm runs the submitted ``outs`` from ``start`` (their tags in their comments)."""
+    for out in outs:
         assert out.record is not None and out.slurm_job_id is not None
         tag = str(tag_of("lab", out.record.summary))
         fake.running[out.slurm_job_id] = status(
-            out.slurm_job_id, "RUNNING", tag, start=NOW, user=ME
+            out.slurm_job_id, "RUNNING", tag, start=start, user=ME
         )
-    ids = [f.record.decision_id for f in fillers if f.record is not None]
-    return Scene(long.record.decision_id, ids, short.record.decision_id, fake, sub, [])
+
+
+def end_in(fake: FakeSlurm, store: SqlDecisionStore, out: SubmitOutcome, at: datetime) -> None:
+    """``out``'s job ended at ``at``: Slurm no longer lists it, the store says completed."""
+    assert out.record is not None and out.slurm_job_id is not None
+    del fake.running[out.slurm_job_id]
+    store.transition(out.record.decision_id, S.COMPLETED, at, "ended")
+
+
+def replan_with(wired: LiveWiring, fake: FakeSlurm, settings: PreemptSettings) -> ReplanReport:
+    """``mlsub replan`` on ``wired`` with the site's preemption ``settings`` (no sleeping)."""
+    return replan(wired, fake, preempt=LivePreemption(fake, settings, sleep=lambda _s: None))
 
 
 def preempting(sc: Scene, **settings: float) -> LivePreemption:
@@ -453,12 +470,7 @@ def test_with_resize_a_waiting_job_starts_narrow_and_grows_when_the_room_frees(
     assert n.waits and n.record is not None and b.record is not None
     assert {c.node for c in b.record.decision.placement} == {"node4"}
     fake = FakeSlurm(store=store)
-    for out in (*fillers, b):
-        assert out.record is not None and out.slurm_job_id is not None
-        tag = str(tag_of("lab", out.record.summary))
-        fake.running[out.slurm_job_id] = status(
-            out.slurm_job_id, "RUNNING", tag, start=NOW, user=ME
-        )
+    run_in(fake, *fillers, b)
     slept: list[float] = []
     resize = LivePreemption(
         fake, PreemptSettings(wait_max_s=5.0, confirm_s=3.0, resize=True), sleep=slept.append
@@ -477,9 +489,7 @@ def test_with_resize_a_waiting_job_starts_narrow_and_grows_when_the_room_frees(
     tag = str(tag_of("lab", narrow.summary))
     fake.running[job] = status(job, "RUNNING", tag, start=NOW + timedelta(seconds=60), user=ME)
     # B ends at its planned end; the next re-plan grows N
-    assert b.slurm_job_id is not None
-    del fake.running[b.slurm_job_id]
-    store.transition(b.record.decision_id, S.COMPLETED, NOW + timedelta(seconds=600), "ended")
+    end_in(fake, store, b, NOW + timedelta(seconds=600))
     # at the site's restart cost of 50 min no grow pays
     costly = PreemptSettings(wait_max_s=5.0, confirm_s=3.0, resize=True, restart_s=3000.0)
     dear = replan(
@@ -544,16 +554,9 @@ def move_scene(store: SqlDecisionStore, tmp_path: Path) -> MoveScene:
     e = submit_job(wired(), opts(workers=4, batches_per_epoch=4 * 120 * 4, name="e", **slow), JOB)
     assert e.waits and e.record is not None and a.record is not None
     fake = FakeSlurm(store=store)
-    for out in (d, c, b, f, a):
-        assert out.record is not None and out.slurm_job_id is not None
-        tag = str(tag_of("lab", out.record.summary))
-        job = out.slurm_job_id
-        fake.running[job] = status(job, "RUNNING", tag, start=NOW, user=ME)
+    run_in(fake, d, c, b, f, a)
     for ended in (c, f):
-        assert ended.record is not None and ended.slurm_job_id is not None
-        del fake.running[ended.slurm_job_id]
-        at = NOW + timedelta(seconds=120)
-        store.transition(ended.record.decision_id, S.COMPLETED, at, "ended")
+        end_in(fake, store, ended, NOW + timedelta(seconds=120))
     return MoveScene(store, wired, fake, a.record.decision_id, e.record.decision_id)
 
 
@@ -566,26 +569,15 @@ def test_with_defrag_a_one_gpu_job_moves_to_a_one_gpu_node_and_a_wide_job_starts
     co-located on node2 on all 4 GPUs. With the site's preemption alone nothing moves and
     E starts narrow, on node2's 3 free GPUs."""
     settings = {"wait_max_s": 5.0, "confirm_s": 3.0, "restart_s": 60.0}
-    slept: list[float] = []
     other = open_store(f"sqlite:///{tmp_path / 'other.db'}", grace_s=0.0)
     plain = move_scene(other, tmp_path / "plain")
-    unmoved = replan(
-        plain.wired(130),
-        plain.fake,
-        preempt=LivePreemption(plain.fake, PreemptSettings(**settings), sleep=slept.append),
-    )
+    unmoved = replan_with(plain.wired(130), plain.fake, PreemptSettings(**settings))
     assert unmoved.preempted == () and plain.fake.calls == []
     assert [s.decision_id for s in unmoved.started] == [plain.e]
     assert workers(other.get(plain.e)) == [("node2", 3)]
 
     sc = move_scene(store, tmp_path / "defrag")
-    report = replan(
-        sc.wired(130),
-        sc.fake,
-        preempt=LivePreemption(
-            sc.fake, PreemptSettings(**settings, defrag=True), sleep=slept.append
-        ),
-    )
+    report = replan_with(sc.wired(130), sc.fake, PreemptSettings(**settings, defrag=True))
     (p,) = report.preempted
     assert (p.decision_id, p.action, p.for_decisions, p.move) == (sc.a, "requeued", (sc.e,), True)
     assert p.to_json()["move"] is True
@@ -635,17 +627,11 @@ def gather_scene(store: SqlDecisionStore, tmp_path: Path) -> GatherScene:
     w = submit_job(wired(), opts(workers=4, batches_per_epoch=4 * 120 * 20, name="w"), JOB)
     assert w.waits and w.record is not None
     fake = FakeSlurm(store=store)
-    for out in (*fs, a):
-        assert out.record is not None and out.slurm_job_id is not None
-        tag = str(tag_of("lab", out.record.summary))
-        fake.running[out.slurm_job_id] = status(
-            out.slurm_job_id, "RUNNING", tag, start=NOW, user=ME
-        )
+    run_in(fake, *fs, a)
     ended = fs[0]
-    assert ended.record is not None and ended.slurm_job_id is not None
+    assert ended.record is not None
     assert {c.node for c in ended.record.decision.placement} == {"node1"}
-    del fake.running[ended.slurm_job_id]
-    store.transition(ended.record.decision_id, S.COMPLETED, NOW + timedelta(seconds=120), "ended")
+    end_in(fake, store, ended, NOW + timedelta(seconds=120))
     return GatherScene(store, wired, fake, a.record.decision_id, w.record.decision_id)
 
 
@@ -659,14 +645,9 @@ def test_with_regather_a_spread_job_ahead_of_the_queue_restarts_on_the_node_that
     co-located) and started again by the re-plan after the requeue on all 4 GPUs of
     node1, its PS beside them."""
     settings = {"wait_max_s": 5.0, "confirm_s": 3.0, "resize": True}
-    slept: list[float] = []
     other = open_store(f"sqlite:///{tmp_path / 'other.db'}", grace_s=0.0)
     plain = gather_scene(other, tmp_path / "plain")
-    unmoved = replan(
-        plain.wired(130),
-        plain.fake,
-        preempt=LivePreemption(plain.fake, PreemptSettings(**settings), sleep=slept.append),
-    )
+    unmoved = replan_with(plain.wired(130), plain.fake, PreemptSettings(**settings))
     assert unmoved.preempted == () and plain.fake.calls == []
     assert [s.decision_id for s in unmoved.started] == [plain.w]
     assert {n for n, _ in workers(other.get(plain.w))} == {"node1"}
@@ -674,13 +655,7 @@ def test_with_regather_a_spread_job_ahead_of_the_queue_restarts_on_the_node_that
 
     sc = gather_scene(store, tmp_path / "regather")
     before = store.get(sc.a)
-    report = replan(
-        sc.wired(130),
-        sc.fake,
-        preempt=LivePreemption(
-            sc.fake, PreemptSettings(**settings, regather=True), sleep=slept.append
-        ),
-    )
+    report = replan_with(sc.wired(130), sc.fake, PreemptSettings(**settings, regather=True))
     (p,) = report.preempted
     assert (p.decision_id, p.action, p.for_decisions) == (sc.a, "requeued", ())
     assert p.regather and not p.move and p.to_json()["regather"] is True

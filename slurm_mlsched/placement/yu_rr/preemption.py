@@ -232,8 +232,8 @@ class Preemption:
     # restarts on at once, on machines it holds, beside the jobs it gave way to
     group: tuple[str, ...] = ()  # ``preempt_group``: the other jobs paused with it for
     # ``for_jobs`` (the pause stands only with all of them)
-    gather: bool = False  # a regather (``preempt_regather``): a resize decided before the
-    # re-plan, the job started again co-located on one node (``for_jobs`` empty)
+    regather: bool = False  # ``preempt_regather``: a resize decided before the re-plan,
+    # the job started again co-located on one node (``for_jobs`` empty)
 
 
 def plan_rate(plan: SlotPlan, job: JobRequest, slot_seconds: float) -> float:
@@ -923,7 +923,7 @@ def _regather(
     if not spread:
         return snapshot, (), ()
     new, out, book = _grow_into(snapshot, spread, params, queue, recent, colocated=True)
-    return book, tuple(new), tuple(out)
+    return book, tuple(new), tuple(replace(p, regather=True) for p in out)
 
 
 def _grow_candidates(
@@ -984,7 +984,7 @@ def _grow_into(
         gain = (run.decision.end_slot - new.end_slot) * delta
         if gain <= cost:
             continue
-        out.append(Preemption(job_id, req, done, charge, (), gain, cost, gather=colocated))
+        out.append(Preemption(job_id, req, done, charge, (), gain, cost))
         started.append(new)
         book = replace(room, reservations=(*room.reservations, *new.reservations(req)))
         idle = residual_from(book, now).at(now)
