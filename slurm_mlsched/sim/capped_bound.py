@@ -113,6 +113,14 @@ WORK_ABS = 1e-6
 TANGENT_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: … and at every 1/TANGENT_GRID of the work (points above 1 left out).
 TANGENT_GRID = 8
+#: The floor (module docstring): ν is searched in [FLOOR_NU_MIN, 1] …
+FLOOR_NU_MIN = 1e-3
+#: … by golden section with this many evaluations of the job's inner minimum …
+FLOOR_STEPS = 10
+#: … when g(1 − FLOOR_PROBE) > g(1) (else g, concave, is highest at ν = 1) and the
+#: floor may add more than FLOOR_GAIN_MIN slots (it adds at most d_i − d_i').
+FLOOR_PROBE = 1.0 / 16.0
+FLOOR_GAIN_MIN = 1e-6
 
 
 @dataclass(frozen=True)
@@ -386,10 +394,13 @@ def duration_tangents(caps: FloatArray, k: int) -> list[float]:
     return sorted(m for m in points if 0.0 < m <= 1.0)
 
 
-def _job_costs(jobs: CappedJobs, i: int, prices: FloatArray, span: int) -> FloatArray:
+def _job_costs(
+    jobs: CappedJobs, i: int, prices: FloatArray, span: int, scale: float = 1.0
+) -> FloatArray:
     """Job i's cost per unit share in each slot from its arrival a and on each piece
-    (slots × pieces): t + ½ plus its price μ_itk over ``span`` slots (cut at the priced
-    horizon), then ⌈d_i'⌉ slots unpriced (a lower cost than theirs, so still a bound).
+    (slots × pieces): t + ½ plus its price μ_itk (× ``scale``) over ``span`` slots (cut at
+    the priced horizon), then ⌈d_i'⌉ slots unpriced (a lower cost than theirs, so still a
+    bound).
 
     They are enough: no minimum of :func:`pieces_minimum` or :func:`duration_minimum` over
     every later slot uses one past them. For the second (the first is the same without
@@ -407,17 +418,22 @@ def _job_costs(jobs: CappedJobs, i: int, prices: FloatArray, span: int) -> Float
     slots = np.arange(a, a + w + max(1, math.ceil(jobs.least[i])), dtype=np.float64) + 0.5
     costs = np.repeat(slots[:, None], jobs.share.shape[1], axis=1)
     if w:
-        costs[:w] += prices[a : a + w] @ jobs.share[i].T
+        costs[:w] += (prices[a : a + w] @ jobs.share[i].T) * scale
     return costs
 
 
 def _inner(
-    jobs: CappedJobs, i: int, prices: FloatArray, span: int, by_pieces: bool = True
+    jobs: CappedJobs,
+    i: int,
+    prices: FloatArray,
+    span: int,
+    by_pieces: bool = True,
+    scale: float = 1.0,
 ) -> tuple[float, int]:
-    """Job i's inner minimum min_x [φ_i(x) + a_i + Σ_{t,k} μ_itk·x_tk] of L (φ_i with
-    its duration term d_i'/2, or by pieces Σ_k m_ik²/(2c_ik): the same for one piece) and
-    the last slot (from its arrival) it uses."""
-    costs = _job_costs(jobs, i, prices, span)
+    """Job i's inner minimum min_x [φ_i(x) + a_i + s·Σ_{t,k} μ_itk·x_tk] of L (φ_i with
+    its duration term d_i'/2, or by pieces Σ_k m_ik²/(2c_ik): the same for one piece;
+    s = ``scale``) and the last slot (from its arrival) it uses."""
+    costs = _job_costs(jobs, i, prices, span, scale)
     pieces = np.flatnonzero(jobs.cap[i] > 0)
     half = float(jobs.least[i]) / 2.0
     if len(pieces) <= 1:  # one piece: the fractional knapsack of whole slots
@@ -429,15 +445,57 @@ def _inner(
     return got[0] + half, got[1]
 
 
+def floor_term(
+    jobs: CappedJobs, i: int, prices: FloatArray, span: int, by_pieces: bool, at_one: float
+) -> float:
+    """Job i's term of L with its floor (module docstring, "The floor"): the most of
+    g(ν) = (1 − ν)·d_i + ν·(min_x [φ_i(x) + (μ_i/ν)·x] ) over the values of ν tried, at
+    least ``at_one`` = g(1). Every g(ν) is a lower bound on the job's term, so any ν
+    tried gives a valid L; g is concave in ν, so where g(1 − FLOOR_PROBE) ≤ g(1) none
+    below is higher and nothing more is tried, else golden section over
+    [FLOOR_NU_MIN, 1] (:data:`FLOOR_STEPS` evaluations)."""
+    fewest, a = float(jobs.fewest[i]), float(jobs.arrival[i])
+
+    def g(nu: float) -> float:
+        inner, _ = _inner(jobs, i, prices, span, by_pieces, 1.0 / nu)
+        return (1.0 - nu) * fewest + nu * (inner - a)
+
+    best = at_one
+    probe = g(1.0 - FLOOR_PROBE)
+    if probe <= at_one:
+        return best
+    best = probe
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    lo, hi = FLOOR_NU_MIN, 1.0
+    x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    g1, g2 = g(x1), g(x2)
+    for _ in range(FLOOR_STEPS - 2):
+        best = max(best, g1, g2)
+        if g1 < g2:
+            lo, x1, g1 = x1, x2, g2
+            x2 = lo + ratio * (hi - lo)
+            g2 = g(x2)
+        else:
+            hi, x2, g2 = x2, x1, g1
+            x1 = hi - ratio * (hi - lo)
+            g1 = g(x1)
+    return max(best, g1, g2)
+
+
 def lagrangian_bound(
-    jobs: CappedJobs, prices: FloatArray, pool: Pool | None = None, by_pieces: bool = True
+    jobs: CappedJobs,
+    prices: FloatArray,
+    pool: Pool | None = None,
+    by_pieces: bool = True,
+    floors: bool = True,
 ) -> float:
     """L(λ) of the module docstring for ``prices`` λ (slots 0 … T−1 × pooled resources,
     every entry ≥ 0; no price from slot T on): a lower bound on Σ_i T_i of every schedule.
     Each job is priced over at most :data:`MAX_WINDOW` slots past its arrival, all jobs
     over :data:`MAX_WINDOW_TOTAL`; ``pool``: the share of the pool the jobs may use per
     slot (default all of it), the right-hand side of the priced rows; ``by_pieces``: each
-    job's duration term by pieces (module docstring), else d_i'/2."""
+    job's duration term by pieces (module docstring), else d_i'/2; ``floors``: each job's
+    term with its floor d_i inside (:func:`floor_term`), else max(d_i, its inner minimum)."""
     prices = np.maximum(np.asarray(prices, dtype=np.float64), 0.0)
     horizon = prices.shape[0]
     share = (pool or Pool.whole(jobs.resources)).per_slot(horizon)
@@ -451,7 +509,10 @@ def lagrangian_bound(
             total += float(jobs.fewest[i])
             continue
         inner, _ = _inner(jobs, i, prices, int(span[i]), by_pieces)
-        total += max(float(jobs.fewest[i]), inner - float(jobs.arrival[i]))
+        at_one = inner - float(jobs.arrival[i])
+        if floors and float(jobs.fewest[i]) - d > FLOOR_GAIN_MIN:
+            at_one = floor_term(jobs, i, prices, int(span[i]), by_pieces, at_one)
+        total += max(float(jobs.fewest[i]), at_one)
     return total
 
 
@@ -596,7 +657,12 @@ def blocks_for(busy: npt.NDArray[np.bool_], horizon: int, fine: int, coarse: int
 
 
 def _coarse_lp(
-    jobs: CappedJobs, ends: IntArray, blocks: Blocks, room: FloatArray, by_pieces: bool = True
+    jobs: CappedJobs,
+    ends: IntArray,
+    blocks: Blocks,
+    room: FloatArray,
+    by_pieces: bool = True,
+    floors: bool = False,
 ) -> SparseLp:
     """The LP of the module docstring over ``blocks``, job i's columns on its blocks from
     its arrival's to ``ends[i]``, one per piece of its resource curve, and ``room``
@@ -605,7 +671,10 @@ def _coarse_lp(
     of a job of several gets a column q_ik (cost 1) above the tangents of its duration
     term, q_ik ≥ (m₀/c_ik)·m_ik − m₀²/(2c_ik) at each m₀ of :func:`duration_tangents`
     (m_ik its own column; rows after the jobs'); the constant d_i'/2 of one piece is left
-    out, as without."""
+    out, as without. With ``floors`` (module docstring, "The floor") the objective is
+    Σ_i s_i instead: one column s_i ≥ d_i per job (the last n columns) and one row per
+    job (the last n rows), M_i + Σ_k q_ik − s_i ≤ a_i − (d_i'/2 of one piece), so that
+    s_i ≥ max(d_i, φ_i)."""
     res = room.shape[1]
     n = len(jobs)
     firsts = blocks.of(jobs.arrival)
@@ -627,15 +696,31 @@ def _coarse_lp(
     cost = [((start + stop) / 2.0).astype(np.float64)]
     lo = [np.full(blocks.count * res, -np.inf), np.ones(n)]
     hi = [room.reshape(-1), np.ones(n)]
+    q_cols, q_jobs = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if by_pieces:
         more = _tangent_rows(jobs, job_of, piece, blocks.count * res + n)
-        for part, entries in zip((rows, cols, vals, cost, lo, hi), more, strict=True):
+        for part, entries in zip((rows, cols, vals, cost, lo, hi), more[:6], strict=True):
             part.append(entries)
+        q_cols, q_jobs = more.q_cols, more.q_jobs
     extra = sum(len(x) for x in cost) - ncol
+    lb = [np.zeros(ncol + extra)]
+    ub = [(stop - start) * jobs.cap[job_of, piece], np.full(extra, np.inf)]
+    if floors:  # every other column's cost moves into its job's row
+        first_row, s_col = sum(len(x) for x in lo), ncol + extra + np.arange(n)
+        several = (jobs.cap > 0).sum(axis=1) > 1
+        half = np.where(several & by_pieces, 0.0, jobs.least / 2.0)
+        rows += [first_row + job_of, first_row + q_jobs, first_row + np.arange(n)]
+        cols += [np.arange(ncol), q_cols, s_col]
+        vals += [cost[0], np.ones(len(q_cols)), -np.ones(n)]
+        lo.append(np.full(n, -np.inf))
+        hi.append(jobs.arrival.astype(np.float64) - half)
+        cost = [np.zeros(ncol + extra), np.ones(n)]
+        lb.append(jobs.fewest.astype(np.float64))
+        ub.append(np.full(n, np.inf))
     return SparseLp(
         c=np.concatenate(cost),
-        lb=np.zeros(ncol + extra),
-        ub=np.concatenate([(stop - start) * jobs.cap[job_of, piece], np.full(extra, np.inf)]),
+        lb=np.concatenate(lb),
+        ub=np.concatenate(ub),
         rows=np.concatenate(rows).astype(np.int64),
         cols=np.concatenate(cols).astype(np.int64),
         vals=np.concatenate(vals),
@@ -654,6 +739,8 @@ class _Rows(NamedTuple):
     cost: FloatArray
     lo: FloatArray
     hi: FloatArray
+    q_cols: IntArray  # the duration columns q_ik …
+    q_jobs: IntArray  # … and the job i of each
 
 
 def _tangent_rows(jobs: CappedJobs, job_of: IntArray, piece: IntArray, first_row: int) -> _Rows:
@@ -673,6 +760,8 @@ def _tangent_rows(jobs: CappedJobs, job_of: IntArray, piece: IntArray, first_row
     order = np.argsort(key, kind="stable")
     sorted_key = key[order]
     row, col = first_row, len(job_of)
+    q_cols: list[int] = []
+    q_jobs: list[int] = []
     for i in np.flatnonzero((jobs.cap > 0).sum(axis=1) > 1).tolist():
         caps = jobs.cap[i][jobs.cap[i] > 0]
         for at, k in enumerate(np.flatnonzero(jobs.cap[i] > 0).tolist()):
@@ -693,11 +782,14 @@ def _tangent_rows(jobs: CappedJobs, job_of: IntArray, piece: IntArray, first_row
                 hi.append(math.inf)
                 row += 1
             cost += [0.0, 1.0]
+            q_cols.append(q)
+            q_jobs.append(i)
             col += 2
     return _Rows(
         np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64),
         np.array(vals, dtype=np.float64), np.array(cost, dtype=np.float64),
         np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64),
+        np.array(q_cols, dtype=np.int64), np.array(q_jobs, dtype=np.int64),
     )  # fmt: skip
 
 
@@ -744,11 +836,14 @@ def find_prices(
     time_limit_s: float = LP_TIME_LIMIT_S,
     pool: Pool | None = None,
     by_pieces: bool = True,
+    floors: bool = True,
 ) -> Prices | None:
     """Prices λ ≥ 0 from the coarse LP's duals (module docstring) and L at them (λ = 0
     when that is higher, or the LP did not solve in time); None without a job to count.
     ``greedy``: :func:`greedy_schedule` of the jobs with work to count on ``pool``;
-    ``by_pieces``: the duration term by pieces (module docstring), in the LP and in L.
+    ``by_pieces``: the duration term by pieces (module docstring), in the LP and in L;
+    ``floors``: each job's floor d_i inside L's terms, and inside the LP where its blocks
+    are single slots (module docstring, "The floor").
 
     The LP is restricted where that makes it small (any prices give a bound): a job whose
     greedy run meets no full slot ran at its cap from its arrival and keeps that run
@@ -767,7 +862,7 @@ def find_prices(
     unpriced = np.zeros((0, sub.resources))
     at_zero = Prices(
         unpriced,
-        lagrangian_bound(jobs, unpriced, pool=pool, by_pieces=by_pieces),
+        lagrangian_bound(jobs, unpriced, pool=pool, by_pieces=by_pieces, floors=floors),
         "pooled LP with rate caps, λ = 0",
     )
     if not moves.any():
@@ -786,16 +881,16 @@ def find_prices(
         blocks.sums(pool.per_slot(horizon)) - blocks.sums(_at_cap_usage(fixed, horizon)), 0.0
     )
     best = at_zero
+    floored = floors and fine == 1 and coarse == 1
     for rnd in range(rounds + 1):
-        result = solve_lp(
-            _coarse_lp(free, ends, blocks, room, by_pieces), time_limit_s=time_limit_s, duals=True
-        )
+        lp = _coarse_lp(free, ends, blocks, room, by_pieces, floored)
+        result = solve_lp(lp, time_limit_s=time_limit_s, duals=True)
         if result.status != LpStatus.OPTIMAL:
             break
         res = free.resources
         dual = result.row_dual[: blocks.count * res].reshape(blocks.count, res)
         prices = blocks.spread(np.maximum(-dual, 0.0))
-        value = lagrangian_bound(jobs, prices, pool=pool, by_pieces=by_pieces)
+        value = lagrangian_bound(jobs, prices, pool=pool, by_pieces=by_pieces, floors=floors)
         if value > best.value:
             note = f"pooled LP with rate caps (blocks of {fine} slot(s) where full, round {rnd})"
             best = Prices(prices, value, note)
@@ -815,13 +910,16 @@ def capped_bound(
     shapes: Sequence[Widths] | None = None,
     pools: bool = True,
     by_pieces: bool = True,
+    floors: bool = True,
 ) -> tuple[float, str]:
     """The bound of the module docstring for ``jobs`` on the empty ``cluster`` and how it
     was found; 0 and why when it cannot exceed ``beat`` (a bound the caller has) or no
     price was found. It cannot when the greedy schedule of its own relaxation
     (:func:`greedy_schedule`: Σ_i max(d_i, its T_i) ≥ the LP's optimum ≥ L) is ≤ ``beat``:
     then no LP is solved. ``shapes``, ``pools``: as for :func:`capped_jobs`;
-    ``by_pieces``: each job's duration term by pieces (module docstring; the default)."""
+    ``by_pieces``: each job's duration term by pieces (module docstring; the default);
+    ``floors``: each job's floor d_i inside L's terms and the LP (module docstring, "The
+    floor"; the default)."""
     data = capped_jobs(jobs, cluster, shapes, pools)
     sub = counted(data)
     if not len(sub):
@@ -830,7 +928,7 @@ def capped_bound(
     schedule = relaxation_total(data, sub, greedy)
     if schedule <= beat:
         return 0.0, "pooled LP with rate caps: a schedule of it is no higher"
-    found = find_prices(data, greedy, by_pieces=by_pieces)
+    found = find_prices(data, greedy, by_pieces=by_pieces, floors=floors)
     if found is None:
         return 0.0, "pooled LP with rate caps: no job with work to count"
     return found.value, found.note

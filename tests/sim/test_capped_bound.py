@@ -187,6 +187,34 @@ def test_jobs_that_cannot_use_the_whole_cluster_wait_in_turns() -> None:
     assert scalable_bound(jobs, cluster) == (value, how)
 
 
+def test_the_floor_inside_each_term_counts_short_jobs_in_whole_slots() -> None:
+    # one 1-GPU machine; 1-GPU jobs of 1.2, 1.2, 1.2, 0.6 and 4 slots arriving at 0, 1, 3,
+    # 3, 3 (d = 2, 2, 2, 1, 4). A job's φ_i is continuous (a mean busy time plus d'/2) and
+    # below d_i when it runs at once, so with the floor outside each minimum (max(d_i,
+    # min_x [φ_i + μx]), the bound until 2026-12-06) a short job is charged its prices as
+    # if it had to run at once; with the floor inside the term (min_x [max(d_i, φ_i) +
+    # μx], through ν: docs/formulation.md §15.3, Lemma 5) it may run later in its slot
+    # for free, as every schedule's whole slots let it. The bound reaches the LP with
+    # floors and stays below every policy.
+    spec = [(1.2, 0), (1.2, 1), (1.2, 3), (0.6, 3), (4.0, 3)]
+    jobs = [
+        make_job(f"j{i}", workers=1, workload=NU * s, arrival=a) for i, (s, a) in enumerate(spec)
+    ]
+    cluster = make_cluster(1, 1, 16)
+    data = capped_jobs(jobs, cluster)
+    assert list(data.fewest) == [2, 2, 2, 1, 4]
+    old, _ = capped_bound(jobs, cluster, floors=False)
+    new, _ = capped_bound(jobs, cluster)
+    assert new == pytest.approx(fine_lp(data, floor=True), rel=2e-3)
+    assert new > old + 1.0
+    for policy in ("yu-rr", "fifo-bf", "drf"):
+        admitted, _ = admit(sim_jobs([(j, float(j.arrival_slot) * DELTA) for j in jobs], DELTA),
+                            cluster)  # fmt: skip
+        result = simulate(admitted, cluster, policy, PlacementParams())
+        total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
+        assert new <= total + 1e-6, policy
+
+
 def test_a_long_narrow_queue_on_a_wide_machine() -> None:
     # twelve 1-GPU jobs of 10 slots on one 4-GPU machine: 4 + 4 + 4 in turns, Σ T = 240;
     # pooled SRPT (a job may use all 4 GPUs) gives far less
@@ -245,10 +273,24 @@ def test_any_prices_give_a_bound_and_the_found_ones_reach_the_lp(
         prices = rng.exponential(scale, size=shape) if scale else np.zeros(shape)
         # weak duality: the Lagrangian of the LP (with its floors) at any prices ≥ 0
         assert lagrangian_bound(data, prices) <= with_floor + 1e-6 * max(1.0, with_floor)
+    for scale in (0.5, 3.0):  # and with the floor inside each term, at any ν (as tried)
+        prices = rng.exponential(scale, size=shape)
+        assert lagrangian_bound(data, prices, floors=True) <= with_floor + 1e-6 * max(
+            1.0, with_floor
+        )
+        # the floor only adds: every ν tried includes ν = 1, the term without it
+        assert lagrangian_bound(data, prices, floors=True) >= lagrangian_bound(
+            data, prices, floors=False
+        ) - 1e-9 * max(1.0, with_floor)
     value, _ = capped_bound(jobs, cluster)
-    # the found prices reach the LP without floors (its duals), and stay below the LP
-    # with them and below a schedule of the relaxation
+    unfloored, _ = capped_bound(jobs, cluster, floors=False)
+    # the found prices reach the LP without floors (its duals) and, with the floors in the
+    # LP and in L, nearly the LP with them (its tangent form, below it: the ν search is a
+    # golden section, not exact); they stay below the LP with them and below a schedule of
+    # the relaxation
     assert value >= without - 1e-6 * max(1.0, without)
+    assert value >= below - 2e-3 * max(1.0, below)
+    assert value >= unfloored - 1e-6 * max(1.0, unfloored)
     assert value <= with_floor + 1e-6 * max(1.0, with_floor)
     # the relaxed schedule (the sweep's *relaxed* column) is a schedule of the same
     # relaxation: never below its LP, so the relaxation's optimum lies in [value, it]
