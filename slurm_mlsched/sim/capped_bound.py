@@ -55,6 +55,29 @@ knapsack with the convex term added, solved exactly by one threshold on the marg
 only lowers L, so slots past a window of each job are costed without their price (t + ½): still a
 bound, and cheap.
 
+**The floor** (``floors``, the default since 2026-12-06; docs/formulation.md §15.3,
+Lemma 5). T_i ≥ max(d_i, φ_i(x)), and the max belongs inside the job's term:
+min_x [max(d_i, φ_i(x)) + μ_i·x] is the Lagrangian of the LP min Σ_i max(d_i, φ_i), and it
+can be well above max(d_i, min_x [φ_i(x) + μ_i·x]): a short job (d_i' = 1.2, d_i = 2) whose
+cheapest run is at once (φ_i = 1.2) pays the prices of that run, though its T_i is 2 in
+any schedule, so it could run later, where the room is cheaper, at no cost. For every
+ν ∈ [0, 1], max(d, φ) ≥ (1 − ν)·d + ν·φ, so
+
+    g_i(ν) := (1 − ν)·d_i + ν·min_x [φ_i(x) + (μ_i/ν)·x]   (ν > 0)
+
+is a lower bound on the job's term for every ν, and L stays a bound whichever ν is used.
+g_i is concave in ν (a minimum of functions affine in ν), equal to the term without the
+floor at ν = 1, and by the minimax theorem its maximum is the true term.
+:func:`floor_term` takes the most of g over the ν it tries: none below 1 when
+g(1 − 1/16) ≤ g(1) (concave: nothing lower is higher), else a golden section over
+[10⁻³, 1]. It can add at most d_i − d_i' to a job's term (g(ν) − g(1) ≤ (1 − ν)(d_i −
+φ_i) and φ_i ≥ d_i'), so jobs with d_i = d_i' are not searched. The coarse LP carries the
+floor too where it is small (:func:`_floored_prices`: where the floorless LP is solved at
+single-slot resolution, one more LP, min Σ s_i with s_i ≥ d_i and s_i ≥ φ_i, every job
+free up to the greedy schedule's end + ⌈max d'⌉ + 2 slots, since a job whose floor has
+slack may run later at no cost and the duals must see where), and L takes the better of
+its prices and the floorless ones; on coarser blocks only the floorless LP is solved.
+
 So validity does not depend on how λ is found. :func:`find_prices` takes them from the
 duals of a coarse LP (slots grouped into blocks so that the LP keeps at most
 ``max_columns`` columns, each job's columns within a window around a feasible greedy
@@ -842,8 +865,9 @@ def find_prices(
     when that is higher, or the LP did not solve in time); None without a job to count.
     ``greedy``: :func:`greedy_schedule` of the jobs with work to count on ``pool``;
     ``by_pieces``: the duration term by pieces (module docstring), in the LP and in L;
-    ``floors``: each job's floor d_i inside L's terms, and inside the LP where its blocks
-    are single slots (module docstring, "The floor").
+    ``floors``: each job's floor d_i inside L's terms, and where the LP's blocks are
+    single slots, the better of these prices and those of the LP with the floors
+    (:func:`_floored_prices`; module docstring, "The floor").
 
     The LP is restricted where that makes it small (any prices give a bound): a job whose
     greedy run meets no full slot ran at its cap from its arrival and keeps that run
@@ -881,9 +905,8 @@ def find_prices(
         blocks.sums(pool.per_slot(horizon)) - blocks.sums(_at_cap_usage(fixed, horizon)), 0.0
     )
     best = at_zero
-    floored = floors and fine == 1 and coarse == 1
     for rnd in range(rounds + 1):
-        lp = _coarse_lp(free, ends, blocks, room, by_pieces, floored)
+        lp = _coarse_lp(free, ends, blocks, room, by_pieces)
         result = solve_lp(lp, time_limit_s=time_limit_s, duals=True)
         if result.status != LpStatus.OPTIMAL:
             break
@@ -900,7 +923,40 @@ def find_prices(
         if not (last > ends).any():
             break
         ends = np.minimum(np.maximum(ends, last), blocks.count - 1)
+    if floors and fine == 1 and coarse == 1:
+        floored = _floored_prices(jobs, sub, horizon, pool, by_pieces, max_columns, time_limit_s)
+        if floored is not None and floored.value > best.value:
+            best = floored
     return best
+
+
+def _floored_prices(
+    jobs: CappedJobs,
+    sub: CappedJobs,
+    horizon: int,
+    pool: Pool,
+    by_pieces: bool,
+    max_columns: int,
+    time_limit_s: float,
+) -> Prices | None:
+    """L with floors at the duals of the LP with each job's floor (module docstring, "The
+    floor"): every job of ``sub`` (those of ``jobs`` with work to count) free on single
+    slots from its arrival to ``horizon`` + ⌈max d'⌉ + 2, none held at its greedy run,
+    since a job whose floor has slack may run later at no cost and the duals must see
+    where. None when that LP would pass ``max_columns`` or did not solve."""
+    ext = horizon + math.ceil(float(sub.least.max())) + 2
+    if int(np.sum(ext - sub.arrival)) > max_columns:
+        return None
+    blocks = Blocks(np.arange(ext + 1, dtype=np.int64))
+    ends = np.full(len(sub), ext - 1, dtype=np.int64)
+    lp = _coarse_lp(sub, ends, blocks, pool.per_slot(ext), by_pieces, floors=True)
+    result = solve_lp(lp, time_limit_s=time_limit_s, duals=True)
+    if result.status != LpStatus.OPTIMAL:
+        return None
+    res = sub.resources
+    prices = np.maximum(-result.row_dual[: ext * res].reshape(ext, res), 0.0)
+    value = lagrangian_bound(jobs, prices, pool=pool, by_pieces=by_pieces, floors=True)
+    return Prices(prices, value, "pooled LP with rate caps and floors (single slots)")
 
 
 def capped_bound(
