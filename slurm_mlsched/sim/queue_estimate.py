@@ -524,7 +524,9 @@ def capped_from_now(
     greedy = greedy_schedule(sub, pool)
     if relaxation_total(data, sub, greedy) <= beat:
         return 0.0  # the LP's optimum is below that schedule: it cannot beat ``beat``
-    found = find_prices(data, greedy, pool=pool)
+    # the floors in L's terms, not the LP with them: the dearest LP, for 0.3 % on 1,000
+    # waiting jobs at 1,024 machines (docs/formulation.md §15.3, Lemma 5)
+    found = find_prices(data, greedy, pool=pool, floored_lp=False)
     return 0.0 if found is None else found.value
 
 
