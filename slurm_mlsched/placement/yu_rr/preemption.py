@@ -672,10 +672,23 @@ def _victims(
         d = run.decision
         if run.preemptions >= params.preempt_max or d.start_slot >= now or d.end_slot < now:
             continue
-        req, done, charge = resumed(run, now, res.capacity, delta, params.restart_s)
-        out.append((key(req), run, req, done, charge))
+        out.append(_victim(run, now, res.capacity, delta, params, key))
     out.sort(key=lambda v: v[0], reverse=True)
     return out
+
+
+def _victim(
+    run: RunningRun,
+    now: int,
+    capacity: FloatArray,
+    delta: float,
+    params: PlacementParams,
+    key: Callable[[JobRequest], tuple[float, int, str]],
+) -> _Victim:
+    """``run`` as a pause or a resize sees it at ``now``: its resumed request's key, the
+    run, that request, the work done and the restart charge (:func:`resumed`)."""
+    req, done, charge = resumed(run, now, capacity, delta, params.restart_s)
+    return key(req), run, req, done, charge
 
 
 def _moves(
@@ -947,8 +960,7 @@ def _grow_candidates(
         rate = plan_rate(d.slots[-1], run.request, delta)
         if rate >= fastest_rate(run.request, capacity, delta) * (1 - 1e-9):
             continue  # already in its fastest shape: no resize is faster
-        req, done, charge = resumed(run, now, capacity, delta, params.restart_s)
-        cands.append((key(req), run, req, done, charge))
+        cands.append(_victim(run, now, capacity, delta, params, key))
     cands.sort(key=lambda c: c[0])
     return cands
 
