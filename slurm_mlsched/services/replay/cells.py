@@ -300,6 +300,7 @@ LATER_OPTIONS = (
     "preempt_shrink",
     "preempt_regather",
     "lookahead_pausable",
+    "preempt_heads",
 )
 
 
