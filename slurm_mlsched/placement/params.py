@@ -252,8 +252,9 @@ class PlacementParams:
     2026-12-06), and a pause whose S would delay a reserved head is chosen, then dropped
     by the re-plan, which does not start that job (``make bench-queue``'s resize
     scenario: 6 of 10 pauses chosen were dropped, 4 of 9 with the rule). 0.9993 × the avg
-    JCT over the 103 ladder cells (docs/benchmarks.md, "The reserved heads in a pause's
-    estimate")."""
+    JCT over the 103 ladder cells, 1.0017 × on the 24 held-out ones: kept as the
+    re-plan's own rule, not for a gain (docs/benchmarks.md, "The reserved heads in a
+    pause's estimate")."""
     preempt_regather: bool = False
     """With ``preempt_resize``: *regather before the re-plan* (:mod:`.yu_rr.preemption`).
     A running job spread over machines, slower than its fastest shape, whose resumed
