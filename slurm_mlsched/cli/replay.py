@@ -243,16 +243,6 @@ def replay(
             show_default=False,
         ),
     ] = None,
-    preempt_heads: Annotated[
-        bool,
-        typer.Option(
-            "--preempt-heads/--no-preempt-heads",
-            help="With preemption: a pause is for waiting jobs that start now in the room "
-            "the re-plan gives them, after the reserved heads of the queue hold their "
-            "plans (off: in the freed room alone, the rule until 2026-12-06; "
-            "docs/formulation.md §16).",
-        ),
-    ] = True,
     preempt_resize: Annotated[
         bool | None,
         typer.Option(
@@ -428,7 +418,6 @@ def replay(
         preempt_shrink=preempt_shrink,
         preempt_defrag=preempt_defrag,
         preempt_regather=preempt_regather,
-        preempt_heads=preempt_heads,
         cpu_jobs=cpu_jobs.strip().lower(),
         cores_per_worker=cores_per_worker,
         arch_reading=arch_reading,

@@ -244,17 +244,6 @@ class PlacementParams:
     the avg JCT over the 103 ladder cells, 1.05–1.07 × on Pollux 2 and 8 on 6 × 8, the
     cells it was built for: the rollout has no arrivals, so the same pairs are paused
     again and again (docs/formulation.md §16, "Pause together"; ``make bench-group``)."""
-    preempt_heads: bool = True
-    """With ``preempt``: the jobs a pause is for (its S, :mod:`.yu_rr.preemption`, "Who may
-    take its room") are found on the room the re-plan gives them: the first
-    ``reserve_depth`` waiting jobs that do not start now hold their earliest start first,
-    as the re-plan reserves it. False: S is found on the freed room alone (the rule until
-    2026-12-06), and a pause whose S would delay a reserved head is chosen, then dropped
-    by the re-plan, which does not start that job (``make bench-queue``'s resize
-    scenario: 6 of 10 pauses chosen were dropped, 4 of 9 with the rule). 0.9993 × the avg
-    JCT over the 103 ladder cells, 1.0017 × on the 24 held-out ones: kept as the
-    re-plan's own rule, not for a gain (docs/benchmarks.md, "The reserved heads in a
-    pause's estimate")."""
     preempt_regather: bool = False
     """With ``preempt_resize``: *regather before the re-plan* (:mod:`.yu_rr.preemption`).
     A running job spread over machines, slower than its fastest shape, whose resumed

@@ -306,8 +306,6 @@ def decode_params(d: Json) -> PlacementParams:
     m.setdefault("preempt_group", False)
     # nor did a spread job regather on a free node before the re-plan
     m.setdefault("preempt_regather", False)
-    # nor did a pause's S see the reserved heads' plans
-    m.setdefault("preempt_heads", False)
     # the look-ahead held back a job's narrow start though a pause could take it back
     m.setdefault("lookahead_pausable", True)
     # a width look-ahead stored before ``widths_forecast`` existed weighed the forecast

@@ -29,15 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.errors import InputError
-from slurm_mlsched.model import (
-    ClusterSnapshot,
-    Decision,
-    Machine,
-    Mode,
-    Reservation,
-    Resources,
-    SlotPlan,
-)
+from slurm_mlsched.model import ClusterSnapshot, Decision, Machine, Mode, Resources, SlotPlan
 from slurm_mlsched.model.decision import Form
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.yu_rr.joint import replan_yu_rr
@@ -226,36 +218,6 @@ def test_the_rollout_counts_the_whole_queue_behind_a_node_that_frees_soon() -> N
     (p,) = choose(queue, runs, now, replace(exchange, preempt_gain="rollout"))
     assert p.job_id == "L" and p.for_jobs == ("q0",)
     assert p.gain_s == pytest.approx(29 * DELTA)
-
-
-def test_a_pause_is_not_for_a_job_that_would_delay_the_reserved_head() -> None:
-    """One 4-GPU node: L (2 workers, to slot 99) and X (2 workers, to slot 9) hold it; at
-    slot 5 H (4 workers, 10 slots, the queue's head) and J (2 workers, 20 slots) wait.
-    Pausing L frees 2 GPUs now and the whole node from slot 10, where the re-plan reserves
-    H; J would start in L's room now but hold it past slot 10, so the re-plan does not
-    start it. Without ``preempt_heads`` the pause is chosen for J and the re-plan drops
-    it (a re-plan for nothing); with it (the default) it is not chosen."""
-    base = ClusterSnapshot(NODE.machines, slot_seconds=DELTA)
-    held: tuple[Reservation, ...] = ()
-    runs = []
-    for name, slots in (("L", 100), ("X", 10)):
-        job = make_job(name, workers=2, workload=NU * 2 * slots)
-        d = place_yu_rr(job, replace(base, reservations=held), PlacementParams())
-        assert (d.start_slot, d.end_slot, d.slots[0].workers) == (0, slots - 1, (("node1", 2),))
-        held = (*held, *d.reservations(job))
-        runs.append(RunningRun(job, len(runs), d))
-    now = replace(base, reservations=held, now_slot=5)
-    queue = (
-        PendingJob(make_job("H", workers=4, workload=NU * 4 * 10, arrival=4), 1),
-        PendingJob(make_job("J", workers=2, workload=NU * 2 * 20, arrival=5), 2),
-    )
-    old = PlacementParams(preempt=True, aging=0.0, preempt_heads=False)
-    (p,) = choose(queue, runs, now, old)
-    assert (p.job_id, p.for_jobs) == ("L", ("J",))
-    step, kept = replan_preempting(queue, runs, now, old, replan_yu_rr)
-    assert kept == () and "J" not in {d.job_id for d in step.started}
-    assert PlacementParams().preempt_heads
-    assert choose(queue, runs, now, replace(old, preempt_heads=True)) == ()
 
 
 def _two_on_one_node(

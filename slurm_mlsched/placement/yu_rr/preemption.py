@@ -16,12 +16,7 @@ ahead of it and the overtaking bound of :mod:`.queue_order` still holds for it.
 **Who may take its room.** Let S be the waiting jobs, in queue order, that cannot start
 now but start now at their requested width (:func:`.list_schedule.earliest_requested`) in
 the room j frees, each with key < k_j. A victim with no such S is never paused — unless
-it is paused together (below). With ``preempt_heads`` (the default since 2026-12-06) the
-room is the re-plan's: the first ``reserve_depth`` waiting jobs that do not start now
-hold their earliest start at their requested width before the jobs after them are tried,
-since the re-plan reserves them and lets no later job delay them (:mod:`.late_binding`).
-Without it a job of S could be one whose start now would delay such a head: the re-plan
-then does not start it and drops the pause, a re-plan spent for nothing.
+it is paused together (below).
 
 **Pause together** (``preempt_group``, with the rollout; :func:`_group`). Two 4-worker
 jobs on one 8-GPU node keep an 8-worker job waiting, though no single pause frees its
@@ -194,7 +189,6 @@ from .arrival import Arrival
 from .late_binding import PendingJob, QueueStep, ordered
 from .list_schedule import (
     arrival_of,
-    earliest_requested,
     fewest_requested_slots,
     listed,
     rate_bound,
@@ -393,27 +387,18 @@ def choose(
         freed: Residual, below: tuple[float, int, str]
     ) -> tuple[list[tuple[_Blocked, int]], Residual]:
         """The blocked jobs with a key < ``below`` that start now at their requested
-        width in ``freed``, in queue order, each on what the ones before it leave; with
-        ``preempt_heads`` the first ``reserve_depth`` of them that do not start hold
-        their earliest start at that width first, as the re-plan reserves it."""
+        width in ``freed``, in queue order, each on what the ones before it leave."""
         room = freed
         free = room.at(now).sum(axis=0)
         taken: list[tuple[_Blocked, int]] = []
-        heads = 0
         for b in blocked:
-            if b.key < below and _may_fit(b.least, free):
-                got = requested_at(
-                    arrival_of(b.pending.request, delta, room, params, now), room, now
-                )
-                if got is not None:
-                    end, room, _ = got
-                    taken.append((b, end - now + 1))
-                    continue
-            if params.preempt_heads and heads < params.reserve_depth:
-                heads += 1  # a reserved head: the jobs after it may not delay its plan
-                _, room, _ = earliest_requested(
-                    arrival_of(b.pending.request, delta, room, params, now), room
-                )
+            if b.key >= below or not _may_fit(b.least, free):
+                continue
+            got = requested_at(arrival_of(b.pending.request, delta, room, params, now), room, now)
+            if got is None:
+                continue
+            end, room, _ = got
+            taken.append((b, end - now + 1))
         return taken, room
 
     for victim in victims:

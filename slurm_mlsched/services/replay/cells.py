@@ -300,7 +300,6 @@ LATER_OPTIONS = (
     "preempt_shrink",
     "preempt_regather",
     "lookahead_pausable",
-    "preempt_heads",
 )
 
 

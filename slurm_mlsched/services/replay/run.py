@@ -429,7 +429,6 @@ def replay_params(opts: ReplayOptions, seed: int) -> PlacementParams:
         queue_program=opts.queue_program,
         lookahead=opts.lookahead,
         lookahead_pausable=opts.lookahead_pausable,
-        preempt_heads=opts.preempt_heads,
         lookahead_widths=opts.lookahead_widths,
         widths_forecast=opts.widths_forecast,
         preempt=opts.preempt,

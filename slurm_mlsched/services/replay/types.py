@@ -38,7 +38,6 @@ class ReplayOptions:
     queue_program: str = "per-job"
     lookahead: bool = True
     lookahead_pausable: bool = False  # with preemption, hold back pausable jobs too (§14.7)
-    preempt_heads: bool = True  # a pause's S on the room the reserved heads leave (§16)
     lookahead_widths: bool = False  # weigh narrower starts now too (formulation §14.7)
     widths_forecast: bool = False  # and count the forecast arrivals in that (§14.7)
     preempt: bool = True  # checkpoint-restart preemption under late binding (formulation
