@@ -478,6 +478,11 @@ def floor_term(
     below is higher and nothing more is tried, else golden section over
     [FLOOR_NU_MIN, 1] (:data:`FLOOR_STEPS` evaluations)."""
     fewest, a = float(jobs.fewest[i]), float(jobs.arrival[i])
+    start = int(jobs.arrival[i])
+    if not prices[start : start + span].any():
+        # no price in its window: g is linear in ν, highest at ν = 1 (``at_one``) or 0
+        # (d_i, which the caller's max(d_i, ·) adds): nothing to search (λ = 0, say)
+        return at_one
 
     def g(nu: float) -> float:
         inner, _ = _inner(jobs, i, prices, span, by_pieces, 1.0 / nu)
