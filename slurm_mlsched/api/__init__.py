@@ -43,6 +43,7 @@ EXPORTS: dict[str, tuple[str, str]] = {
     "ReconcileReport": ("services.reconcile", "ReconcileReport"),
     # The live queue
     "queue": ("api.live", "run_queue"),
+    "view_preemption": ("api.live", "view_preemption"),
     "replan": ("api.live", "run_replan"),
     "ReplanRequest": ("api.live", "ReplanRequest"),
     "QueueView": ("services.replan", "QueueView"),
@@ -301,6 +302,9 @@ if TYPE_CHECKING:  # the same names, for the type checker (a test keeps both equ
     from .live import (
         run_submit as submit,
     )
+    from .live import (
+        view_preemption as view_preemption,
+    )
     from .slurm_access import SlurmAccess as SlurmAccess
     from .slurm_access import slurm_access as open_slurm
     from .store_access import (
@@ -411,6 +415,7 @@ __all__ = [
     "submit_array",
     "submit_job",
     "this_process",
+    "view_preemption",
     "wait_array",
     "write_report",
 ]

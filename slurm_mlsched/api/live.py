@@ -42,8 +42,10 @@ from .slurm_access import SlurmAccess, slurm_access
 from .store_access import StoreContext, context, opened
 
 if TYPE_CHECKING:  # the re-plan loads when a command runs it
-    from ..services.preempt import LivePreemption
-    from ..services.replan import QueueView, ReplanReport, SlurmStarter
+    from ..services.preempt import LivePreemption, PreemptSettings
+    from ..services.replan import QueueView, ReplanReport, SlurmStarter, ViewPreemption
+    from ..slurm.runner import SlurmCommands
+    from ..storage import DecisionStore
 
 
 @dataclass(frozen=True)
@@ -305,20 +307,38 @@ def _preemption(config: Config, starter: SlurmStarter) -> LivePreemption | None:
     """The site's checkpoint-restart preemption for ``mlsub replan`` (config ``preempt``,
     docs/formulation.md §16 "Live"), or None when it is off. Only ``mlsub replan`` (the
     epilog, the safety net, an admin) preempts: a submission's own re-plan stays quick."""
-    from ..services.preempt import LivePreemption, PreemptSettings
+    from ..services.preempt import LivePreemption
 
     if not config.preempt:
         return None
-    return LivePreemption(
-        starter,
-        PreemptSettings(
-            wait_max_s=config.preempt_wait_max_s,
-            resize=config.preempt_resize,
-            defrag=config.preempt_defrag,
-            regather=config.preempt_regather,
-            restart_s=config.restart_s,
-        ),
+    return LivePreemption(starter, preempt_settings(config))
+
+
+def preempt_settings(config: Config) -> PreemptSettings:
+    """The site's preemption settings (config ``preempt_*``, ``restart_s``)."""
+    from ..services.preempt import PreemptSettings
+
+    return PreemptSettings(
+        wait_max_s=config.preempt_wait_max_s,
+        resize=config.preempt_resize,
+        defrag=config.preempt_defrag,
+        regather=config.preempt_regather,
+        restart_s=config.restart_s,
     )
+
+
+def view_preemption(
+    config: Config, slurm: SlurmCommands, store: DecisionStore
+) -> ViewPreemption | None:
+    """What ``mlsub queue`` (and ``mlsub metrics``' queue now) weigh of the site's
+    preemption: None when ``preempt`` is off; else the running jobs that consent, every
+    owner's (the re-plan that preempts, the epilog's, is root's), and the settings."""
+    from ..services.replan import SlurmStarter, ViewPreemption, preemptible
+
+    if not config.preempt:
+        return None
+    runs = preemptible(store, config.cluster_name, SlurmStarter(slurm), lambda _owner: True)
+    return ViewPreemption(runs, preempt_settings(config))
 
 
 def run_queue(request: ReplanRequest, *, clock: Clock, everyone: bool) -> QueueView:
@@ -342,4 +362,6 @@ def run_queue(request: ReplanRequest, *, clock: Clock, everyone: bool) -> QueueV
             cluster_name=ctx.config.cluster_name,
             slot_seconds=ctx.config.slot_seconds,
             user=None if everyone else ctx.viewer.user,
+            preempt=view_preemption(ctx.config, access.slurm, store),
+            gpu_speed=ctx.config.gpu_speed,
         )

@@ -161,13 +161,12 @@ def _values(ctx: StoreContext, *, live: bool) -> MetricValues:
 
 def _queue_now(ctx: StoreContext, now: datetime) -> QueueBound | None:
     from ..api import open_slurm as slurm_access
-    from ..api import queue_bound_now
+    from ..api import queue_bound_now, view_preemption
     from .highs_banner import silence_highs_banner
 
     silence_highs_banner()
-    with slurm_access("") as access:
+    with slurm_access("") as access, app_context().opened(ctx, reading=True) as store:
         state = access.node_state_source().read(now)
-    with app_context().opened(ctx, reading=True) as store:
         return queue_bound_now(
             store,
             state,
@@ -175,6 +174,8 @@ def _queue_now(ctx: StoreContext, now: datetime) -> QueueBound | None:
             cluster_name=ctx.config.cluster_name,
             slot_seconds=ctx.config.slot_seconds,
             timer=app_context().clock.monotonic,
+            preempt=view_preemption(ctx.config, access.slurm, store),
+            gpu_speed=ctx.config.gpu_speed,
         )
 
 

@@ -36,9 +36,11 @@ from ..storage import DecisionState, ReportRow
 from .report import decision_row
 
 if TYPE_CHECKING:  # the queue step loads the solver; only the live part needs it
+    from ..model.gpu_speed import GpuSpeeds
     from ..sim.queue_estimate import QueueEstimate
     from ..slurm.nodes import NodeState
     from ..storage import DecisionStore
+    from .replan import ViewPreemption
 
 #: Upper bounds of the relative prediction error histogram (``le``; +Inf is added).
 ERROR_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
@@ -221,18 +223,22 @@ def queue_bound_now(
     cluster_name: str,
     slot_seconds: float,
     timer: Callable[[], float],
+    preempt: ViewPreemption | None = None,
+    gpu_speed: GpuSpeeds = (),
 ) -> QueueBound:
     """The queue now exactly as ``mlsub queue`` shows it (``replan.queue_view``: one
     re-plan step over the cluster's queued decisions, in their node groups, read in one
     store snapshot without the planning lock; nothing recorded or started), with the
     re-plan steps timed by ``timer`` (seconds, monotonic; the estimate is not counted),
-    and the queue's plan ÷ lower bound (docs/formulation.md §14.9)."""
+    and the queue's plan ÷ lower bound (docs/formulation.md §14.9); ``preempt`` and
+    ``gpu_speed`` as ``mlsub queue`` weighs them."""
     from .clock import FixedClock
     from .replan import queue_view
 
     view = queue_view(
         store, state, clock=FixedClock(now), cluster_name=cluster_name,
-        slot_seconds=slot_seconds, user=None, timer=timer,
+        slot_seconds=slot_seconds, user=None, timer=timer, preempt=preempt,
+        gpu_speed=gpu_speed,
     )  # fmt: skip
     jobs = len(view.waiting) + len(view.would_start)
     return replace(of_estimate(view.bound, jobs), step_s=view.step_s)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -55,8 +55,11 @@ from ..errors import (
 from ..files.checkpoint_signal import CheckpointSignal, checkpoint_signal
 from ..files.sbatch_lines import parse_sbatch_lines, sort_lines
 from ..model import ClusterSnapshot, Decision, JobRequest, Reservation
+from ..model.gpu_speed import GpuSpeeds
 from ..model.narrowing import NodeFilter
 from ..placement.yu_rr.late_binding import QueueStep
+from ..placement.yu_rr.preemption import Preemption, without_jobs
+from ..placement.yu_rr.queue_order import keyer
 from ..sbatch.launch import Launch
 from ..sbatch.render import RenderedScript, render_sbatch
 from ..sbatch.tag import find_tags
@@ -93,6 +96,7 @@ from .preempt import (
     PreemptSettings,
     act,
     candidates,
+    count_for,
     record_preemptions,
     run_key,
     running_run,
@@ -393,17 +397,99 @@ def replan(
 
 def _preemptible(wiring: LiveWiring, slurm: Preempter) -> tuple[Candidate, ...]:
     """The running decisions of the cluster that consent to preemption and that this
-    process may preempt (``services/preempt.candidates``), read before the lock."""
+    process may preempt, read before the lock."""
+    return preemptible(wiring.store, wiring.cluster_name, slurm, slurm.may_start)
+
+
+def preemptible(
+    store: DecisionStore,
+    cluster_name: str,
+    slurm: Preempter,
+    may_act: Callable[[str], bool],
+) -> tuple[Candidate, ...]:
+    """The running decisions of ``cluster_name`` that consent to preemption and whose
+    owner ``may_act`` says a re-plan may act for (``services/preempt.candidates``)."""
     from ..storage import HistoryFilter
 
     jobs = slurm.jobs()
     records = []
     for state in (S.SUBMITTED, S.RUNNING):
-        for s in wiring.store.history(HistoryFilter(state=state, cluster=wiring.cluster_name)):
+        for s in store.history(HistoryFilter(state=state, cluster=cluster_name)):
             status = jobs.get(s.slurm_job_id or "")
             if status is not None and status.phase == "running":
-                records.append(wiring.store.get(s.decision_id))
-    return candidates(records, jobs, wiring.cluster_name, slurm.may_start)
+                records.append(store.get(s.decision_id))
+    return candidates(records, jobs, cluster_name, may_act)
+
+
+@dataclass(frozen=True)
+class GroupPauses:
+    """What the preemption rule does for one node group (:func:`group_pauses`)."""
+
+    step: QueueStep | None
+    """The step to take: with ``paused``, the step taken with those pauses (the paused
+    jobs wait in it under their run keys); without, with resize, the step with its narrow
+    starts; None: the plain step."""
+    paused: tuple[Preemption, ...]
+    by_run: dict[str, Candidate]  # the candidates by run key (``preempt.run_key``)
+    by_key: dict[str, QueueEntry]  # the group's entries by step key
+
+
+def group_pauses(
+    entries: Sequence[QueueEntry],
+    runs: Sequence[Candidate],
+    cluster: ClusterState,
+    settings: PreemptSettings,
+    *,
+    where: str,
+    taken: Collection[int] = (),
+    startable: Callable[[int], bool] = lambda _id: True,
+    base: QueueEntry | None = None,
+) -> GroupPauses:
+    """The replay's preemption rule over this group (``live_queue.preempting_step``), pure:
+    the running candidates not in ``taken`` (decision ids already paused at this event),
+    the pauses it keeps and the step to take. A grow is kept only for a job whose own
+    nodes rules (``where``: :func:`where_key`) are the group's, so it is decided on the
+    nodes it may use; the pauses are kept only when each one made for waiting jobs is for
+    at least one that ``startable`` says this process may start (else the step was taken
+    with pauses that will not happen, and the plain step is the one to take). ``base``:
+    the parameters when ``entries`` is empty (``live_queue.preempting_step``)."""
+    by_run: dict[str, Candidate] = {}
+    running = []
+    for c in runs:
+        if c.record.decision_id in taken:
+            continue
+        run = running_run(c, cluster.snapshot)
+        if run is not None:
+            by_run[run_key(c.record.decision_id)] = c
+            running.append(run)
+    by_key = {e.key: e for e in entries}
+    if not running and not settings.resize:
+        return GroupPauses(None, (), by_run, by_key)
+    step, by_key, paused = preempting_step(
+        entries,
+        running,
+        cluster.snapshot,
+        resize=settings.resize,
+        defrag=settings.defrag,
+        regather=settings.regather,
+        base=base,
+        restart_s=settings.restart_s,
+    )
+    if not paused:  # with resize, the step holds its narrow starts
+        return GroupPauses(step if settings.resize else None, (), by_run, by_key)
+    paused = tuple(p for p in paused if p.for_jobs or where_key(by_run[p.job_id].record) == where)
+    ids = decision_ids(by_key)
+    fine = all(
+        not p.for_jobs or any(k in ids and startable(ids[k]) for k in p.for_jobs) for p in paused
+    )
+    if not paused or not fine:  # nothing pays, or it is for jobs this process may not start
+        return GroupPauses(None, (), by_run, by_key)  # (the step was taken with them)
+    return GroupPauses(step, paused, by_run, by_key)
+
+
+def decision_ids(by_key: Mapping[str, QueueEntry]) -> dict[str, int]:
+    """The decision id of each stored entry, by step key."""
+    return {k: e.record.decision_id for k, e in by_key.items() if e.record is not None}
 
 
 def _preempt_group(
@@ -419,46 +505,19 @@ def _preempt_group(
     where: str,
     base: QueueEntry | None = None,
 ) -> tuple[bool, QueueStep | None]:
-    """The replay's preemption rule over this group (``live_queue.preempting_step``):
-    when it pauses jobs for queued jobs this process may start, or (the site's
-    ``preempt_resize``) to start them again wider, record them ``preempting`` (appended to
-    ``chosen``) and say so; else change nothing, and with resize give back the step (its
-    narrow starts) for the caller to take. A grow is kept only for a job whose own nodes
-    rules (``where``: :func:`where_key`) are the group's, so it is decided on the nodes it
-    may use. ``base``: the parameters when ``entries`` is empty
-    (``live_queue.preempting_step``)."""
-    taken = {c.record.decision_id for c in chosen}
-    by_run: dict[str, Candidate] = {}
-    running = []
-    for c in runs:
-        if c.record.decision_id in taken:
-            continue
-        run = running_run(c, cluster.snapshot)
-        if run is not None:
-            by_run[run_key(c.record.decision_id)] = c
-            running.append(run)
-    if not running and not settings.resize:
-        return False, None
-    step, by_key, paused = preempting_step(
-        entries,
-        running,
-        cluster.snapshot,
-        resize=settings.resize,
-        defrag=settings.defrag,
-        regather=settings.regather,
-        base=base,
-        restart_s=settings.restart_s,
-    )
-    if not paused:  # with resize, the step holds its narrow starts
-        return False, step if settings.resize else None
-    paused = tuple(p for p in paused if p.for_jobs or where_key(by_run[p.job_id].record) == where)
-    ids = {k: e.record.decision_id for k, e in by_key.items() if e.record is not None}
-    fine = all(not p.for_jobs or any(ids.get(k) in startable for k in p.for_jobs) for p in paused)
-    if not paused or not fine:  # nothing pays, or it is for jobs this process may not start
-        return False, None  # (the step was taken with them: the plain step instead)
+    """:func:`group_pauses` over this group, recorded: when it pauses jobs, record them
+    ``preempting`` (appended to ``chosen``) and say so; else change nothing, and with
+    resize give back the step (its narrow starts) for the caller to take."""
+    got = group_pauses(
+        entries, runs, cluster, settings, where=where, base=base,
+        taken={c.record.decision_id for c in chosen}, startable=startable.__contains__,
+    )  # fmt: skip
+    if not got.paused:
+        return False, got.step
     recorded = record_preemptions(
-        tx, paused, by_run, ids, clock=wiring.clock, process=wiring.process
-    )
+        tx, got.paused, got.by_run, decision_ids(got.by_key), clock=wiring.clock,
+        process=wiring.process,
+    )  # fmt: skip
     chosen.extend(recorded)
     return bool(recorded), None
 
@@ -926,6 +985,69 @@ def as_owner(argv: list[str], owner: str, euid: int) -> list[str]:
 
 
 @dataclass(frozen=True)
+class WouldPause:
+    """A running job the next preempting re-plan would pause (``mlsub queue`` where the
+    site's ``preempt`` is on, docs/formulation.md §16 "Live"): checkpointed, requeued held
+    and started again by a later step (at once, for a resize, a move or a regather)."""
+
+    decision_id: int
+    user: str
+    job_name: str
+    slurm_job_id: str | None
+    kind: str  # "pause" (for waiting jobs), "move", "resize" (a grow) or "regather"
+    for_decisions: tuple[int, ...]  # the queued decisions it makes room for
+    gain_s: float  # as ``Preempted.gain_s``
+    cost_s: float
+    estimated_restart: datetime | None  # None: no estimate could be made
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        restart = self.estimated_restart
+        return {
+            **asdict(self),
+            "for_decisions": list(self.for_decisions),
+            "estimated_restart": None if restart is None else restart.isoformat(),
+        }
+
+
+def pause_kind(p: Preemption) -> str:
+    """What a preemption is, in one word (:class:`WouldPause`)."""
+    if p.move:
+        return "move"
+    if p.regather:
+        return "regather"
+    return "pause" if p.for_jobs else "resize"
+
+
+def pause_reason(p: Preemption, for_ids: Sequence[int]) -> str:
+    """Why the rule would pause it, in words (``mlsub queue``)."""
+    ids = ", ".join(map(str, for_ids)) or "—"
+    kind = pause_kind(p)
+    weighed = (
+        f"the queue completes {p.gain_s:g} s sooner in total, its restart cost included"
+        if p.net
+        else f"gain {p.gain_s:g} s > restart cost {p.cost_s:g} s"
+    )
+    if kind == "move":
+        return f"moves to a node with fewer GPUs so that decision(s) {ids} start ({weighed})"
+    if kind == "regather":
+        return f"starts again co-located on one node (ends {p.gain_s:g} s sooner)"
+    if kind == "resize":
+        return f"starts again wider (ends {p.gain_s:g} s sooner)"
+    return f"paused for decision(s) {ids} ({weighed})"
+
+
+@dataclass(frozen=True)
+class ViewPreemption:
+    """The site's preemption as ``mlsub queue`` weighs it: the running jobs that consent
+    (:func:`preemptible`, every owner's: the re-plan that preempts is root's) and the
+    settings."""
+
+    runs: tuple[Candidate, ...]
+    settings: PreemptSettings
+
+
+@dataclass(frozen=True)
 class QueueView:
     """``mlsub queue``: the queued jobs in queue order (what a re-plan now would do, not
     committed): who would start now and, for the others, the estimated start and why."""
@@ -941,6 +1063,10 @@ class QueueView:
     step_s: float | None = None
     """How long the re-plan steps took (seconds; None when not timed, ``queue_view``'s
     ``timer``): not in the JSON, a figure of the run rather than of the queue."""
+    would_pause: tuple[WouldPause, ...] = ()
+    """Where the site preempts: the running jobs the next re-plan would pause."""
+    preempting: bool = False
+    """Whether the view weighed the site's preemption (its ``preempt`` setting)."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -948,6 +1074,8 @@ class QueueView:
             "now": self.now.isoformat(),
             "would_start": [w.to_json() for w in self.would_start],
             "waiting": [w.to_json() for w in self.waiting],
+            "preempting": self.preempting,
+            "would_pause": [p.to_json() for p in self.would_pause],
             "plan_vs_bound": bound_json(self.bound, self.bound_reason),
         }
 
@@ -956,10 +1084,14 @@ def estimate_step(
     step: QueueStep,
     entries: Sequence[QueueEntry],
     cluster: ClusterState,
+    *,
+    paused: Sequence[JobRequest] = (),
 ) -> tuple[QueueEstimate | None, str]:
     """The estimate of the queue one step left (sim/queue_estimate.py): the step's
     decisions as they are, the other entries list scheduled in queue order; running jobs
-    without an end (no time limit) as unknown ends. None and why when it cannot be made."""
+    without an end (no time limit) as unknown ends. ``paused``: the resumed requests of
+    the running jobs the step was taken with pausing (under their run keys; ``cluster``
+    without their reservations): they wait too. None and why when it cannot be made."""
     snapshot = cluster.snapshot
     decided = {d.job_id: d for d in (*step.started, *step.planned)}
     rejected = {k: f"cannot be placed: {e.message}" for k, e in step.rejected}
@@ -967,8 +1099,12 @@ def estimate_step(
         QueuedJob(e.request, decided.get(e.key), rejected.get(e.key, ""))
         for e in in_queue_order(entries, snapshot)
     ]
-    unknown = {j.job_id for j in cluster.jobs if j.end_time is None}
     params = entries[0].params if entries else None
+    if paused and params is not None:
+        key = keyer(snapshot.machines, snapshot.slot_seconds, params.aging, params.aging_unit)
+        more = [QueuedJob(r, decided.get(r.job_id)) for r in paused]
+        waiting = sorted([*waiting, *more], key=lambda q: key(q.request))  # stable
+    unknown = {j.job_id for j in cluster.jobs if j.end_time is None}
     try:
         return estimate_queue(
             waiting, snapshot, cluster.now, params=params, unknown_ends=unknown
@@ -998,50 +1134,93 @@ def queue_view(
     slot_seconds: float,
     user: str | None,
     timer: Callable[[], float] | None = None,
+    preempt: ViewPreemption | None = None,
+    gpu_speed: GpuSpeeds = (),
 ) -> QueueView:
     """One re-plan step over every queued job, read in one store snapshot without the
-    planning lock (nothing is recorded or started); ``user``: only that user's rows. The
-    groups of :func:`policy_groups` are stepped as :func:`replan` steps them, each on the
-    nodes it may use and around the would-be starts of the groups before. ``timer``
-    (seconds, monotonic): when given, the steps are timed (``QueueView.step_s``; the
-    estimate is not counted), as ``mlsub metrics`` reports them."""
+    planning lock (nothing is recorded, started or paused); ``user``: only that user's
+    rows (and the pauses of their running jobs or for their queued ones). The groups of
+    :func:`policy_groups` are stepped as :func:`replan` steps them, each on the nodes it
+    may use and around the would-be starts of the groups before. ``preempt`` (the site's
+    ``preempt`` on): each group's step is the preempting re-plan's, as root's ``mlsub
+    replan`` would take it (pauses for any user's queued jobs): the jobs it would pause
+    are listed with their estimated restart, wait in the estimate with their work left,
+    and hold nothing in the later groups' steps. ``gpu_speed``: the site's speed table,
+    as the re-plan reads it. ``timer`` (seconds, monotonic): when given, the steps are
+    timed (``QueueView.step_s``; the estimate is not counted), as ``mlsub metrics``
+    reports them."""
     now = clock.now()
     waiting: list[Waiting] = []
     starting: list[Waiting] = []
+    pausing: list[WouldPause] = []
     taken: list[Reservation] = []  # what the groups before would start, and their plans
+    gone: dict[str, int] = {}  # run key -> decision id of the jobs the groups before pause
     estimates: list[QueueEstimate] = []  # one per node group
     whys: list[str] = []  # why a group's estimate could not be made
     step_s = 0.0
+    seen: set[str] = set()
+
+    def around(cluster: ClusterState) -> ClusterState:
+        """``cluster`` with what the groups before would start and plan, without what
+        they would pause."""
+        cluster = held_too(cluster, taken)
+        if not gone:
+            return cluster
+        return replace(cluster, snapshot=without_jobs(cluster.snapshot, set(gone)))
+
+    def clocked() -> float:
+        return timer() if timer is not None else 0.0
+
     with store.viewing(cluster_name) as tx:
         groups = policy_groups(tx.queued())
+        mine = {r.decision_id for g in groups for r in g if user in (None, r.summary.user)}
         for group in groups or [[]]:
             partition, narrowing = where_allowed(group[0]) if group else (None, NodeFilter())
-            cluster = stored_and_running(
-                tx, state, now, slot_seconds, cluster_name,
-                partition=partition, narrowing=narrowing,
+            where = where_key(group[0]) if group else ""
+            seen.add(where)
+            cluster = around(
+                stored_and_running(
+                    tx, state, now, slot_seconds, cluster_name,
+                    partition=partition, narrowing=narrowing, gpu_speed=gpu_speed,
+                )
             )  # fmt: skip
-            cluster = held_too(cluster, taken)
             snapshot = cluster.snapshot
             entries = [rebased(r, snapshot) for r in group]
-            began = timer() if timer is not None else 0.0
-            step, by_key = queue_step(entries, snapshot)
-            if timer is not None:
-                step_s += timer() - began
-            estimate, why = estimate_step(step, entries, cluster)
+
+            began = clocked()
+            got = _view_step(entries, cluster, preempt, where=where, taken=set(gone.values()))
+            step_s += clocked() - began
+            step, by_key = got.step, got.by_key
+            assert step is not None  # _view_step gives the step to take
+            requests = {k: e.request for k, e in by_key.items()}
+            requests.update((p.job_id, p.resumed) for p in got.paused)
+            after = cluster
+            if got.paused:
+                gone.update((p.job_id, got.by_run[p.job_id].record.decision_id) for p in got.paused)
+                after = replace(cluster, snapshot=without_jobs(snapshot, set(gone)))
+            resumed = [p.resumed for p in got.paused]
+            estimate, why = estimate_step(step, entries, after, paused=resumed)
             if estimate is not None:
                 estimates.append(estimate)
             else:
                 whys.append(why)
+            ids = decision_ids(by_key)
+            pausing += _would_pause(got, ids, step, estimate, snapshot, now, user, mine)
+            for_pause = {k: p for p in got.paused for k in p.for_jobs}
             rows = reasons(step, entries, snapshot)
             waiting += [with_estimate(w, estimate) for w in rows if user in (None, w.user)]
             for d in step.planned:  # a later group may not delay them (:func:`held_too`)
-                taken.extend(d.reservations(by_key[d.job_id].request))
+                taken.extend(d.reservations(requests[d.job_id]))
             for d in step.started:
-                entry = by_key[d.job_id]
-                taken.extend(d.reservations(entry.request))
-                record = entry.record
+                taken.extend(d.reservations(requests[d.job_id]))
+                entry = by_key.get(d.job_id)
+                record = None if entry is None else entry.record
                 if record is None or user not in (None, record.summary.user):
-                    continue
+                    continue  # a paused job started again at once: its row says so
+                how = f"can start now on {compact_placement(d)}: the next re-plan starts it"
+                p = for_pause.get(d.job_id)
+                if p is not None:
+                    how += f" once it has paused decision {gone[p.job_id]} ({pause_kind(p)})"
                 row = Waiting(
                     record.decision_id,
                     record.summary.user,
@@ -1049,10 +1228,105 @@ def queue_view(
                     record.summary.slurm_job_id,
                     0,
                     snapshot.slot_start(d.start_slot),
-                    f"can start now on {compact_placement(d)}: the next re-plan starts it",
+                    how,
                 )
                 starting.append(with_estimate(row, estimate))
+        if preempt is not None and preempt.settings.resize:
+            # the running jobs no queued group shares nodes rules with: a grow only
+            for where, group_runs in _by_where(preempt.runs).items():
+                if where in seen:
+                    continue
+                partition, narrowing = where_allowed(group_runs[0].record)
+                cluster = around(
+                    stored_and_running(
+                        tx, state, now, slot_seconds, cluster_name,
+                        partition=partition, narrowing=narrowing, gpu_speed=gpu_speed,
+                    )
+                )  # fmt: skip
+                base = rebased(group_runs[0].record, cluster.snapshot)
+                began = clocked()
+                got = group_pauses(
+                    [], group_runs, cluster, preempt.settings, where=where, base=base,
+                    taken=set(gone.values()),
+                )  # fmt: skip
+                step_s += clocked() - began
+                if got.step is None or not got.paused:
+                    continue
+                gone.update((p.job_id, got.by_run[p.job_id].record.decision_id) for p in got.paused)
+                pausing += _would_pause(got, {}, got.step, None, cluster.snapshot, now, user, mine)
+                resumed_of = {p.job_id: p.resumed for p in got.paused}
+                for d in got.step.started:  # the grown runs: a later group may not delay them
+                    if d.job_id in resumed_of:
+                        taken.extend(d.reservations(resumed_of[d.job_id]))
     bound = combined(estimates) if estimates and not whys else None
     why = "; ".join(whys)
     took = step_s if timer is not None else None
-    return QueueView(cluster_name, now, tuple(starting), tuple(waiting), bound, why, took)
+    return QueueView(
+        cluster_name, now, tuple(starting), tuple(waiting), bound, why, took,
+        tuple(pausing), preempt is not None,
+    )  # fmt: skip
+
+
+def _view_step(
+    entries: Sequence[QueueEntry],
+    cluster: ClusterState,
+    preempt: ViewPreemption | None,
+    *,
+    where: str,
+    taken: Collection[int],
+) -> GroupPauses:
+    """A group's step in :func:`queue_view`: the preempting re-plan's where the site
+    preempts (:func:`group_pauses`, for any user's queued jobs), else the plain step."""
+    if preempt is not None and entries and (preempt.runs or preempt.settings.resize):
+        got = group_pauses(
+            entries, preempt.runs, cluster, preempt.settings, where=where, taken=taken
+        )
+        if got.step is not None:
+            return got
+    step, by_key = queue_step(entries, cluster.snapshot)
+    return GroupPauses(step, (), {}, by_key)
+
+
+def _would_pause(
+    got: GroupPauses,
+    ids: Mapping[str, int],
+    step: QueueStep,
+    estimate: QueueEstimate | None,
+    snapshot: ClusterSnapshot,
+    now: datetime,
+    user: str | None,
+    mine: Collection[int],
+) -> list[WouldPause]:
+    """The rows of the jobs ``got`` pauses: those of ``user`` (None: every user's), or
+    for one of ``mine`` (the decision ids of ``user``'s queued jobs), with the restart
+    the step gives them (at once for a resize, a move, a regather) or the estimate's."""
+    decided = {d.job_id: d for d in (*step.started, *step.planned)}
+    by_job = estimate.by_job() if estimate is not None else {}
+    out = []
+    for p in got.paused:
+        record = got.by_run[p.job_id].record
+        for_ids = count_for(p, ids)
+        if user not in (None, record.summary.user) and not set(for_ids) & set(mine):
+            continue
+        d = decided.get(p.job_id)
+        est = by_job.get(p.job_id)
+        restart = (
+            max(now, snapshot.slot_start(d.start_slot))
+            if d is not None
+            else (est.start if est is not None else None)
+        )
+        out.append(
+            WouldPause(
+                record.decision_id,
+                record.summary.user,
+                record.summary.job_name,
+                record.summary.slurm_job_id,
+                pause_kind(p),
+                for_ids,
+                p.gain_s,
+                p.cost_s,
+                restart,
+                pause_reason(p, for_ids),
+            )
+        )
+    return out

@@ -119,6 +119,21 @@ def test_a_long_job_is_checkpointed_requeued_held_and_resumed_for_short_ones(
         cluster.jobs.append(int(s["slurm_job_id"]))
         assert s["state"] == "queued" and s["waits"], s  # a submission never preempts
     assert squeue(cluster, long_job, "%T") == "RUNNING"
+    short_ids = {s["decision_id"] for s in shorts}
+
+    # mlsub queue on the preempting site says what the next re-plan will do, and does none of it
+    view = preempting.json("queue", "--all")
+    shown = json.dumps(view, indent=1)
+    assert view["preempting"] is True, shown
+    (would,) = view["would_pause"]
+    assert (would["decision_id"], would["kind"]) == (long["decision_id"], "pause"), shown
+    assert would["for_decisions"] and set(would["for_decisions"]) <= short_ids, shown
+    assert would["slurm_job_id"] == long_job and would["estimated_restart"] is not None, shown
+    (first,) = view["would_start"]
+    assert first["decision_id"] in would["for_decisions"], shown
+    assert f"once it has paused decision {long['decision_id']}" in first["reason"], shown
+    assert squeue(cluster, long_job, "%T") == "RUNNING"  # the view paused nothing
+    assert mlsub.json("show", str(long["decision_id"]))["state"] in ("submitted", "running")
 
     report = preempting.json("replan")
     seen = squeue(cluster, long_job, "%T|%r")
@@ -128,12 +143,12 @@ def test_a_long_job_is_checkpointed_requeued_held_and_resumed_for_short_ones(
     (paused,) = report["preempted"]
     assert paused["decision_id"] == long["decision_id"] and paused["action"] == "requeued", said
     assert paused["signal"] == "USR1" and paused["waited_s"] == pytest.approx(10, abs=1.5)
-    short_ids = {s["decision_id"] for s in shorts}
     assert set(paused["for_decisions"]) <= short_ids and paused["for_decisions"]
     assert paused["net"] is True  # the default gain: the rollout's, net of the restart
     assert paused["gain_s"] > 0 and 0 < paused["work_done"] < LONG_STEPS
     started = [s for s in report["started"] if s["decision_id"] in short_ids]
     assert len(started) == 1, said
+    assert started[0]["decision_id"] == first["decision_id"], said  # as the view said
     # Slurm: the long job was requeued and is held (a re-plan starts it again)
     assert squeue(cluster, long_job, "%T") == "PENDING"
     shown = cluster.slurm.run(["scontrol", "show", "job", long_job])

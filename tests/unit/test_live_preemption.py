@@ -28,7 +28,15 @@ from slurm_mlsched.services.preempt import (
     candidates,
 )
 from slurm_mlsched.services.reconcile import plan_updates
-from slurm_mlsched.services.replan import ReplanReport, as_owner, replan
+from slurm_mlsched.services.replan import (
+    QueueView,
+    ReplanReport,
+    ViewPreemption,
+    as_owner,
+    preemptible,
+    queue_view,
+    replan,
+)
 from slurm_mlsched.services.submit import SubmitOutcome, submit_job
 from slurm_mlsched.slurm.jobs import JobStatus
 from slurm_mlsched.storage import DecisionRecord, DecisionState, SqlDecisionStore, open_store
@@ -477,6 +485,9 @@ def test_with_resize_a_waiting_job_starts_narrow_and_grows_when_the_room_frees(
     )
     # without resize N waits; with it, it starts now on node4's 2 free GPUs
     plain = LivePreemption(fake, PreemptSettings(wait_max_s=5.0, confirm_s=3.0))
+    ahead = view_of(store, live(store, tmp_path, sub, at=60), fake, resize.settings)
+    assert [w.decision_id for w in ahead.would_start] == [n.record.decision_id]
+    assert ahead.would_pause == () and "node4:1ps+2w" in ahead.would_start[0].reason
     assert replan(live(store, tmp_path, sub, at=60), fake, preempt=plain).started == ()
     report = replan(live(store, tmp_path, sub, at=60), fake, preempt=resize)
     (started,) = report.started
@@ -496,6 +507,12 @@ def test_with_resize_a_waiting_job_starts_narrow_and_grows_when_the_room_frees(
         live(store, tmp_path, sub, at=610), fake, preempt=replace(resize, settings=costly)
     )
     assert dear.preempted == () and fake.calls == []
+    # ``mlsub queue`` says so before it happens: N would be resized, restarting at once
+    # (nothing waits: the view's pass over the nodes no queued job may use)
+    (seen,) = view_of(store, live(store, tmp_path, sub, at=610), fake, resize.settings).would_pause
+    assert (seen.decision_id, seen.kind, seen.for_decisions) == (nid, "resize", ())
+    assert seen.estimated_restart == NOW + timedelta(seconds=610)
+    assert "starts again wider" in seen.reason and fake.calls == []
     grown = replan(live(store, tmp_path, sub, at=610), fake, preempt=resize)
     (p,) = grown.preempted
     assert (p.decision_id, p.action, p.for_decisions) == (nid, "requeued", ())
@@ -695,3 +712,73 @@ def test_a_queued_job_is_pausable_for_the_look_ahead_only_when_it_consents(
     assert consents(store.get(asks.record.decision_id))
     assert not consents(store.get(plain.record.decision_id))
     assert not consents(None)  # a job being submitted: no record yet
+
+
+# --- mlsub queue where the site preempts ---------------------------------------------------------
+
+
+def view_of(
+    store: SqlDecisionStore,
+    wired: LiveWiring,
+    fake: FakeSlurm,
+    settings: PreemptSettings | None,
+    user: str | None = None,
+) -> QueueView:
+    """``mlsub queue`` on ``wired``: with the site's preemption ``settings`` (None: off)."""
+    runs = preemptible(store, "lab", fake, lambda _owner: True)
+    return queue_view(
+        store,
+        wired.source.read(wired.clock.now()),
+        clock=wired.clock,
+        cluster_name="lab",
+        slot_seconds=wired.slot_seconds,
+        user=user,
+        preempt=None if settings is None else ViewPreemption(runs, settings),
+    )
+
+
+def test_mlsub_queue_shows_the_pause_the_next_replan_makes_and_does_nothing(
+    store: SqlDecisionStore, tmp_path: Path
+) -> None:
+    sc = scene(store, tmp_path)
+    wired = live(store, tmp_path, sc.sub, at=120)
+    settings = PreemptSettings(wait_max_s=5.0)
+    plain = view_of(store, wired, sc.slurm, None)
+    assert plain.would_start == () and plain.would_pause == () and not plain.preempting
+    assert [w.decision_id for w in plain.waiting] == [sc.short]
+
+    view = view_of(store, wired, sc.slurm, settings)
+    assert view.preempting
+    (p,) = view.would_pause
+    assert (p.decision_id, p.kind, p.for_decisions, p.slurm_job_id) == (
+        sc.long,
+        "pause",
+        (sc.short,),
+        "101",
+    )
+    assert p.gain_s > 0 and f"paused for decision(s) {sc.short}" in p.reason
+    (start,) = view.would_start
+    assert start.decision_id == sc.short and start.position == 0
+    assert f"once it has paused decision {sc.long} (pause)" in start.reason
+    # it restarts later, after the short job it gave way to: the estimate's start
+    assert start.estimate is not None and start.estimate.end is not None
+    assert p.estimated_restart is not None and p.estimated_restart >= start.estimate.end
+    # the short job starts now in the estimate too, and the plan vs bound counts both
+    assert start.estimated_start == wired.clock.now()
+    assert view.bound is not None and len(view.bound.jobs) == 2
+    as_json = view.to_json()
+    assert as_json["preempting"] is True
+    assert [x["decision_id"] for x in as_json["would_pause"]] == [sc.long]  # type: ignore[index]
+    # a view changes nothing: no Slurm call, every decision as it was
+    assert sc.slurm.calls == [] and store.get(sc.long).state == S.SUBMITTED
+    assert store.get(sc.short).state == S.QUEUED
+
+    # another user sees neither the pause nor the job (not theirs, not for theirs)
+    other = view_of(store, wired, sc.slurm, settings, user="someone-else")
+    assert other.would_pause == () and other.would_start == () and other.waiting == ()
+
+    # and the re-plan then does what the view said
+    report = replan(wired, sc.slurm, preempt=preempting(sc))
+    assert [(x.decision_id, x.action) for x in report.preempted] == [(sc.long, "requeued")]
+    assert [s.decision_id for s in report.started] == [sc.short]
+    assert report.started[0].placement in start.reason

@@ -93,6 +93,7 @@ def show_queue(view: QueueView, *, as_json: bool) -> None:
     rows = [*view.would_start, *view.waiting]
     if not rows:
         console.print("no queued jobs")
+        _show_pauses(view)
         return
     from rich import box
 
@@ -117,7 +118,23 @@ def show_queue(view: QueueView, *, as_json: bool) -> None:
             w.reason,
         )
     console.print(table)
+    _show_pauses(view)
     console.print(bound_line(view.bound, view.bound_reason))
+
+
+def _show_pauses(view: QueueView) -> None:
+    """Where the site preempts: the running jobs the next re-plan would pause."""
+    if not view.would_pause:
+        return
+    table = _plain_table("id", "user", "job", "slurm job", "would be", "est. restart", "why")
+    for p in view.would_pause:
+        table.add_row(
+            str(p.decision_id), p.user, p.job_name, p.slurm_job_id or "—",
+            "paused" if p.kind == "pause" else p.kind + "d", _compact_time(p.estimated_restart),
+            p.reason,
+        )  # fmt: skip
+    _out().print("running jobs the next re-plan would checkpoint and requeue (preempt = true):")
+    _out().print(table)
 
 
 #: How an estimated start was made, in words (sim/queue_estimate.py).
