@@ -306,6 +306,10 @@ def decode_params(d: Json) -> PlacementParams:
     m.setdefault("preempt_group", False)
     # nor did a spread job regather on a free node before the re-plan
     m.setdefault("preempt_regather", False)
+    # nor were a pause's jobs found around the reserved heads, nor did a pause stand for
+    # the jobs the re-plan started in its room other than its own
+    m.setdefault("preempt_heads", False)
+    m.setdefault("preempt_room", False)
     # the look-ahead held back a job's narrow start though a pause could take it back
     m.setdefault("lookahead_pausable", True)
     # a width look-ahead stored before ``widths_forecast`` existed weighed the forecast

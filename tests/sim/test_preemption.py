@@ -29,7 +29,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.errors import InputError
-from slurm_mlsched.model import ClusterSnapshot, Decision, Machine, Mode, Resources, SlotPlan
+from slurm_mlsched.model import (
+    ClusterSnapshot,
+    Decision,
+    Machine,
+    Mode,
+    Reservation,
+    Resources,
+    SlotPlan,
+)
 from slurm_mlsched.model.decision import Form
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.yu_rr.joint import replan_yu_rr
@@ -218,6 +226,95 @@ def test_the_rollout_counts_the_whole_queue_behind_a_node_that_frees_soon() -> N
     (p,) = choose(queue, runs, now, replace(exchange, preempt_gain="rollout"))
     assert p.job_id == "L" and p.for_jobs == ("q0",)
     assert p.gain_s == pytest.approx(29 * DELTA)
+
+
+def _head_and_follower() -> tuple[list[RunningRun], ClusterSnapshot, tuple[PendingJob, ...]]:
+    """One 4-GPU node: L (2 workers, to slot 99) and X (2 workers, to slot 9) hold it; at
+    slot 5 H (4 workers, 10 slots, the queue's head) and J (2 workers, 20 slots) wait."""
+    base = ClusterSnapshot(NODE.machines, slot_seconds=DELTA)
+    held: tuple[Reservation, ...] = ()
+    runs = []
+    for name, slots in (("L", 100), ("X", 10)):
+        job = make_job(name, workers=2, workload=NU * 2 * slots)
+        d = place_yu_rr(job, replace(base, reservations=held), PlacementParams())
+        assert (d.start_slot, d.end_slot, d.slots[0].workers) == (0, slots - 1, (("node1", 2),))
+        held = (*held, *d.reservations(job))
+        runs.append(RunningRun(job, len(runs), d))
+    now = replace(base, reservations=held, now_slot=5)
+    queue = (
+        PendingJob(make_job("H", workers=4, workload=NU * 4 * 10, arrival=4), 1),
+        PendingJob(make_job("J", workers=2, workload=NU * 2 * 20, arrival=5), 2),
+    )
+    return runs, now, queue
+
+
+def test_with_preempt_heads_a_pause_is_not_for_a_job_that_would_delay_the_reserved_head() -> None:
+    """Pausing L frees 2 GPUs now and the whole node from slot 10, where the re-plan
+    reserves H; J would start in L's room now but hold it past slot 10, so the re-plan
+    does not start it. Without ``preempt_heads`` (the default) the pause is chosen for J
+    and the re-plan drops it (a re-plan for nothing); with it, it is not chosen."""
+    runs, now, queue = _head_and_follower()
+    old = PlacementParams(preempt=True, aging=0.0)
+    assert not old.preempt_heads
+    (p,) = choose(queue, runs, now, old)
+    assert (p.job_id, p.for_jobs) == ("L", ("J",))
+    step, kept = replan_preempting(queue, runs, now, old, replan_yu_rr)
+    assert kept == () and "J" not in {d.job_id for d in step.started}
+    assert choose(queue, runs, now, replace(old, preempt_heads=True)) == ()
+
+
+def test_with_preempt_heads_the_room_passed_to_the_next_victim_holds_no_head_plan() -> None:
+    """Three 4-GPU nodes at slot 3: R0 (2 workers, to slot 39) and R2 (2, to 99) share
+    node1, R1 (4, to 39) holds node2, R3 (2, to 99) half of node3; Q0 (4 workers, 5
+    slots), Q1 (4 workers, one slot's work), Q2 (2) and Q3 (1 worker, 10 slots) wait.
+    The rule pauses R1 for Q1, then R0 for Q3. The first pause's room carries the plan of
+    a reserved head; a form that passed that room on to the next victim (reverted on
+    2026-12-06) reserved the head there a second time and found no job for R0."""
+    base = ClusterSnapshot(make_cluster(3, 4, 16).machines, slot_seconds=DELTA)
+    held: tuple[Reservation, ...] = ()
+    runs = []
+    for name, workers, slots, node in (
+        ("R0", 2, 40, "node1"), ("R1", 4, 40, "node2"), ("R2", 2, 100, "node1"),
+        ("R3", 2, 100, "node3"),
+    ):  # fmt: skip
+        job = make_job(name, workers=workers, workload=NU * workers * slots)
+        d = place_yu_rr(job, replace(base, reservations=held), PlacementParams())
+        assert (d.start_slot, d.end_slot, d.slots[0].workers) == (0, slots - 1, ((node, workers),))
+        held = (*held, *d.reservations(job))
+        runs.append(RunningRun(job, len(runs), d))
+    now = replace(base, reservations=held, now_slot=3)
+    queue = tuple(
+        PendingJob(make_job(name, workers=w, workload=NU * work, arrival=a), 10 + k)
+        for k, (name, w, work, a) in enumerate(
+            (("Q0", 4, 20, 2), ("Q1", 4, 2, 1), ("Q2", 2, 5, 3), ("Q3", 1, 10, 1))
+        )
+    )
+    params = PlacementParams(preempt=True, aging=0.0, preempt_heads=True)
+    chosen = choose(queue, runs, now, params)
+    assert [(p.job_id, p.for_jobs) for p in chosen] == [("R1", ("Q1",)), ("R0", ("Q3",))]
+
+
+def test_with_preempt_room_a_pause_stands_when_the_replan_starts_another_job_in_its_room() -> None:
+    """As above, and K (4 workers, 2 slots) waits too. The rule chooses L's pause for J
+    (J fits L's 2 GPUs at its requested width; K does not). The re-plan does not start J
+    (it would delay H) but starts K narrow in L's room now, on 2 workers to slot 8,
+    before H. Without ``preempt_room`` (the default) the pause is dropped, as J did not
+    start: K and H then wait to slots 10 and 14. With it the pause stands."""
+    runs, now, queue = _head_and_follower()
+    queue = (*queue, PendingJob(make_job("K", workers=4, workload=NU * 4 * 2, arrival=5), 3))
+    old = PlacementParams(preempt=True, aging=0.0)
+    assert not old.preempt_room
+    (p,) = choose(queue, runs, now, old)
+    assert (p.job_id, p.for_jobs) == ("L", ("J",))
+    step, kept = replan_preempting(queue, runs, now, old, replan_yu_rr)
+    assert kept == () and step.started == ()
+    assert {d.job_id: d.start_slot for d in step.planned} == {"K": 10, "H": 14}
+    step, kept = replan_preempting(queue, runs, now, replace(old, preempt_room=True), replan_yu_rr)
+    assert [(k.job_id, k.for_jobs) for k in kept] == [("L", ("J",))]
+    ((k_run),) = step.started
+    assert (k_run.job_id, k_run.start_slot, k_run.end_slot) == ("K", 5, 8)
+    assert k_run.slots[0].workers == (("node1", 2),)
+    assert {d.job_id: d.start_slot for d in step.planned} == {"H": 10, "J": 20}
 
 
 def _two_on_one_node(

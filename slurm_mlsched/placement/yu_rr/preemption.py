@@ -189,10 +189,12 @@ from .arrival import Arrival
 from .late_binding import PendingJob, QueueStep, ordered
 from .list_schedule import (
     arrival_of,
+    earliest_requested,
     fewest_requested_slots,
     listed,
     rate_bound,
     requested_at,
+    usage,
 )
 from .queue_order import keyer
 
@@ -387,19 +389,31 @@ def choose(
         freed: Residual, below: tuple[float, int, str]
     ) -> tuple[list[tuple[_Blocked, int]], Residual]:
         """The blocked jobs with a key < ``below`` that start now at their requested
-        width in ``freed``, in queue order, each on what the ones before it leave."""
-        room = freed
+        width in ``freed``, in queue order, each on what the ones before it leave, and
+        the room they leave. With ``preempt_heads`` the first ``reserve_depth`` of them
+        that do not start hold their earliest start at that width before the later ones
+        are tried, as the re-plan reserves them; the room returned is without those plans
+        (they are the re-plan's, not the pause's)."""
+        room = left = freed
         free = room.at(now).sum(axis=0)
         taken: list[tuple[_Blocked, int]] = []
+        heads = 0
         for b in blocked:
-            if b.key >= below or not _may_fit(b.least, free):
-                continue
-            got = requested_at(arrival_of(b.pending.request, delta, room, params, now), room, now)
-            if got is None:
-                continue
-            end, room, _ = got
-            taken.append((b, end - now + 1))
-        return taken, room
+            arr: Arrival | None = None
+            if b.key < below and _may_fit(b.least, free):
+                arr = arrival_of(b.pending.request, delta, room, params, now)
+                got = requested_at(arr, room, now)
+                if got is not None:
+                    end, room, shape = got
+                    # once heads are reserved in ``room``, the room passed on lacks them
+                    left = left.minus(usage(arr, shape), now, end + 1) if heads else room
+                    taken.append((b, end - now + 1))
+                    continue
+            if params.preempt_heads and heads < params.reserve_depth:
+                heads += 1  # a reserved head: the jobs after it may not delay its plan
+                arr = arr or arrival_of(b.pending.request, delta, room, params, now)
+                _, room, _ = earliest_requested(arr, room)
+        return taken, left
 
     for victim in victims:
         kj, run, req, _, charge = victim
@@ -1148,10 +1162,15 @@ def _replan_pausing(
         if shrunk:
             step = replace(step, started=(*step.started, *shrunk))
         colocated = {d.job_id for d in step.started if d.slots[0].mode == Mode.COLOCATED}
+        used = (
+            _room_used(chosen, step, (*pending, *extra), snapshot, ids, params)
+            if params.preempt_room
+            else set()
+        )
         wasted = {
             p.job_id
             for p in chosen
-            if not now_started.intersection(p.for_jobs)
+            if (not now_started.intersection(p.for_jobs) and p.job_id not in used)
             or (p.move and (p.job_id not in now_started or not colocated & set(p.for_jobs)))
             or (p.job_id in now_started and not params.preempt_migrate and not p.move)
         }
@@ -1161,6 +1180,45 @@ def _replan_pausing(
             return step, chosen
         chosen = tuple(p for p in chosen if p.job_id not in wasted)
     return queue(pending, snapshot, params, recent), ()
+
+
+def _room_used(
+    chosen: Sequence[Preemption],
+    step: QueueStep,
+    waiting: Sequence[PendingJob],
+    snapshot: ClusterSnapshot,
+    paused: set[str],
+    params: PlacementParams,
+) -> set[str]:
+    """The paused jobs in whose room ``step`` starts, now, jobs ahead of them in the queue
+    (``preempt_room``): on a machine the paused job holds now, the jobs the step starts
+    now whose queue key is below the paused job's resumed key (the jobs a pause may be
+    for: none overtakes it otherwise) use more of some resource than the machine has free
+    with every paused job still on it. Pure."""
+    now = snapshot.now_slot
+    free = residual_from(snapshot, now).at(now)
+    index = snapshot.machine_index()
+    key = keyer(snapshot.machines, snapshot.slot_seconds, params.aging, params.aging_unit)
+    requests = {p.request.job_id: p.request for p in waiting}
+    starts = [d for d in step.started if d.job_id not in paused and d.start_slot == now]
+    out: set[str] = set()
+    for p in chosen:
+        below = key(p.resumed)
+        use = np.zeros_like(free)
+        for d in starts:
+            if key(requests[d.job_id]) >= below:
+                continue
+            for r in d.reservations(requests[d.job_id]):
+                if r.start_slot <= now < r.end_slot:
+                    use[index[r.machine]] += r.usage.as_tuple()
+        held = {
+            index[r.machine]
+            for r in snapshot.reservations
+            if r.job_id == p.job_id and r.start_slot <= now < r.end_slot
+        }
+        if any((use[i] > free[i] + 1e-9).any() for i in held):
+            out.add(p.job_id)
+    return out
 
 
 def grow(
