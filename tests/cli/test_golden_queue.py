@@ -14,7 +14,7 @@ import pytest
 
 from slurm_mlsched.cli import output
 from slurm_mlsched.services.preempt import Preempted
-from slurm_mlsched.services.replan import QueueView, ReplanReport, Started, Waiting
+from slurm_mlsched.services.replan import QueueView, ReplanReport, Started, Waiting, WouldPause
 from slurm_mlsched.sim.queue_estimate import JobEstimate, QueueEstimate, bound_json
 from tests.golden_json import assert_golden
 
@@ -71,6 +71,47 @@ def test_queue_view_golden() -> None:
     rows = estimated(WAITING)
     view = QueueView("lab", NOW, would_start=rows[:1], waiting=rows[1:], bound=BOUND)
     assert_golden("queue/queue", view.to_json())
+
+
+#: Where the site preempts: carol's job 31 would be paused for decision 7, dave's grown.
+PAUSES = (
+    WouldPause(3, "carol", "long-gpt", "31", "pause", (7,), 5400.0, 30.0, LATER, "paused for "
+               "decision(s) 7 (the queue completes 5400 s sooner in total, its restart cost "
+               "included)"),
+    WouldPause(4, "dave", "vit", "32", "resize", (), 1800.0, 30.0, NOW,
+               "starts again wider (ends 1800 s sooner)"),
+)  # fmt: skip
+
+
+def test_queue_view_golden_where_the_site_preempts() -> None:
+    rows = estimated(WAITING)
+    start = replace(rows[0], position=0, reason="can start now on node1:4w+1ps: the next "
+                    "re-plan starts it once it has paused decision 3 (pause)")  # fmt: skip
+    view = QueueView(
+        "lab", NOW, would_start=(start,), waiting=rows[1:], bound=BOUND, would_pause=PAUSES,
+        preempting=True,
+    )  # fmt: skip
+    assert_golden("queue/queue_preempting", view.to_json())
+
+
+def test_the_pause_table_reads_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mlsub queue`` where the site preempts: under the queue, the running jobs the next
+    re-plan would checkpoint and requeue, each with what it would be, its estimated
+    restart and why; the plan vs bound line stays last."""
+    rows = estimated(WAITING)
+    view = QueueView("lab", NOW, rows[:1], rows[1:], BOUND, would_pause=PAUSES, preempting=True)
+    lines = rendered(monkeypatch, 80, lambda: output.show_queue(view, as_json=False))
+    k = lines.index("running jobs the next re-plan would checkpoint and requeue (preempt = true):")
+    pauses = [line for line in lines[k:] if re.match(r"\d+ +\w+ +\S+ +\d+ ", line)]
+    assert [line.split()[:5] for line in pauses] == [
+        ["3", "carol", "long-gpt", "31", "paused"], ["4", "dave", "vit", "32", "resized"],
+    ], lines  # fmt: skip
+    assert "03-01 11:00" in pauses[0] and "03-01 10:07" in pauses[1], lines
+    assert lines[-1].startswith("plan 1.07 × lower bound"), lines
+    # no queued job, but a grow where nothing waits: the pause table alone
+    alone = QueueView("lab", NOW, (), (), None, would_pause=PAUSES[1:], preempting=True)
+    lines = rendered(monkeypatch, 80, lambda: output.show_queue(alone, as_json=False))
+    assert lines[0] == "no queued jobs" and any(line.startswith("4 ") for line in lines), lines
 
 
 def test_plan_vs_bound_has_the_same_keys_without_an_estimate() -> None:
