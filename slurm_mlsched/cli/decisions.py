@@ -156,10 +156,46 @@ def explain(
     ctx = _ctx(db_url)
     with app_context().opened(ctx, reading=True) as store:
         data = api.explain(store, ctx.viewer, decision_id)
-        queued = store.get(decision_id).state.value == "queued"
-    if queued:
+        state = store.get(decision_id).state.value
+    if state == "queued":
         data = _why_it_waits(data, decision_id, db_url, ctx.viewer.is_admin)
+    elif state in ("submitted", "running") and ctx.config.preempt:
+        data = _pause_ahead(data, decision_id, db_url, ctx.viewer.is_admin)
     output.show_explanation(data, as_json=as_json, all_trials=trials)
+
+
+def _pause_ahead(
+    data: Explanation, decision_id: int, db_url: str | None, admin: bool
+) -> Explanation:
+    """A running decision where the site preempts (``preempt = true``): whether the next
+    re-plan would checkpoint and requeue it, from the same view as ``mlsub queue``
+    (nothing is paused)."""
+    from dataclasses import replace
+
+    from ..api import ReplanRequest
+    from ..api import queue as run_queue
+    from ..errors import MlschedError
+
+    try:
+        view = run_queue(ReplanRequest(None, db_url), clock=app_context().clock, everyone=admin)
+    except MlschedError as err:
+        line = f"running; the site preempts, and the live cluster could not be read ({err.message})"
+        return replace(data, why=(line, *data.why))
+    p = next((p for p in view.would_pause if p.decision_id == decision_id), None)
+    if p is None:
+        line = "running; the site preempts, and a re-plan now would not pause it"
+        return replace(data, why=(line, *data.why))
+    what = "pause" if p.kind == "pause" else p.kind
+    restart = (
+        ""
+        if p.estimated_restart is None
+        else (f"; estimated restart {p.estimated_restart:%m-%d %H:%M} UTC")
+    )
+    line = (
+        f"running: the next re-plan would {what} it (checkpoint signal, requeue held): "
+        f"{p.reason}{restart} (mlsub queue)"
+    )
+    return replace(data, why=(line, *data.why), would_pause=p.to_json())
 
 
 def _why_it_waits(

@@ -10,6 +10,7 @@ the same attributes the JSON is built from.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -345,6 +346,9 @@ class Explanation:
     resolved: Resolve
     queue: QueuePlace | None = None
     queue_unknown: bool = False
+    would_pause: Mapping[str, object] | None = None
+    """A running decision where the site preempts: what the next re-plan would do to it
+    (``replan.WouldPause.to_json``), when it would pause it."""
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -374,4 +378,6 @@ class Explanation:
             out["queue"] = self.queue.to_json()
         elif self.queue_unknown:
             out["queue"] = None
+        if self.would_pause is not None:
+            out["would_pause"] = dict(self.would_pause)
         return out

@@ -132,6 +132,9 @@ def test_a_long_job_is_checkpointed_requeued_held_and_resumed_for_short_ones(
     (first,) = view["would_start"]
     assert first["decision_id"] in would["for_decisions"], shown
     assert f"once it has paused decision {long['decision_id']}" in first["reason"], shown
+    explained = preempting.json("explain", str(long["decision_id"]))
+    assert explained["would_pause"]["for_decisions"] == would["for_decisions"], explained
+    assert explained["why"][0].startswith("running: the next re-plan would pause it"), explained
     assert squeue(cluster, long_job, "%T") == "RUNNING"  # the view paused nothing
     assert mlsub.json("show", str(long["decision_id"]))["state"] in ("submitted", "running")
 
