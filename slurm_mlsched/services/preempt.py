@@ -407,6 +407,17 @@ def count_for(p: Preemption, ids: Mapping[str, int]) -> tuple[int, ...]:
     return tuple(ids[k] for k in p.for_jobs if k in ids)
 
 
+def weighed(p: Preemption) -> str:
+    """What a pause for waiting jobs was weighed by, in words (its ``preempting``
+    transition, ``mlsub queue``)."""
+    if p.net:
+        return (
+            f"the queue completes {p.gain_s:g} s sooner in total, its restart cost "
+            f"{p.cost_s:g} s included"
+        )
+    return f"gain {p.gain_s:g} s > restart cost {p.cost_s:g} s"
+
+
 def record_preemptions(
     tx: PlanningSession,
     chosen: Sequence[Preemption],
@@ -425,12 +436,6 @@ def record_preemptions(
         if c.record.state not in (S.SUBMITTED, S.RUNNING):
             continue
         if p.for_jobs:
-            weighed = (
-                f"the queue completes {p.gain_s:g} s sooner in total, its restart cost "
-                f"{p.cost_s:g} s included"
-                if p.net
-                else f"gain {p.gain_s:g} s > restart cost {p.cost_s:g} s"
-            )
             what = (
                 f"{MOVE_DETAIL} (it starts again at once on a node with fewer GPUs) so that "
                 "decision(s)"
@@ -438,7 +443,7 @@ def record_preemptions(
                 else "replan: preempted for decision(s)"
             )
             more = " start co-located on the node it leaves" if p.move else ""
-            why = f"{what} {', '.join(map(str, for_ids)) or '—'}{more} ({weighed})"
+            why = f"{what} {', '.join(map(str, for_ids)) or '—'}{more} ({weighed(p)})"
         elif p.regather:  # a regather: the job starts again on one node, ahead of the queue
             why = (
                 f"{RESIZE_DETAIL} to start again co-located on one node before the queue is "

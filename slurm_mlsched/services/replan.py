@@ -101,6 +101,7 @@ from .preempt import (
     run_key,
     running_run,
     wait_room_freed,
+    weighed,
 )
 from .process_id import ProcessId, alive, boot_id
 
@@ -1023,18 +1024,13 @@ def pause_reason(p: Preemption, for_ids: Sequence[int]) -> str:
     """Why the rule would pause it, in words (``mlsub queue``)."""
     ids = ", ".join(map(str, for_ids)) or "—"
     kind = pause_kind(p)
-    weighed = (
-        f"the queue completes {p.gain_s:g} s sooner in total, its restart cost included"
-        if p.net
-        else f"gain {p.gain_s:g} s > restart cost {p.cost_s:g} s"
-    )
     if kind == "move":
-        return f"moves to a node with fewer GPUs so that decision(s) {ids} start ({weighed})"
+        return f"moves to a node with fewer GPUs so that decision(s) {ids} start ({weighed(p)})"
     if kind == "regather":
         return f"starts again co-located on one node (ends {p.gain_s:g} s sooner)"
     if kind == "resize":
         return f"starts again wider (ends {p.gain_s:g} s sooner)"
-    return f"paused for decision(s) {ids} ({weighed})"
+    return f"paused for decision(s) {ids} ({weighed(p)})"
 
 
 @dataclass(frozen=True)
