@@ -428,8 +428,9 @@ class GroupPauses:
 
     step: QueueStep | None
     """The step to take: with ``paused``, the step taken with those pauses (the paused
-    jobs wait in it under their run keys); without, with resize, the step with its narrow
-    starts; None: the plain step."""
+    jobs wait in it under their run keys), None when it was taken with a grow that is not
+    kept (the re-plan after the pauses then decides); without, with resize, the step with
+    its narrow starts; None: the plain step."""
     paused: tuple[Preemption, ...]
     by_run: dict[str, Candidate]  # the candidates by run key (``preempt.run_key``)
     by_key: dict[str, QueueEntry]  # the group's entries by step key
@@ -478,14 +479,15 @@ def group_pauses(
     )
     if not paused:  # with resize, the step holds its narrow starts
         return GroupPauses(step if settings.resize else None, (), by_run, by_key)
-    paused = tuple(p for p in paused if p.for_jobs or where_key(by_run[p.job_id].record) == where)
+    kept = tuple(p for p in paused if p.for_jobs or where_key(by_run[p.job_id].record) == where)
     ids = decision_ids(by_key)
     fine = all(
-        not p.for_jobs or any(k in ids and startable(ids[k]) for k in p.for_jobs) for p in paused
+        not p.for_jobs or any(k in ids and startable(ids[k]) for k in p.for_jobs) for p in kept
     )
-    if not paused or not fine:  # nothing pays, or it is for jobs this process may not start
+    if not kept or not fine:  # nothing pays, or it is for jobs this process may not start
         return GroupPauses(None, (), by_run, by_key)  # (the step was taken with them)
-    return GroupPauses(step, paused, by_run, by_key)
+    # a grow left out: the step was taken with it, so it is not the step after ``kept``
+    return GroupPauses(step if len(kept) == len(paused) else None, kept, by_run, by_key)
 
 
 def decision_ids(by_key: Mapping[str, QueueEntry]) -> dict[str, int]:
@@ -1279,6 +1281,16 @@ def _view_step(
         )
         if got.step is not None:
             return got
+        if got.paused:  # the step the re-plan takes once they are paused: they wait in it
+            book = without_jobs(cluster.snapshot, {p.job_id for p in got.paused})
+            first = entries[0]
+            more = [
+                QueueEntry(p.resumed, got.by_run[p.job_id].record.seed, first.params,
+                           policy=first.params_policy)
+                for p in got.paused
+            ]  # fmt: skip
+            step, _ = queue_step([*entries, *more], book)
+            return replace(got, step=step)
     step, by_key = queue_step(entries, cluster.snapshot)
     return GroupPauses(step, (), {}, by_key)
 

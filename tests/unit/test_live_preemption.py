@@ -782,3 +782,29 @@ def test_mlsub_queue_shows_the_pause_the_next_replan_makes_and_does_nothing(
     assert [(x.decision_id, x.action) for x in report.preempted] == [(sc.long, "requeued")]
     assert [s.decision_id for s in report.started] == [sc.short]
     assert report.started[0].placement in start.reason
+
+
+def test_mlsub_queue_when_the_rules_step_is_not_the_one_after_its_kept_pauses(
+    store: SqlDecisionStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the rule's step was taken with a grow the group does not keep (a job of other
+    nodes rules), ``group_pauses`` gives the kept pauses without a step; the view then
+    steps the queue as the re-plan after them does: the paused jobs wait in it, nothing
+    is missing from its rows."""
+    from slurm_mlsched.services import replan as replan_module
+
+    sc = scene(store, tmp_path)
+    wired = live(store, tmp_path, sc.sub, at=120)
+    real = replan_module.group_pauses
+
+    def without_step(*args: object, **kwargs: object) -> replan_module.GroupPauses:
+        got = real(*args, **kwargs)  # type: ignore[arg-type]
+        return replace(got, step=None) if got.paused else got
+
+    monkeypatch.setattr(replan_module, "group_pauses", without_step)
+    view = view_of(store, wired, sc.slurm, PreemptSettings(wait_max_s=5.0))
+    (p,) = view.would_pause
+    assert (p.decision_id, p.for_decisions) == (sc.long, (sc.short,))
+    assert [w.decision_id for w in view.would_start] == [sc.short]
+    assert p.estimated_restart is not None and view.bound is not None
+    assert len(view.bound.jobs) == 2  # the paused job waits in the estimate too
