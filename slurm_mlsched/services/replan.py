@@ -435,6 +435,10 @@ class GroupPauses:
     by_run: dict[str, Candidate]  # the candidates by run key (``preempt.run_key``)
     by_key: dict[str, QueueEntry]  # the group's entries by step key
 
+    def paused_decisions(self) -> dict[str, int]:
+        """The decision id of each paused job, by run key."""
+        return {p.job_id: self.by_run[p.job_id].record.decision_id for p in self.paused}
+
 
 def group_pauses(
     entries: Sequence[QueueEntry],
@@ -1158,30 +1162,32 @@ def queue_view(
     step_s = 0.0
     seen: set[str] = set()
 
-    def around(cluster: ClusterState) -> ClusterState:
-        """``cluster`` with what the groups before would start and plan, without what
-        they would pause."""
-        cluster = held_too(cluster, taken)
-        if not gone:
-            return cluster
-        return replace(cluster, snapshot=without_jobs(cluster.snapshot, set(gone)))
-
     def clocked() -> float:
         return timer() if timer is not None else 0.0
 
     with store.viewing(cluster_name) as tx:
+
+        def cluster_for(partition: str | None, narrowing: NodeFilter) -> ClusterState:
+            """The nodes a group may use, with what the groups before would start and plan,
+            without what they would pause."""
+            cluster = held_too(
+                stored_and_running(
+                    tx, state, now, slot_seconds, cluster_name,
+                    partition=partition, narrowing=narrowing, gpu_speed=gpu_speed,
+                ),
+                taken,
+            )  # fmt: skip
+            if not gone:
+                return cluster
+            return replace(cluster, snapshot=without_jobs(cluster.snapshot, set(gone)))
+
         groups = policy_groups(tx.queued())
         mine = {r.decision_id for g in groups for r in g if user in (None, r.summary.user)}
         for group in groups or [[]]:
             partition, narrowing = where_allowed(group[0]) if group else (None, NodeFilter())
             where = where_key(group[0]) if group else ""
             seen.add(where)
-            cluster = around(
-                stored_and_running(
-                    tx, state, now, slot_seconds, cluster_name,
-                    partition=partition, narrowing=narrowing, gpu_speed=gpu_speed,
-                )
-            )  # fmt: skip
+            cluster = cluster_for(partition, narrowing)
             snapshot = cluster.snapshot
             entries = [rebased(r, snapshot) for r in group]
 
@@ -1194,7 +1200,7 @@ def queue_view(
             requests.update((p.job_id, p.resumed) for p in got.paused)
             after = cluster
             if got.paused:
-                gone.update((p.job_id, got.by_run[p.job_id].record.decision_id) for p in got.paused)
+                gone.update(got.paused_decisions())
                 after = replace(cluster, snapshot=without_jobs(snapshot, set(gone)))
             resumed = [p.resumed for p in got.paused]
             estimate, why = estimate_step(step, entries, after, paused=resumed)
@@ -1234,13 +1240,7 @@ def queue_view(
             for where, group_runs in _by_where(preempt.runs).items():
                 if where in seen:
                     continue
-                partition, narrowing = where_allowed(group_runs[0].record)
-                cluster = around(
-                    stored_and_running(
-                        tx, state, now, slot_seconds, cluster_name,
-                        partition=partition, narrowing=narrowing, gpu_speed=gpu_speed,
-                    )
-                )  # fmt: skip
+                cluster = cluster_for(*where_allowed(group_runs[0].record))
                 base = rebased(group_runs[0].record, cluster.snapshot)
                 began = clocked()
                 got = group_pauses(
@@ -1250,7 +1250,7 @@ def queue_view(
                 step_s += clocked() - began
                 if got.step is None or not got.paused:
                     continue
-                gone.update((p.job_id, got.by_run[p.job_id].record.decision_id) for p in got.paused)
+                gone.update(got.paused_decisions())
                 pausing += _would_pause(got, {}, got.step, None, cluster.snapshot, now, user, mine)
                 resumed_of = {p.job_id: p.resumed for p in got.paused}
                 for d in got.step.started:  # the grown runs: a later group may not delay them

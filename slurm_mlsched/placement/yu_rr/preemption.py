@@ -1201,6 +1201,10 @@ def _room_used(
     key = keyer(snapshot.machines, snapshot.slot_seconds, params.aging, params.aging_unit)
     requests = {p.request.job_id: p.request for p in waiting}
     starts = [d for d in step.started if d.job_id not in paused and d.start_slot == now]
+    held: dict[str, set[int]] = {}  # the machines each paused job holds now
+    for r in snapshot.reservations:
+        if r.job_id in paused and r.start_slot <= now < r.end_slot:
+            held.setdefault(r.job_id, set()).add(index[r.machine])
     out: set[str] = set()
     for p in chosen:
         below = key(p.resumed)
@@ -1211,12 +1215,7 @@ def _room_used(
             for r in d.reservations(requests[d.job_id]):
                 if r.start_slot <= now < r.end_slot:
                     use[index[r.machine]] += r.usage.as_tuple()
-        held = {
-            index[r.machine]
-            for r in snapshot.reservations
-            if r.job_id == p.job_id and r.start_slot <= now < r.end_slot
-        }
-        if any((use[i] > free[i] + 1e-9).any() for i in held):
+        if any((use[i] > free[i] + 1e-9).any() for i in held.get(p.job_id, ())):
             out.add(p.job_id)
     return out
 
