@@ -335,7 +335,10 @@ def queue(
     cluster_name: ClusterName = None,
     db_url: DbUrl = None,
 ) -> None:
-    """List your jobs waiting in mlsub's queue: position, estimated start, what they wait for."""
+    """List your jobs waiting in mlsub's queue: position, estimated start, what they wait for.
+
+    Where the site preempts (preempt = true), also the running jobs the next re-plan
+    would checkpoint and requeue, and their estimated restart; nothing is paused here."""
     silence_highs_banner()
     from ..api import ReplanRequest
     from ..api import queue as run_queue

@@ -149,7 +149,10 @@ def explain(
         bool, typer.Option("--trials", help="Every rounding trial (default: each outcome once).")
     ] = False,
 ) -> None:
-    """Why a decision is what it is, and a re-solve from its stored inputs."""
+    """Why a decision is what it is, and a re-solve from its stored inputs.
+
+    A queued job: its place in the queue now and its estimated start. A running job where
+    the site preempts: whether the next re-plan would pause it."""
     from .. import api
 
     silence_highs_banner()
