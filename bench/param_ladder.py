@@ -64,13 +64,16 @@ def todo() -> list[tuple[str, ReplayOptions]]:
     return out
 
 
-def run_cell(opts: ReplayOptions, overrides: dict[str, Any]) -> dict[str, float]:
-    """``yu-rr`` on one cell with ``overrides``: avg, p50 and p99 JCT (h), wall (s)."""
+def run_cell(
+    opts: ReplayOptions, overrides: dict[str, Any], policy: str = "yu-rr"
+) -> dict[str, float]:
+    """``policy`` (``yu-rr`` unless told) on one cell with ``overrides``: avg, p50 and p99
+    JCT (h), wall (s)."""
     prepared = prepare_jobs(opts)
     jobs, cluster = prepared.admitted, prepared.cluster
     params = replace(replay_params(opts, opts.seed), **overrides)
     began = time.perf_counter()
-    result = simulate(jobs, cluster, "yu-rr", params)
+    result = simulate(jobs, cluster, policy, params)
     delta = cluster.slot_seconds
     jct = np.array(
         [(o.decision.end_slot + 1) * delta - o.job.submit_s for o in result.outcomes if o.decision]
@@ -87,6 +90,14 @@ def run_cell(opts: ReplayOptions, overrides: dict[str, Any]) -> dict[str, float]
 def _load(tag: str) -> dict[str, dict[str, Any]]:
     rows = [json.loads(line) for line in (OUT / f"{tag}.jsonl").read_text().splitlines()]
     return {r["key"]: r for r in rows}
+
+
+def _policy(rows: dict[str, dict[str, Any]]) -> str:
+    """The policy a run replayed (rows written before ``--policy`` existed: ``yu-rr``)."""
+    names = {str(r.get("policy", "yu-rr")) for r in rows.values()}
+    if len(names) != 1:
+        raise SystemExit(f"a ladder run mixes policies: {sorted(names)}")
+    return names.pop()
 
 
 def _family(key: str) -> str:
@@ -160,12 +171,18 @@ def render(base: str, other: str, title: str, refs: dict[str, dict[str, Any]] | 
     a, b = _load(base), _load(other)
     keys = [k for k in a if k in b]
     ratio = {k: b[k]["avg"] / a[k]["avg"] for k in keys}
+    pa, pb = (_policy(rows) for rows in (a, b))
+    who = (
+        f"`{pa}` alone, every other parameter at its default"
+        if pa == pb
+        else f"`{base}`: `{pa}`, `{other}`: `{pb}`, each at its defaults"
+    )
     lines = [
         f"## {title}",
         "",
         f"Written by `python -m bench.param_ladder render --base {base} --other {other}` "
-        f"from `bench/out/ladder/{base}.jsonl` and `{other}.jsonl` (`yu-rr` alone, "
-        "every other parameter at its default; the 16 policy cells and the 87 sweep cells). "
+        f"from `bench/out/ladder/{base}.jsonl` and `{other}.jsonl` ({who}; "
+        "the 16 policy cells and the 87 sweep cells). "
         f"Machine: {machine_facts()['cpu']}; rendered {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
         f"*ratio* = avg JCT with `{other}` ÷ with `{base}` (< 1: `{other}` better).",
         "",
@@ -203,8 +220,14 @@ def render(base: str, other: str, title: str, refs: dict[str, dict[str, Any]] | 
     if n:
         lines += [
             "",
-            f"Issue 28's target (avg ≤ max(0.90 × best, 1.05 × bound), p50 and p99 ≤ "
-            f"`fifo-bf`'s, ≤ 0.97 × `qssf`), each run's `yu-rr` beside every other policy's "
+            "Issue 28's target (avg ≤ max(0.90 × best, 1.05 × bound), p50 and p99 ≤ "
+            "`fifo-bf`'s, ≤ 0.97 × `qssf`), "
+            + (
+                "each run's `yu-rr`"
+                if pa == pb == "yu-rr"
+                else f"each run's policy in `yu-rr`'s place (`{pa}`, `{pb}`)"
+            )
+            + " beside every other policy's "
             f"saved figures ({', '.join(f'`{p}`' for p in REFS)}): met in **{met_a}** of "
             f"{n} cells with `{base}`, **{met_b}** with `{other}`."
             + (" Cells where a clause changes:" if changed else " No clause changes in any cell."),
@@ -222,6 +245,12 @@ def main() -> None:
     r.add_argument("--tag", required=True)
     r.add_argument("--set", action="append", default=[], help="name=JSON value")
     r.add_argument("--only", default="")
+    r.add_argument(
+        "--policy",
+        default="yu-rr",
+        help="Replay this policy instead of yu-rr (a reference run: render it as --other "
+        "against a yu-rr run; the target's clauses then read its figures in yu-rr's place).",
+    )
     r.add_argument(
         "--workers",
         type=int,
@@ -245,10 +274,12 @@ def main() -> None:
         (OUT / f"{args.tag}.jsonl").open("a") as out,
         ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool,
     ):
-        running = {pool.submit(run_cell, opts, overrides): key for key, opts in cells_to_run}
+        running = {
+            pool.submit(run_cell, opts, overrides, args.policy): key for key, opts in cells_to_run
+        }
         for done in as_completed(running):  # each cell's line as soon as it is measured
             key = running[done]
-            row = {"key": key, **done.result()}
+            row = {"key": key, "policy": args.policy, **done.result()}
             out.write(json.dumps(row) + "\n")
             out.flush()
             print(args.tag, key, f"{row['avg']:.4f}", flush=True)

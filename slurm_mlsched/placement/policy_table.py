@@ -38,6 +38,7 @@ from .baselines.oasis_prices import prepare_oasis
 from .baselines.optimus import reallocate_optimus
 from .baselines.qssf import replan_qssf
 from .baselines.reallocation import Allocation, RunningJob
+from .baselines.srtf import reallocate_srtf
 from .baselines.tiresias import next_demotion, reallocate_tiresias
 from .params import ArrivalFn, PlacementParams
 from .program.integer_program import exact_policy
@@ -156,4 +157,5 @@ POLICIES: tuple[PolicyRow, ...] = (
     PolicyRow(
         "tiresias", Kind.REALLOCATING, Runs.REPLAY, reallocate_tiresias, wakeup=next_demotion
     ),
+    PolicyRow("srtf", Kind.REALLOCATING, Runs.REPLAY, reallocate_srtf),
 )

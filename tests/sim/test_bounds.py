@@ -87,7 +87,7 @@ def test_no_policy_beats_the_bound(case: tuple[ClusterSnapshot, list[SimJob]]) -
     if not admitted:
         return
     bound, _ = scalable_bound([j.request for j in admitted], cluster)
-    for policy in ("yu-rr", "qssf", "drf", "optimus", "tiresias", "fifo-bf"):
+    for policy in ("yu-rr", "qssf", "drf", "optimus", "tiresias", "srtf", "fifo-bf"):
         result = simulate(admitted, cluster, policy, PlacementParams(restart_s=0.0))
         if result.rejected:
             continue

@@ -32,6 +32,7 @@ POLICIES = [
     ("optimus", Form.NON_ELASTIC, Binding.LATE),
     ("drf", Form.NON_ELASTIC, Binding.LATE),
     ("tiresias", Form.NON_ELASTIC, Binding.LATE),
+    ("srtf", Form.NON_ELASTIC, Binding.LATE),
 ]
 REJECTS = {
     "fifo-ff": ("never-fits",),

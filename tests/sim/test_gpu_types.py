@@ -44,6 +44,7 @@ POLICIES = [
     ("optimus", Form.NON_ELASTIC, Binding.LATE),
     ("drf", Form.NON_ELASTIC, Binding.LATE),
     ("tiresias", Form.NON_ELASTIC, Binding.LATE),
+    ("srtf", Form.NON_ELASTIC, Binding.LATE),
 ]
 TYPES = (None, "v100", "p100")
 ASKS = (None, frozenset({"v100"}), frozenset({"p100"}), frozenset({"v100", "p100"}))

@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench.param_ladder import clause_changes, references, render
 
 H = 3600.0
@@ -68,3 +70,23 @@ def test_the_render_states_the_counts_and_the_references_read_both_key_forms(
     text = render("base", "other", "t", refs)
     assert "met in **1** of 1 cells with `base`, **0** with `other`" in text
     assert "| mustang2 · 600 | p99 ✓ → ✗ (38.50 → 46.10 h, fifo-bf 43.70 h) |" in text
+
+
+def test_a_reference_run_of_another_policy_is_named_and_runs_are_not_mixed(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    refs = {"mustang2|600": _cell(43.7, best_h=6.0, qssf_h=5.0, bound_h=4.0)}
+    ladder = tmp_path / "ladder"
+    ladder.mkdir()
+    (ladder / "base.jsonl").write_text(json.dumps({"key": "mustang2|600", **_row(4.39, 0.5, 38.5)}))
+    srtf = {"key": "mustang2|600", "policy": "srtf", **_row(6.0, 0.5, 60.0)}
+    (ladder / "ref.jsonl").write_text(json.dumps(srtf) + "\n")
+    mixed = {"key": "sia1|600", "policy": "yu-rr", **_row(1.0, 0.5, 20.0)}
+    (ladder / "mixed.jsonl").write_text(json.dumps(srtf) + "\n" + json.dumps(mixed) + "\n")
+    monkeypatch.setattr("bench.param_ladder.OUT", ladder)
+    text = render("base", "ref", "t", refs)
+    assert "(`base`: `yu-rr`, `ref`: `srtf`, each at its defaults;" in text
+    assert "each run's policy in `yu-rr`'s place (`yu-rr`, `srtf`)" in text
+    assert "met in **1** of 1 cells with `base`, **0** with `ref`" in text  # 6.0 h > 5.4 h
+    with pytest.raises(SystemExit, match="mixes policies"):
+        render("base", "mixed", "t", refs)
