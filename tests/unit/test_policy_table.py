@@ -141,3 +141,17 @@ def test_a_file_from_before_the_runs_were_listed_reads_as_one_run() -> None:
     assert provenance(old).startswith("rows of yu-rr re-measured by `--policies` in the run begun")
     new = partial_runs(old, ["drf"], "2026-12-05 08:00 UTC", "ignored")
     assert [r["policies"] for r in new["runs"]] == [["yu-rr"], ["drf"]]
+
+
+def test_the_clairvoyant_reference_is_reported_but_never_the_best_baseline() -> None:
+    # srtf at 1.0 h is better than every row, but the target's best stays drf's 2.0 h
+    c = cell(ours_h=1.70, drf_h=2.0, bound_h=1.0)
+    c["rows"]["srtf"] = row(1.0)
+    v = verdict(c)
+    assert v["best"] == "drf" and v["target_s"] == pytest.approx(0.90 * 2.0 * H)
+    res = {"machine": {"cpu": "cpu", "cores": 2, "date": "d"}, "cells": {"W": c}}
+    text = render(res)
+    assert "`yu-rr` ÷ the clairvoyant `srtf`: min 1.70, median 1.70, max 1.70 (1 cells)" in text
+    assert any(line.startswith("| srtf | 1.00 |") for line in text.splitlines())
+    without = render({**res, "cells": {"W": cell(1.70, 2.0, 1.0)}})
+    assert "÷ the clairvoyant `srtf`" not in without
