@@ -12,6 +12,11 @@ parameters.
     python -m bench.param_ladder run --tag slot --set preempt_cost='"slot"'
     python -m bench.param_ladder run --tag exact
     python -m bench.param_ladder render --base slot --other exact --title "…"
+    python -m bench.param_ladder run --tag srtf --policy srtf   # a reference policy
+
+``--policy`` replays another policy on the same cells (a reference run such as the
+clairvoyant ``srtf``): rendered as ``--other`` against a ``yu-rr`` run, its rows stand in
+``yu-rr``'s place in the target's clauses, and the section names both policies.
 
 ``run`` appends one JSON line per cell to ``bench/out/ladder/TAG.jsonl`` (``--only`` picks
 cells by a substring of their key; ``--workers 2`` replays two cells at once, in the order
