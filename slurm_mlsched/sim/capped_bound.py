@@ -95,7 +95,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -727,7 +727,10 @@ def _coarse_lp(
     q_cols, q_jobs = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if by_pieces:
         more = _tangent_rows(jobs, job_of, piece, blocks.count * res + n)
-        for part, entries in zip((rows, cols, vals, cost, lo, hi), more[:6], strict=True):
+        # the lists hold arrays of different dtypes: their join is `object` to mypy (and
+        # which join it finds varied from run to run), so say what they are
+        parts = cast(tuple[list[Any], ...], (rows, cols, vals, cost, lo, hi))
+        for part, entries in zip(parts, more[:6], strict=True):
             part.append(entries)
         q_cols, q_jobs = more.q_cols, more.q_jobs
     extra = sum(len(x) for x in cost) - ncol
