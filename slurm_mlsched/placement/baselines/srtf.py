@@ -196,16 +196,17 @@ def _cheapest_node(
     job: JobRequest,
     shape: Allocation,
     room: FloatArray,
+    wider: FloatArray,
     later: list[tuple[int, FloatArray]],
     ok: BoolArray | None,
 ) -> tuple[Allocation, list[int]] | None:
     """A co-located ``shape`` moved to the machine whose evictions spare the earliest keys:
     the machine whose earliest evicted job is latest in key order, then the fewest GPUs
-    evicted, then the lower index; with the evictions. None: no machine holds it."""
+    evicted, then the lower index; with the evictions. None: no machine holds it.
+    ``wider``: ``room`` with every allocation of ``later`` in it."""
     n = len(room)
     ((h0, w),) = shape.workers
     need0 = _usage(job, shape, n)[h0]
-    wider = room + sum(u for _, u in later)
     view = masked(wider, ok) if ok is not None else wider
     best: tuple[tuple[float, float, int], Allocation, list[int]] | None = None
     rank = {k: pos for pos, (k, _) in enumerate(later)}
@@ -244,9 +245,11 @@ def reallocate_srtf(
     order = sorted(range(len(jobs)), key=key)
     use = {i: _usage(jobs[i].request, a, n) for i in order if (a := jobs[i].allocation) is not None}
     room = np.array(capacity, dtype=np.float64)
+    held = np.zeros_like(room)  # what the reserved jobs hold: room + held = capacity − given
     for u in use.values():
-        room -= u
-    reserved = {i for i in use}  # running jobs not visited yet (or kept/given: in `out`)
+        held += u
+    room -= held
+    reserved = set(use)  # running jobs not visited yet (nor evicted)
     out: list[Allocation | None] = [None] * len(jobs)
     restart = params.restart_s / delta
     for pos, i in enumerate(order):
@@ -254,18 +257,19 @@ def reallocate_srtf(
         current = jobs[i].allocation if i in reserved else None
         if current is not None:
             room += use[i]
+            held -= use[i]
             reserved.discard(i)
         chosen = best_shape(job, room, delta, ok)
-        later = [(k, use[k]) for k in order[pos + 1 :] if k in reserved]
         evict: list[int] = []
-        if later:
-            wider = room + sum(u for _, u in later)
+        if reserved:  # every job still reserved comes later in the order
+            wider = room + held
             faster = best_shape(job, wider, delta, ok)
             if faster is not None and (
                 chosen is None or faster.rate(job, delta) > chosen.rate(job, delta) + EPS
             ):
+                later = [(k, use[k]) for k in order[pos + 1 :] if k in reserved]
                 if faster.mode is Mode.COLOCATED:
-                    moved = _cheapest_node(job, faster, room, later, ok)
+                    moved = _cheapest_node(job, faster, room, wider, later, ok)
                     if moved is not None:
                         chosen, evict = moved
                 else:
@@ -285,6 +289,7 @@ def reallocate_srtf(
             chosen, evict = current, []
         for k in evict:
             room += use[k]
+            held -= use[k]
             reserved.discard(k)
         if chosen is not None:
             room -= _usage(job, chosen, n)
