@@ -188,14 +188,13 @@ def _pause_ahead(
     if p is None:
         line = "running; the site preempts, and a re-plan now would not pause it"
         return replace(data, why=(line, *data.why))
-    what = "pause" if p.kind == "pause" else p.kind
     restart = (
         ""
         if p.estimated_restart is None
-        else (f"; estimated restart {p.estimated_restart:%m-%d %H:%M} UTC")
+        else f"; estimated restart {p.estimated_restart:%m-%d %H:%M} UTC"
     )
     line = (
-        f"running: the next re-plan would {what} it (checkpoint signal, requeue held): "
+        f"running: the next re-plan would {p.kind} it (checkpoint signal, requeue held): "
         f"{p.reason}{restart} (mlsub queue)"
     )
     return replace(data, why=(line, *data.why), would_pause=p.to_json())
