@@ -1205,16 +1205,17 @@ def _room_used(
     for r in snapshot.reservations:
         if r.job_id in paused and r.start_slot <= now < r.end_slot:
             held.setdefault(r.job_id, set()).add(index[r.machine])
+    placed = []  # each start's queue key and what it uses now, per machine
+    for d in starts:
+        use = np.zeros_like(free)
+        for r in d.reservations(requests[d.job_id]):
+            if r.start_slot <= now < r.end_slot:
+                use[index[r.machine]] += r.usage.as_tuple()
+        placed.append((key(requests[d.job_id]), use))
     out: set[str] = set()
     for p in chosen:
         below = key(p.resumed)
-        use = np.zeros_like(free)
-        for d in starts:
-            if key(requests[d.job_id]) >= below:
-                continue
-            for r in d.reservations(requests[d.job_id]):
-                if r.start_slot <= now < r.end_slot:
-                    use[index[r.machine]] += r.usage.as_tuple()
+        use = sum((u for k, u in placed if k < below), np.zeros_like(free))
         if any((use[i] > free[i] + 1e-9).any() for i in held.get(p.job_id, ())):
             out.add(p.job_id)
     return out
