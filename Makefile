@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-regather bench-regret bench-hold bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-forecast bench-oracle bench-regather bench-regret bench-hold bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -185,6 +185,24 @@ bench-group: venv
 	$(PY) -m bench.param_ladder render --base group-off --other group \
 		--section ladder-group \
 		--title "Pause together: \`preempt_group\` on against off (the default; measured, not kept)"
+
+# yu-rr alone over the same 103 cells: arrivals in a pause's rollout (preempt_forecast: the
+# look-ahead's forecast of arrivals list-scheduled in both branches of the gain) against
+# the defaults (docs/formulation.md §16; measured, not kept; about 35 min on 2 cores).
+bench-forecast: venv
+	rm -f bench/out/ladder/forecast-off.jsonl bench/out/ladder/forecast.jsonl
+	$(PY) -m bench.param_ladder run --tag forecast-off --workers 2
+	$(PY) -m bench.param_ladder run --tag forecast --workers 2 --set preempt_forecast=true
+	$(PY) -m bench.param_ladder render --base forecast-off --other forecast \
+		--section ladder-forecast \
+		--title "Arrivals in a pause's rollout: \`preempt_forecast\` on against off (the default; measured, not kept)"
+
+# An oracle order: yu-rr with every rule at the defaults and each job's queue key scaled by
+# a multiplier a seeded local search fits offline to the cell (docs/formulation.md §15.10;
+# the sweep's three worst cells, 400 replays each, about 30 min on one core).
+bench-oracle: venv
+	$(PY) -m bench.oracle_order --out docs/benchmarks.md $(if $(CELL),--cell "$(CELL)") \
+		$(if $(EVALS),--evals $(EVALS))
 
 # yu-rr alone over the same 103 cells: regather before the re-plan (preempt_regather: a
 # spread running job with less work left than the queue restarts co-located on a free

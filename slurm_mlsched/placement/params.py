@@ -268,6 +268,13 @@ class PlacementParams:
     the avg JCT over the 103 ladder cells, 1.05–1.07 × on Pollux 2 and 8 on 6 × 8, the
     cells it was built for: the rollout has no arrivals, so the same pairs are paused
     again and again (docs/formulation.md §16, "Pause together"; ``make bench-group``)."""
+    preempt_forecast: bool = False
+    """With ``preempt`` and ``preempt_gain = rollout``: *arrivals in the rollout*
+    (:mod:`.yu_rr.preemption`). A pause's rollout also list-schedules the arrivals the
+    recent past forecasts (:func:`.yu_rr.lookahead.forecast`, the look-ahead's forecast)
+    over the victim's remaining run (at most ``lookahead_max_s``), in both branches: a
+    paused job waits in the queue, where every later arrival with a smaller key goes
+    first, while a running one is paused again only when that pays."""
     preempt_regather: bool = False
     """With ``preempt_resize``: *regather before the re-plan* (:mod:`.yu_rr.preemption`).
     A running job spread over machines, slower than its fastest shape, whose resumed

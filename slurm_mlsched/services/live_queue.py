@@ -288,6 +288,7 @@ def _step_inputs(
         preempt_defrag=preempt and defrag,
         preempt_shrink=False,  # a replay rule only: live shrinks are not built
         preempt_group=False,  # measured, not kept: not a live rule
+        preempt_forecast=False,  # measured, not kept: not a live rule
         preempt_regather=preempt and resize and regather,
     )
     policy = first.params_policy

@@ -304,6 +304,8 @@ def decode_params(d: Json) -> PlacementParams:
     m.setdefault("preempt_shrink", False)
     # nor were running jobs sharing a machine paused together
     m.setdefault("preempt_group", False)
+    # nor did a pause's rollout count the arrivals the recent past forecasts
+    m.setdefault("preempt_forecast", False)
     # nor did a spread job regather on a free node before the re-plan
     m.setdefault("preempt_regather", False)
     # nor were a pause's jobs found around the reserved heads, nor did a pause stand for

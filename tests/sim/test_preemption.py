@@ -228,6 +228,41 @@ def test_the_rollout_counts_the_whole_queue_behind_a_node_that_frees_soon() -> N
     assert p.gain_s == pytest.approx(29 * DELTA)
 
 
+def test_the_forecast_arrivals_enter_the_rollout_only_with_preempt_forecast() -> None:
+    """The rollout of the test above, with two more 4-worker jobs of 10 slots that arrived
+    at slots 1 and 3. Without ``preempt_forecast`` they change nothing (the gain stays 29
+    slots); with it the look-ahead's forecast repeats them every 4 slots over the victim's
+    remaining run (at most ``lookahead_max_s``), in both branches, and a pause of L also
+    serves those arrivals: the gain grows."""
+    two = make_cluster(2, 4, 16)
+    base = ClusterSnapshot(two.machines, slot_seconds=DELTA)
+    long_job = make_job("L", workers=4, workload=NU * 4 * 100)
+    short_run = make_job("M", workers=4, workload=NU * 4 * 10)
+    first = place_yu_rr(long_job, base, PlacementParams())
+    booked = replace(base, reservations=first.reservations(long_job))
+    second = place_yu_rr(short_run, booked, PlacementParams())
+    runs = (RunningRun(long_job, 1, first), RunningRun(short_run, 2, second))
+    now = ClusterSnapshot(
+        two.machines,
+        (*first.reservations(long_job), *second.reservations(short_run)),
+        DELTA,
+        now_slot=5,
+    )
+    queue = tuple(
+        PendingJob(make_job(f"q{i}", workers=4, workload=NU * 4 * 10, arrival=5), i)
+        for i in range(4)
+    )
+    recent = tuple(make_job(f"r{a}", workers=4, workload=NU * 4 * 10, arrival=a) for a in (1, 3))
+    params = PlacementParams(preempt=True, aging=0.0)
+    (off,) = choose(queue, runs, now, params, recent)
+    assert off.gain_s == pytest.approx(29 * DELTA)
+    (on,) = choose(queue, runs, now, replace(params, preempt_forecast=True), recent)
+    assert on.job_id == "L" and on.gain_s > off.gain_s
+    # no history, no forecast: the rule as without it
+    (alone,) = choose(queue, runs, now, replace(params, preempt_forecast=True))
+    assert alone.gain_s == pytest.approx(29 * DELTA)
+
+
 def _head_and_follower() -> tuple[list[RunningRun], ClusterSnapshot, tuple[PendingJob, ...]]:
     """One 4-GPU node: L (2 workers, to slot 99) and X (2 workers, to slot 9) hold it; at
     slot 5 H (4 workers, 10 slots, the queue's head) and J (2 workers, 20 slots) wait."""

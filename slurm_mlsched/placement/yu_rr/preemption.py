@@ -28,6 +28,14 @@ one pause (without: Σ over the members of end − now + 1; with: every member's
 request in the list schedule), and all are paused when it gains. In the re-plan the
 group stands or falls as one: if one member's pause is dropped, so are the others'.
 
+**Arrivals in the rollout** (``preempt_forecast``, with the rollout; off, measured and
+not kept). The rollout below also list-schedules, in both branches, the arrivals the
+look-ahead's forecast expects (:func:`.lookahead.forecast`, from ``recent``) over the
+victim's remaining run, at most ``lookahead_max_s``: without the pause they wait behind
+it, with it they take its room and the resumed victim waits behind those with smaller
+keys. The forecast arrivals gain from the pause as well, so it pauses more, not less
+(docs/formulation.md §16).
+
 **The gain, by rollout** (``preempt_gain = rollout``, the default since 2026-12-05). Let
 W be the waiting jobs the rule looks at that do not start now (and the jobs it already
 paused at this event), and L(W, room) the list schedule of W in queue order on a room
@@ -196,6 +204,7 @@ from .list_schedule import (
     requested_at,
     usage,
 )
+from .lookahead import forecast
 from .queue_order import keyer
 
 QueueCall = Callable[
@@ -347,9 +356,12 @@ def choose(
     running: Sequence[RunningRun],
     snapshot: ClusterSnapshot,
     params: PlacementParams,
+    recent: Sequence[JobRequest] = (),
 ) -> tuple[Preemption, ...]:
     """The running jobs to pause at ``snapshot.now_slot`` (module docstring). The
-    snapshot holds the running jobs' reservations (nothing else); pure."""
+    snapshot holds the running jobs' reservations (nothing else); ``recent``: the jobs
+    that arrived lately, whose repeat the rollout counts with ``preempt_forecast``
+    (module docstring, "Arrivals in the rollout"); pure."""
     now, delta = snapshot.now_slot, snapshot.slot_seconds
     if params.preempt_gain not in PREEMPT_GAINS:
         raise ValueError(f"preempt_gain {params.preempt_gain!r} is not one of {PREEMPT_GAINS}")
@@ -381,7 +393,19 @@ def choose(
     index = snapshot.machine_index()
     rollout = params.preempt_gain == "rollout"
     paused: list[tuple[tuple[float, int, str], Arrival]] = []  # resumed at this event
-    base: int | None = None
+    bases: dict[int, int] = {}  # the total without the pause, by forecast horizon
+    cap = int(params.lookahead_max_s // delta) if params.preempt_forecast else 0
+    coming: dict[int, list[tuple[tuple[float, int, str], Arrival]]] = {}
+
+    def expected(horizon: int) -> list[tuple[tuple[float, int, str], Arrival]]:
+        """The arrivals the recent past forecasts over ``horizon`` slots, keyed."""
+        if horizon not in coming:
+            coming[horizon] = [
+                (key(j), arrival_of(j, delta, res, params, max(j.arrival_slot, now)))
+                for j in forecast(recent, now, horizon)
+            ]
+        return coming[horizon]
+
     rollouts = 0
     gone: set[str] = set()  # paused at this event (with a group: before their turn)
 
@@ -437,11 +461,14 @@ def choose(
                 break  # the event's rollouts are spent: the rest wait for the next event
             rollouts += 1
             waiting = [(b.key, b.arrival(params, delta, now)) for b in blocked] + paused
-            if base is None:
+            horizon = min(cap, max(g[1].decision.end_slot - now + 1 for g in group))
+            if horizon > 0:
+                waiting += expected(horizon)
+            if horizon not in bases:
                 whole = _list_total(waiting, res, now)
                 assert whole is not None  # no limit: never cut short
-                base = whole
-            without = base + sum(g[1].decision.end_slot - now + 1 for g in group)
+                bases[horizon] = whole
+            without = bases[horizon] + sum(g[1].decision.end_slot - now + 1 for g in group)
             mines = [(g[0], arrival_of(g[2], delta, res, params, now)) for g in group]
             withp = _list_total([*waiting, *mines], freed, now, without)
             gain = 0 if withp is None else without - withp
@@ -484,7 +511,8 @@ def choose(
             res = room.minus(shrunk[1], now, shrunk[0].end_slot + 1)
         elif rollout:
             paused.extend(mines)
-        base = None
+        bases.clear()
+        coming.clear()  # the forecast's arrivals are placed on the room as it is now
     return tuple(out)
 
 
@@ -1143,7 +1171,7 @@ def _replan_pausing(
     recent: Sequence[JobRequest],
 ) -> tuple[QueueStep, tuple[Preemption, ...]]:
     """The re-plan with the preemptions of :func:`choose` that pay (module docstring)."""
-    chosen = choose(pending, running, snapshot, params)
+    chosen = choose(pending, running, snapshot, params, recent)
     seeds = {r.decision.job_id: r.seed for r in running}
     for _ in range(2):
         if not chosen:
