@@ -266,6 +266,11 @@ def run_cell(key: str, evals: int, seed: int) -> dict[str, Any]:
     }
 
 
+def _label(key: str) -> str:
+    """A cell's key as a table cell (its fields apart by ``·``: a ``|`` would split it)."""
+    return key.replace("|", " · ")
+
+
 def render(rows: Sequence[dict[str, Any]], facts: Mapping[str, str]) -> str:
     """The section ``oracle-order`` of docs/benchmarks.md."""
     out = [
@@ -293,7 +298,7 @@ def render(rows: Sequence[dict[str, Any]], facts: Mapping[str, str]) -> str:
     for r in rows:
         n = r["noise_slots"]
         out.append(
-            f"| {r['cell']} | {r['jobs']} | {r['bound_avg_jct_s'] / 3600:.2f} | "
+            f"| {_label(r['cell'])} | {r['jobs']} | {r['bound_avg_jct_s'] / 3600:.2f} | "
             f"{r['start_ratio']:.3f} | {r['noise_ratio_median']:.3f} | {r['best_ratio']:.3f} | "
             f"{r['start_slots']} · {n['min']} / {n['median']:g} / {n['max']} · "
             f"{r['best_slots']} | {len(r['steps'])} / {r['evals']} | {r['moved']} |"
@@ -301,7 +306,7 @@ def render(rows: Sequence[dict[str, Any]], facts: Mapping[str, str]) -> str:
     for r in rows:
         out += [
             "",
-            f"*{r['cell']}, by requested width* (Σ T_i in slots and restarts, defaults → "
+            f"*{_label(r['cell'])}, by requested width* (Σ T_i in slots and restarts, defaults → "
             "oracle order):",
             "",
             "| width | jobs | Σ T_i | restarts |",

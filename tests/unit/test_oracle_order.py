@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from bench.oracle_order import KEY_READERS, by_width, noise, replay_total, scaled_keys, search
+from bench.oracle_order import (
+    KEY_READERS,
+    by_width,
+    noise,
+    render,
+    replay_total,
+    scaled_keys,
+    search,
+)
 from slurm_mlsched.model import ClusterSnapshot, Machine, Resources
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.yu_rr import queue_order
@@ -84,3 +92,27 @@ def test_the_key_noise_is_seeded_and_leaves_the_order_as_it_was() -> None:
     assert noise(jobs, CLUSTER, PARAMS, draws=4, sigma=0.5, seed=1) == first
     start, _, _ = replay_total(jobs, CLUSTER, PARAMS, {})
     assert start == search(jobs, CLUSTER, PARAMS, evals=0).start  # nothing left scaled
+
+
+def test_the_section_keeps_a_cell_key_in_one_table_column() -> None:
+    found = search(_jobs(), CLUSTER, PARAMS, evals=3, seed=3)
+    row = {
+        "cell": "Pollux 2|6x8|load 1|seed 0",
+        "jobs": 7,
+        "bound_avg_jct_s": 3600.0,
+        "start_ratio": 1.2,
+        "best_ratio": 1.1,
+        "noise_ratio_median": 1.15,
+        "noise_slots": {"min": 80, "median": 85.0, "max": 90},
+        "start_slots": found.start,
+        "best_slots": found.best,
+        "steps": found.steps,
+        "evals": 3,
+        "moved": len(found.scale),
+        "by_width": by_width(found, _jobs()),
+        "measured": "2026-12-06 21:30 UTC",
+    }
+    text = render([row], {"cpu": "cpu", "cores": "2", "python": "3.11"})
+    first = next(line for line in text.splitlines() if line.startswith("| Pollux 2"))
+    assert first.startswith("| Pollux 2 · 6x8 · load 1 · seed 0 |")
+    assert first.count("|") == 10  # nine columns, the key in one of them
