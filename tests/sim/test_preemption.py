@@ -193,14 +193,11 @@ def test_the_queue_order_and_the_preemption_bound_protect_the_running_job() -> N
     assert choose(_shorts(4), (run,), _at(5, run), PlacementParams()) == ()
 
 
-def test_the_rollout_counts_the_whole_queue_behind_a_node_that_frees_soon() -> None:
-    """Two 4-GPU nodes: L holds one to slot 99, M the other to slot 9; at slot 5 four
-    4-worker jobs of 10 slots wait. The exchange (``preempt_gain = exchange``) sees only the
-    first of them, which would start at 10 anyway: 5 − 10 < 0, no pause. The list schedule
-    sees the queue: without the pause the four end at 19, 29, 39, 49 and L at 99 (Σ of
-    end − 5 + 1: 215 slots); pausing L, they end at 14, 19, 24, 29 and L, resumed last with
-    its restart charge (95.05 slots of work: 96 slots), at 120 (186): 29 slots gained, so
-    ``rollout`` pauses L."""
+def _node_frees_soon() -> tuple[
+    tuple[RunningRun, RunningRun], ClusterSnapshot, tuple[PendingJob, ...]
+]:
+    """Two 4-GPU nodes: L (4 workers) holds one to slot 99, M (4 workers) the other to
+    slot 9; at slot 5 four 4-worker jobs of 10 slots wait."""
     two = make_cluster(2, 4, 16)
     base = ClusterSnapshot(two.machines, slot_seconds=DELTA)
     long_job = make_job("L", workers=4, workload=NU * 4 * 100)
@@ -221,6 +218,18 @@ def test_the_rollout_counts_the_whole_queue_behind_a_node_that_frees_soon() -> N
         PendingJob(make_job(f"q{i}", workers=4, workload=NU * 4 * 10, arrival=5), i)
         for i in range(4)
     )
+    return runs, now, queue
+
+
+def test_the_rollout_counts_the_whole_queue_behind_a_node_that_frees_soon() -> None:
+    """Two 4-GPU nodes: L holds one to slot 99, M the other to slot 9; at slot 5 four
+    4-worker jobs of 10 slots wait. The exchange (``preempt_gain = exchange``) sees only the
+    first of them, which would start at 10 anyway: 5 − 10 < 0, no pause. The list schedule
+    sees the queue: without the pause the four end at 19, 29, 39, 49 and L at 99 (Σ of
+    end − 5 + 1: 215 slots); pausing L, they end at 14, 19, 24, 29 and L, resumed last with
+    its restart charge (95.05 slots of work: 96 slots), at 120 (186): 29 slots gained, so
+    ``rollout`` pauses L."""
+    runs, now, queue = _node_frees_soon()
     exchange = PlacementParams(preempt=True, aging=0.0, preempt_gain="exchange")
     assert choose(queue, runs, now, exchange) == ()
     (p,) = choose(queue, runs, now, replace(exchange, preempt_gain="rollout"))
@@ -234,24 +243,7 @@ def test_the_forecast_arrivals_enter_the_rollout_only_with_preempt_forecast() ->
     slots); with it the look-ahead's forecast repeats them every 4 slots over the victim's
     remaining run (at most ``lookahead_max_s``), in both branches, and a pause of L also
     serves those arrivals: the gain grows."""
-    two = make_cluster(2, 4, 16)
-    base = ClusterSnapshot(two.machines, slot_seconds=DELTA)
-    long_job = make_job("L", workers=4, workload=NU * 4 * 100)
-    short_run = make_job("M", workers=4, workload=NU * 4 * 10)
-    first = place_yu_rr(long_job, base, PlacementParams())
-    booked = replace(base, reservations=first.reservations(long_job))
-    second = place_yu_rr(short_run, booked, PlacementParams())
-    runs = (RunningRun(long_job, 1, first), RunningRun(short_run, 2, second))
-    now = ClusterSnapshot(
-        two.machines,
-        (*first.reservations(long_job), *second.reservations(short_run)),
-        DELTA,
-        now_slot=5,
-    )
-    queue = tuple(
-        PendingJob(make_job(f"q{i}", workers=4, workload=NU * 4 * 10, arrival=5), i)
-        for i in range(4)
-    )
+    runs, now, queue = _node_frees_soon()
     recent = tuple(make_job(f"r{a}", workers=4, workload=NU * 4 * 10, arrival=a) for a in (1, 3))
     params = PlacementParams(preempt=True, aging=0.0)
     (off,) = choose(queue, runs, now, params, recent)
