@@ -394,7 +394,7 @@ def choose(
     rollout = params.preempt_gain == "rollout"
     paused: list[tuple[tuple[float, int, str], Arrival]] = []  # resumed at this event
     bases: dict[int, int] = {}  # the total without the pause, by forecast horizon
-    cap = int(params.lookahead_max_s // delta) if params.preempt_forecast else 0
+    reach = int(params.lookahead_max_s // delta) if params.preempt_forecast else 0
     coming: dict[int, list[tuple[tuple[float, int, str], Arrival]]] = {}
 
     def expected(horizon: int) -> list[tuple[tuple[float, int, str], Arrival]]:
@@ -461,7 +461,7 @@ def choose(
                 break  # the event's rollouts are spent: the rest wait for the next event
             rollouts += 1
             waiting = [(b.key, b.arrival(params, delta, now)) for b in blocked] + paused
-            horizon = min(cap, max(g[1].decision.end_slot - now + 1 for g in group))
+            horizon = min(reach, max(g[1].decision.end_slot - now + 1 for g in group))
             if horizon > 0:
                 waiting += expected(horizon)
             if horizon not in bases:
