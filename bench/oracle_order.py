@@ -156,7 +156,8 @@ def search(
     sigma: float = SIGMA,
 ) -> Search:
     """The local search of the module docstring: ``evals`` replays after the first, a
-    step kept only when Σ_i T_i falls strictly. Deterministic for a seed (the replay is)."""
+    step kept only when Σ_i T_i falls strictly with the same jobs placed (no total falls by
+    a job left out). Deterministic for a seed (the replay is)."""
     rng = random.Random(seed)
     ids = sorted(j.request.job_id for j in jobs)
     log_scale: dict[str, float] = {}
@@ -171,7 +172,7 @@ def search(
         total, per_job, restarts = replay_total(
             jobs, cluster, params, {k: math.exp(z) for k, z in trial.items()}
         )
-        if total < best:
+        if total < best and per_job.keys() == before.keys():  # every job placed, as before
             best, after, r_after, log_scale = total, per_job, restarts, trial
             steps.append((e, total))
     return Search(
