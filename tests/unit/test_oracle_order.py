@@ -3,11 +3,16 @@ and are gone afterwards, and the search keeps only what lowers Σ T_i, reproduci
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from bench.oracle_order import (
+    DEFAULT_CELLS,
     KEY_READERS,
     by_width,
+    merged,
     noise,
     render,
     replay_total,
@@ -116,3 +121,16 @@ def test_the_section_keeps_a_cell_key_in_one_table_column() -> None:
     first = next(line for line in text.splitlines() if line.startswith("| Pollux 2"))
     assert first.startswith("| Pollux 2 · 6x8 · load 1 · seed 0 |")
     assert first.count("|") == 10  # nine columns, the key in one of them
+
+
+def test_a_run_keeps_the_rows_of_the_cells_it_did_not_re_run(tmp_path: Path) -> None:
+    raw = tmp_path / "oracle-order.json"
+    raw.write_text(
+        json.dumps(
+            [{"cell": "elsewhere", "best_slots": 1}, {"cell": DEFAULT_CELLS[1], "best_slots": 2}]
+        )
+    )
+    rows = merged(raw, [{"cell": DEFAULT_CELLS[1], "best_slots": 3}, {"cell": DEFAULT_CELLS[0]}])
+    assert [r["cell"] for r in rows] == [DEFAULT_CELLS[0], DEFAULT_CELLS[1], "elsewhere"]
+    assert rows[1]["best_slots"] == 3  # the cell re-run has its new row
+    assert merged(tmp_path / "none.json", [{"cell": "x"}]) == [{"cell": "x"}]
