@@ -199,7 +199,8 @@ bench-forecast: venv
 
 # An oracle order: yu-rr with every rule at the defaults and each job's queue key scaled by
 # a multiplier a seeded local search fits offline to the cell (docs/formulation.md §15.10;
-# the sweep's three worst cells, 400 replays each, about 30 min on one core).
+# every sweep cell above 1.15 x the bound but Philly's, and Pollux 8 on 6x8: 8 cells, 400
+# replays and 60 with key noise each, about 1.5 h on one core).
 bench-oracle: venv
 	$(PY) -m bench.oracle_order --out docs/benchmarks.md $(if $(CELL),--cell "$(CELL)") \
 		$(if $(EVALS),--evals $(EVALS))
