@@ -48,7 +48,7 @@ from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.yu_rr import late_binding, lookahead, preemption, queue_order
 from slurm_mlsched.services.replay import prepare_jobs
 from slurm_mlsched.services.replay.run import replay_params
-from slurm_mlsched.sim import SimJob, SimResult, simulate
+from slurm_mlsched.sim import SimJob, simulate
 from slurm_mlsched.sim.bounds import scalable_bound
 
 from .run import machine_facts
@@ -109,31 +109,22 @@ def scaled_keys(scale: Mapping[str, float]) -> Iterator[None]:
             module.keyer = original  # type: ignore[attr-defined]
 
 
-def completion_slots(result: SimResult) -> dict[str, int]:
-    """Each placed job's T_i = end − arrival + 1 (slots)."""
-    return {
-        o.job.request.job_id: o.decision.end_slot - o.job.request.arrival_slot + 1
-        for o in result.outcomes
-        if o.decision is not None
-    }
-
-
 def replay_total(
     jobs: Sequence[SimJob],
     cluster: ClusterSnapshot,
     params: PlacementParams,
     scale: Mapping[str, float],
 ) -> tuple[int, dict[str, int], dict[str, int]]:
-    """Σ_i T_i of ``yu-rr`` on the jobs with the keys scaled, each job's T_i and its
-    restarts (pauses and resizes)."""
+    """Σ_i T_i of ``yu-rr`` on the jobs with the keys scaled, each placed job's T_i
+    (``Decision.completion_slots``) and its restarts (pauses and resizes)."""
     with scaled_keys(scale):
         result = simulate(jobs, cluster, "yu-rr", params)
-    per_job = completion_slots(result)
-    restarts = {
-        o.job.request.job_id: int(dict(o.decision.stats).get("restarts", 0))
-        for o in result.outcomes
-        if o.decision is not None
-    }
+    per_job: dict[str, int] = {}
+    restarts: dict[str, int] = {}
+    for o in result.outcomes:
+        if o.decision is not None:
+            per_job[o.job.request.job_id] = o.decision.completion_slots
+            restarts[o.job.request.job_id] = int(dict(o.decision.stats).get("restarts", 0))
     return sum(per_job.values()), per_job, restarts
 
 
