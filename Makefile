@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-forecast bench-oracle bench-regather bench-regret bench-hold bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-forecast bench-oracle bench-order-rollout bench-clause-noise bench-regather bench-regret bench-hold bench-queue bench-scale bench-report clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -204,6 +204,18 @@ bench-forecast: venv
 bench-oracle: venv
 	$(PY) -m bench.oracle_order --out docs/benchmarks.md $(if $(CELL),--cell "$(CELL)") \
 		$(if $(EVALS),--evals $(EVALS))
+
+# The queue order chosen online by rollout: at each re-plan the next position goes to the
+# candidate whose list schedule of the queue costs least (a probe; docs/formulation.md
+# §15.10; every sweep cell but Philly's, 4 configurations, about 15 min on one core).
+bench-order-rollout: venv
+	$(PY) -m bench.order_rollout --out docs/benchmarks.md $(if $(CELL),--cell "$(CELL)")
+
+# How much of a missed target clause is luck: each clause the target still misses, yu-rr
+# under seeded 5 % noise on every job's queue key against the reference policy's figure
+# (docs/formulation.md §15.10; three clauses, about 15 min on one core).
+bench-clause-noise: venv
+	$(PY) -m bench.clause_noise --out docs/benchmarks.md
 
 # yu-rr alone over the same 103 cells: regather before the re-plan (preempt_regather: a
 # spread running job with less work left than the queue restarts co-located on a free
