@@ -77,7 +77,7 @@ def test_the_section_gives_each_clause_its_threshold_and_the_draws_that_meet_it(
         "max": 2.0458,
         "holds": 0,
         "draws": 16,
-        "measured": "2026-12-07 00:00 UTC",
+        "measured": "2026-12-06 23:00 UTC",
     }
     text = render([row], {"cpu": "cpu", "cores": "2", "python": "3.11"})
     line = next(x for x in text.splitlines() if x.startswith("| avg"))

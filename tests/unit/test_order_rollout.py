@@ -105,7 +105,7 @@ def _row(cell: str, base: int, slots: int, base_ratio: float, ratio: float) -> d
             {"config": asdict(RolloutOrder()), "slots": slots, "placed": 10, "ratio": ratio,
              "wall_s": 2.0}
         ],
-        "measured": "2026-12-07 00:00 UTC",
+        "measured": "2026-12-06 23:00 UTC",
     }  # fmt: skip
 
 
