@@ -10,6 +10,7 @@ import pytest
 from hypothesis import settings
 
 from slurm_mlsched.model import ClusterSnapshot, JobProfile, JobRequest, Machine, Resources
+from slurm_mlsched.sim import SimJob, sim_jobs
 
 # Property tests (hypothesis). Under CI (CI=true) the examples are derived from each test's
 # own code (``derandomize``), so a CI run tests the same examples every time and a new
@@ -46,6 +47,27 @@ def make_job(
     profile: JobProfile = RESNET,
 ) -> JobRequest:
     return JobRequest(job_id, arrival, workload, workers, worker, ps, profile, ps_count=ps_count)
+
+
+def one_node_burst() -> tuple[list[SimJob], ClusterSnapshot]:
+    """The key-order probes' case (bench/oracle_order.py, bench/clause_noise.py): on one
+    4-GPU node at Δ = 600 s a long 2-worker job, then a burst of short 2- and 4-worker jobs,
+    whose outcome moves with the queue order."""
+    delta = 600.0
+    nu = RESNET.nu_in(delta)
+    jobs = sim_jobs(
+        [(make_job("long", workers=2, workload=nu * 2 * 30), 0.0)]
+        + [
+            (make_job(f"w{i}", workers=4, workload=nu * 4 * (2 + i)), 600.0 * (1 + i))
+            for i in range(3)
+        ]
+        + [
+            (make_job(f"n{i}", workers=2, workload=nu * 2 * (3 + i)), 900.0 * (1 + i))
+            for i in range(3)
+        ],
+        delta,
+    )
+    return jobs, ClusterSnapshot((Machine("n0", Resources(4, 16, 65536)),), slot_seconds=delta)
 
 
 @pytest.fixture

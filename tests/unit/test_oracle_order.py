@@ -23,8 +23,8 @@ from slurm_mlsched.model import ClusterSnapshot, Machine, Resources
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.yu_rr import queue_order
 from slurm_mlsched.placement.yu_rr.late_binding import PendingJob, ordered
-from slurm_mlsched.sim import SimJob, sim_jobs
-from tests.conftest import RESNET, make_job
+from slurm_mlsched.sim import SimJob
+from tests.conftest import RESNET, make_job, one_node_burst
 
 DELTA = 600.0
 NU = RESNET.nu_in(DELTA)
@@ -33,19 +33,7 @@ PARAMS = PlacementParams(lookahead=False, preempt=True, preempt_resize=True)
 
 
 def _jobs() -> list[SimJob]:
-    # one 4-GPU node: a long 2-worker job, then a burst of short 2- and 4-worker jobs
-    return sim_jobs(
-        [(make_job("long", workers=2, workload=NU * 2 * 30), 0.0)]
-        + [
-            (make_job(f"w{i}", workers=4, workload=NU * 4 * (2 + i)), 600.0 * (1 + i))
-            for i in range(3)
-        ]
-        + [
-            (make_job(f"n{i}", workers=2, workload=NU * 2 * (3 + i)), 900.0 * (1 + i))
-            for i in range(3)
-        ],
-        DELTA,
-    )
+    return one_node_burst()[0]
 
 
 def test_scaled_keys_reach_the_queue_order_and_are_gone_afterwards() -> None:
