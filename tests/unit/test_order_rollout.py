@@ -52,6 +52,23 @@ def test_the_rollout_puts_first_the_candidate_whose_schedule_costs_least() -> No
     assert [p.request.job_id for p in out] == ["wide", "narrow"]
 
 
+def test_a_job_past_the_candidates_keeps_its_place() -> None:
+    # a second narrow job (9 slots) between them: the wide job is third in key order.
+    # Wide first costs 3 + 11 + 12 = 26 slots, narrow first 8 + 9 + 12 = 29.
+    pending = [
+        PendingJob(make_job("narrow", workers=1, workload=NU * 8 - 1), 0),
+        PendingJob(make_job("narrow2", workers=1, workload=NU * 9 - 1), 1),
+        PendingJob(make_job("wide", workers=4, workload=NU * 4 * 3 - 1), 2),
+    ]
+    snapshot = NODE.at_slot(0)
+    queue = ordered(pending, snapshot, PARAMS)
+    assert [p.request.job_id for p in queue] == ["narrow", "narrow2", "wide"]
+    two = rolled_order(queue, snapshot, PARAMS, RolloutOrder(1, 2, 24))
+    assert [p.request.job_id for p in two][-1] == "wide"
+    three = rolled_order(queue, snapshot, PARAMS, RolloutOrder(1, 3, 24))
+    assert [p.request.job_id for p in three] == ["wide", "narrow", "narrow2"]
+
+
 def test_one_candidate_leaves_the_key_order_and_depth_one_scores_each_alone() -> None:
     snapshot = NODE.at_slot(0)
     out = rolled_order(_queue(), snapshot, PARAMS, RolloutOrder(1, 1))
