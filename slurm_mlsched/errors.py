@@ -109,6 +109,16 @@ class BelowBoundError(MlschedError):
     exit_code = 1
 
 
+class PolicyStallError(MlschedError):
+    """A re-allocating policy (``optimus``, ``drf``, ``tiresias``) left every active job
+    waiting with none still to arrive: its allocation and layout place none of them on this
+    cluster, although each fits it, so the replay cannot go on. A limit of that policy's
+    port, not of the jobs: please report it (docs/formulation.md §12)."""
+
+    code = "policy-stalled"
+    exit_code = 1
+
+
 class StoreError(MlschedError):
     """The decision store failed: cannot open, read or write the database."""
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import PolicyStallError
 from ..model import ClusterSnapshot, Decision, Form, Machine, SlotPlan
 from ..placement.baselines.reallocation import (
     Allocation,
@@ -202,8 +203,14 @@ def simulate_reallocating(
             raise RuntimeError(f"{policy}: wake-up slot {woken} is not after slot {slot}")
         then = min([following, *ends, *([woken] if woken is not None else [])])
         if then == math.inf:
-            raise RuntimeError(
-                f"{policy}: at slot {slot} no job runs, {len(active)} wait and none is to arrive"
+            waiting = sorted(a.job.job_id for a in active)
+            raise PolicyStallError(
+                f"{policy}: at slot {slot} no job runs, {len(active)} wait and none is to "
+                f"arrive: its allocation places none of {', '.join(waiting[:5])}"
+                + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""),
+                hint=f"replay without --policy {policy} (the other policies are not affected)"
+                " and report it with the jobs and the cluster",
+                context={"policy": policy, "slot": slot, "waiting": len(waiting)},
             )
         stop = int(then)
         still: list[_Active] = []

@@ -44,3 +44,28 @@ def test_plan_refuses_a_reallocating_policy(tmp_path: Path) -> None:
     result = invoke("plan", "--cluster", cluster, *job, "--policy", "optimus")
     assert result.exit_code == 3
     assert "replay only" in result.stderr
+
+
+def test_a_job_no_even_spread_holds_is_replayed_by_every_policy(tmp_path: Path) -> None:
+    # two CPU-only workers and a fixed count of two 4-CPU PSs on three 4-CPU nodes: no
+    # even spread of the tasks fits; optimus and tiresias used to stall here, and the
+    # replay ended in error[internal] (tests/sim/test_realloc.py has the layout)
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(
+        "jobs:\n"
+        "  - {id: j, submit: 0, workers: 2, model: resnet-50, workload: 107.54, ps: 2,\n"
+        "     gpus_per_worker: 0, cpus_per_worker: 1, mem_per_worker: 1024,\n"
+        "     cpus_per_ps: 4, mem_per_ps: 1024}\n"
+    )
+    cluster = tmp_path / "tiny.yaml"
+    cluster.write_text(
+        "slot_seconds: 60\ngroups:\n  - {prefix: m, count: 3, gpus: 1, cpus: 4, mem_gb: 16}\n"
+    )
+    args: list[str | Path] = ["replay", jobs, "--cluster", cluster, "--json"]
+    for policy in ("optimus", "tiresias", "drf", "yu-rr"):
+        args += ["-p", policy]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert set(printed["policies"]) == {"optimus", "tiresias", "drf", "yu-rr"}
+    assert printed["unplaceable"] == 0

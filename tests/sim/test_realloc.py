@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from slurm_mlsched.model import ClusterSnapshot, Form, Mode
+from slurm_mlsched.errors import PolicyStallError
+from slurm_mlsched.model import ClusterSnapshot, Form, Machine, Mode, Resources
 from slurm_mlsched.placement import PlacementParams, place
 from slurm_mlsched.placement.baselines.reallocation import Allocation, RunningJob
 from slurm_mlsched.placement.registry import get_reallocating, policy_names
-from slurm_mlsched.sim import SimJob, compute_metrics, draw_utilities, simulate
+from slurm_mlsched.sim import SimJob, compute_metrics, draw_utilities, sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from slurm_mlsched.sim.realloc import simulate_reallocating
 from tests.conftest import RESNET, make_cluster, make_job
@@ -117,8 +118,30 @@ def test_a_policy_that_never_runs_anything_cannot_end() -> None:
     ) -> tuple[Allocation | None, ...]:
         return tuple(None for _ in jobs)
 
-    with pytest.raises(RuntimeError, match="no job runs"):
+    with pytest.raises(PolicyStallError, match=r"no job runs, 1 wait .* places none of A") as err:
         simulate_reallocating([at("A", 0, 1, 100.0)], make_cluster(1), "idle", idle, PARAMS)
+    assert err.value.code == "policy-stalled" and "--policy idle" in err.value.hint
+
+
+def test_a_job_whose_psses_each_fill_a_node_is_placed_by_every_reallocating_policy() -> None:
+    # found by the bound's property search: 3 machines of 1 GPU and 4 CPUs, one job of two
+    # CPU-only workers and a fixed count of two 4-CPU PSs. Co-located it needs 5 CPUs; no
+    # even spread holds 2 workers and 2 PSs (a machine with a PS has no CPU left), while
+    # both workers on one machine and a PS on each of the others does. optimus and tiresias
+    # spread evenly and stalled; they fall back to first fit for such a job.
+    cluster = ClusterSnapshot(
+        tuple(Machine(f"m{i}", Resources(1, 4, 16384)) for i in range(3)), slot_seconds=60.0
+    )
+    job = make_job(
+        "j", workers=2, workload=107.54, worker=Resources(0, 1, 1024),
+        ps=Resources(0, 4, 1024), ps_count=2,
+    )  # fmt: skip
+    for policy in ("optimus", "tiresias", "drf"):
+        result = simulate(sim_jobs([(job, 0.0)], 60.0), cluster, policy, PARAMS)
+        (out,) = result.outcomes
+        assert out.decision is not None and out.decision.completion_slots == 3, policy
+        layout = out.decision.slots[0]
+        assert sum(n for _, n in layout.workers) == 2 and sum(n for _, n in layout.ps) == 2
 
 
 def test_registry_kinds_and_the_replay_only_refusal() -> None:

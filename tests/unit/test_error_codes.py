@@ -21,6 +21,7 @@ CODES = {
     "NotFoundError": ("not-found", 3),
     "InvalidTransitionError": ("invalid-transition", 3),
     "BelowBoundError": ("below-lower-bound", 1),
+    "PolicyStallError": ("policy-stalled", 1),
     "SlurmError": ("slurm-command-failed", 6),
     "SlurmUnreachableError": ("slurm-unreachable", 6),
     "SlurmOutputError": ("slurm-output-unreadable", 6),

@@ -19,6 +19,7 @@ from slurm_mlsched.placement.baselines.task_layout import (
     first_fit,
     place_one,
     ps_for,
+    spread_for,
 )
 from slurm_mlsched.placement.program.packing import EPS
 from tests.conftest import make_job
@@ -178,3 +179,25 @@ def test_fewest_machines_puts_the_ps_past_the_job_s_task_count_when_only_there_i
     got = fewest_machines(room, alpha, 1, beta, 1)
     assert got is not None
     assert got[0].tolist() == [0, 1, 0] and got[1].tolist() == [1, 0, 0]
+
+
+def test_the_fallback_lays_out_only_a_job_no_even_spread_ever_holds() -> None:
+    capacity = np.array([[1.0, 4.0, 16384.0]] * 3)
+    # two 1-CPU workers and a fixed two 4-CPU PSs: no even spread over 1-3 of these
+    # machines holds them (a machine with a PS has no CPU left), first fit does
+    odd = make_job(
+        "odd", workers=2, workload=100.0, worker=Resources(0, 1, 1024),
+        ps=Resources(0, 4, 1024), ps_count=2,
+    )  # fmt: skip
+    assert spread_for(odd, capacity, fewest_machines, first_fit) is first_fit
+    room = capacity.copy()
+    placed = place_one(odd, 2, 2, room, spread_for(odd, capacity, fewest_machines, first_fit))
+    assert placed is not None and placed.total_workers == 2 and placed.total_ps == 2
+    assert place_one(odd, 2, 2, capacity.copy(), fewest_machines) is None  # the stall
+    # a job an even spread holds at some width keeps the policy's own spread, also when
+    # the room now holds it at no width
+    plain = make_job("plain", workers=2, workload=100.0, worker=Resources(1, 1, 1024))
+    assert spread_for(plain, capacity, fewest_machines, first_fit) is fewest_machines
+    full = np.zeros_like(capacity)
+    assert spread_for(plain, full, fewest_machines, first_fit) is first_fit  # other cluster
+    assert spread_for(plain, capacity, fewest_machines, first_fit) is fewest_machines

@@ -25,7 +25,9 @@ R = the job's remaining mini-batches.
    that does not fit is dropped: the room only shrinks). Ties go to the earlier job.
 
 **Placement** (:func:`.task_layout.fewest_machines`): the fewest machines that hold the job,
-its PSs and workers spread evenly over them; co-located when one machine holds it all.
+its PSs and workers spread evenly over them; co-located when one machine holds it all. A job
+that no even spread holds at any width on the empty cluster is laid out first fit instead
+(:func:`.task_layout.spread_for`), so it runs rather than waits forever.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ...model import ClusterSnapshot, JobProfile, JobRequest, allreduce
 from ..params import PlacementParams
 from ..program.packing import EPS, fit_counts
 from .reallocation import Allocation, RunningJob
-from .task_layout import fewest_machines, place_counts, ps_for
+from .task_layout import fewest_machines, first_fit, place_counts, ps_for
 from .timeline import Timeline
 
 FloatArray = npt.NDArray[np.float64]
@@ -303,5 +305,11 @@ def reallocate_optimus(
     capacity = Timeline.of(cluster, slot).capacity
     counts = allocate_counts(jobs, capacity, params)
     return place_counts(
-        jobs, counts, capacity, fewest_machines, params.realloc_keep_placement, cluster.machines
+        jobs,
+        counts,
+        capacity,
+        fewest_machines,
+        params.realloc_keep_placement,
+        cluster.machines,
+        fallback=first_fit,
     )

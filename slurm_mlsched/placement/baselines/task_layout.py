@@ -15,6 +15,11 @@ against the cluster's **total** capacity; then this module places them:
    * a job that does not fit (the counts were decided on the total, and machines are
      fragmented) **sheds** workers one at a time (with the PSs the rule then needs) until it
      fits; with none left it waits until the next event.
+   * a job that the policy's spread holds at **no** width even on the empty cluster (a
+     fixed PS count whose PSs each fill a node, so that no *even* spread of its tasks
+     exists) is laid out by a **fallback** spread instead (Optimus and Tiresias: first
+     fit, :func:`spread_for`); without it such a job would wait forever and the replay
+     would stall. Every job the spread holds at some width on the empty cluster keeps it.
 
 With a fixed PS count S (``--ps S``) a job runs distributed only with S ≤ W ≤ ⌊S·B_ex/b_ex⌋
 workers and S PSs; other worker counts can only run co-located.
@@ -315,10 +320,12 @@ def place_counts(
     spread: Spread,
     keep: bool,
     machines: Sequence[Machine] = (),
+    fallback: Spread | None = None,
 ) -> tuple[Allocation | None, ...]:
     """Allocations for ``jobs`` with the (workers, PSs) of ``counts`` (module docstring);
     ``machines`` (in capacity order) give the nodes' GPU types for the jobs that name
-    some (:mod:`..eligibility`)."""
+    some (:mod:`..eligibility`); ``fallback``: the spread of a job that ``spread`` holds at
+    no width on the empty cluster (:func:`spread_for`)."""
     room = np.array(capacity, dtype=np.float64)
     out: list[Allocation | None] = [None] * len(jobs)
     todo: list[int] = []
@@ -336,6 +343,39 @@ def place_counts(
         np.subtract.at(room, np.asarray(rows), np.asarray(use))
     for i in todo:
         w, s = counts[i]
-        ok = allowed(jobs[i].request, machines) if machines else None
-        out[i] = place_one(jobs[i].request, w, s, room, spread, ok=ok)
+        request = jobs[i].request
+        ok = allowed(request, machines) if machines else None
+        own = spread if fallback is None else spread_for(request, capacity, spread, fallback, ok)
+        out[i] = place_one(request, w, s, room, own, ok=ok)
     return tuple(out)
+
+
+def spread_for(
+    job: JobRequest,
+    capacity: FloatArray,
+    spread: Spread,
+    fallback: Spread,
+    ok: BoolArray | None = None,
+) -> Spread:
+    """``spread``, or ``fallback`` when ``spread`` holds ``job`` at no width on the empty
+    cluster (``capacity``, as the job's GPU types ``ok`` let it see it): a layout rule the
+    job can never meet is replaced, the job is not left waiting for it (module docstring).
+    The test is one :func:`place_one` with shedding on the empty cluster, which finds a
+    width whenever one exists (shedding finds the most workers that fit); memoized per
+    job shape and capacity."""
+    key = (
+        job.max_workers, job.worker, job.ps, job.ps_count, job.profile.ps_per_worker,
+        job.is_allreduce, job.gpu_types, spread, fallback,
+    )  # fmt: skip
+    cached = _NEVER.get(key)
+    if cached is None or not (cached[0] is capacity or np.array_equal(cached[0], capacity)):
+        room = np.array(capacity, dtype=np.float64)
+        w = job.max_workers
+        never = place_one(job, w, ps_for(job, w), room, spread, ok=ok) is None
+        cached = (capacity, never)
+        _NEVER[key] = cached
+    return fallback if cached[1] else spread
+
+
+#: :func:`spread_for`'s answers: job shape → (the capacity it was found on, never).
+_NEVER: dict[tuple[object, ...], tuple[FloatArray, bool]] = {}
