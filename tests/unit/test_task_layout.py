@@ -15,8 +15,10 @@ from slurm_mlsched.placement.baselines.reallocation import Allocation
 from slurm_mlsched.placement.baselines.task_layout import (
     _one_machine,
     _pairs,
+    any_layout,
     fewest_machines,
     first_fit,
+    least_width,
     place_one,
     ps_for,
     spread_for,
@@ -201,3 +203,15 @@ def test_the_fallback_lays_out_only_a_job_no_even_spread_ever_holds() -> None:
     full = np.zeros_like(capacity)
     assert spread_for(plain, full, fewest_machines, first_fit) is first_fit  # other cluster
     assert spread_for(plain, capacity, fewest_machines, first_fit) is fewest_machines
+
+
+def test_the_least_width_is_the_fewest_workers_a_job_can_run_with() -> None:
+    capacity = np.array([[0.0, 2.0, 16384.0]] * 3)
+    fixed = make_job(
+        "fixed", workers=3, workload=100.0, worker=Resources(0, 1, 1024),
+        ps=Resources(0, 2, 1024), ps_count=2,
+    )  # fmt: skip
+    # one worker: co-located only (3 CPUs > 2); two: both on one node, a PS on each other
+    assert least_width(fixed, capacity, first_fit, any_layout) == 2
+    auto = make_job("auto", workers=3, workload=100.0, worker=Resources(0, 1, 1024))
+    assert least_width(auto, capacity, first_fit, any_layout) == 1

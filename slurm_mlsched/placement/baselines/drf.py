@@ -10,28 +10,35 @@ possible, :func:`.task_layout.ps_for`) has the dominant share
 
 Repeatedly, the job with the smallest dominant share (ties: the earlier job) gets one more
 worker, with the PS the rule then needs, if it has fewer than N workers and the task fits
-what is left; a job whose next task does not fit is done (the room only shrinks). When
+what is left; a job whose next task does not fit is done (the room only shrinks). A job's
+first step is the fewest workers it can run with on the empty cluster (1 for nearly every
+job; more for one whose narrow shapes never fit, :func:`.task_layout.least_width`). When
 every job's N workers fit at once, that is the result (the filling would reach it too).
 
 **Placement** (our choice; :func:`.task_layout.first_fit`): first fit in node order,
 workers then PSs, as Slurm's block distribution and the ``fifo-*`` baselines do, so DRF
 differs from them in *how many* tasks a job gets, not in *where*; a job whose tasks all
 land on one machine runs co-located (one PS). Jobs whose counts did not change keep their
-machines (``realloc_keep_placement``).
+machines (``realloc_keep_placement``). A job that block first fit holds at no width even
+on the empty cluster (a PS that fits only on a node before the workers') is laid out by
+the fallback of :func:`.task_layout.spread_for` instead, so it runs rather than waits
+forever.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from ...model import ClusterSnapshot
+from ...model import ClusterSnapshot, Machine
 from ..params import PlacementParams
+from ..program.eligibility import allowed
 from ..program.packing import EPS
 from .reallocation import Allocation, RunningJob
-from .task_layout import first_fit, place_counts, ps_for
+from .task_layout import any_layout, first_fit, least_width, place_counts, ps_for
 from .timeline import Timeline
 
 FloatArray = npt.NDArray[np.float64]
@@ -45,8 +52,19 @@ def _held(job: RunningJob, workers: int) -> FloatArray:
     return out
 
 
-def allocate_counts(jobs: tuple[RunningJob, ...], capacity: FloatArray) -> list[tuple[int, int]]:
-    """(workers, PSs) per job by progressive filling on dominant shares (module docstring)."""
+def _least(job: RunningJob, capacity: FloatArray, machines: Sequence[Machine]) -> int:
+    r = job.request
+    ok = allowed(r, machines) if machines else None
+    return least_width(r, capacity, first_fit, any_layout, ok)
+
+
+def allocate_counts(
+    jobs: tuple[RunningJob, ...], capacity: FloatArray, machines: Sequence[Machine] = ()
+) -> list[tuple[int, int]]:
+    """(workers, PSs) per job by progressive filling on dominant shares (module docstring);
+    a job's first step is the fewest workers it can run with on the empty cluster (1 for
+    nearly every job, :func:`.task_layout.least_width`; ``machines`` give the nodes' GPU
+    types for a typed job)."""
     total = capacity.sum(axis=0)
     inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
     most = [(j.request.max_workers, ps_for(j.request, j.request.max_workers)) for j in jobs]
@@ -64,7 +82,7 @@ def allocate_counts(jobs: tuple[RunningJob, ...], capacity: FloatArray) -> list[
     heap = [(0.0, i) for i in range(len(jobs))]
     while heap:
         _, i = heapq.heappop(heap)
-        w = workers[i] + 1
+        w = workers[i] + 1 if workers[i] else _least(jobs[i], capacity, machines)
         if w > jobs[i].request.max_workers:
             continue
         after = _held(jobs[i], w)
@@ -81,7 +99,13 @@ def reallocate_drf(
 ) -> tuple[Allocation | None, ...]:
     """Dominant-resource fairness over worker/PS counts, first-fit placement."""
     capacity = Timeline.of(cluster, slot).capacity
-    counts = allocate_counts(jobs, capacity)
+    counts = allocate_counts(jobs, capacity, cluster.machines)
     return place_counts(
-        jobs, counts, capacity, first_fit, params.realloc_keep_placement, cluster.machines
+        jobs,
+        counts,
+        capacity,
+        first_fit,
+        params.realloc_keep_placement,
+        cluster.machines,
+        fallback=any_layout,
     )

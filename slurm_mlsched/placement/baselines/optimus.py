@@ -17,7 +17,9 @@ R = the job's remaining mini-batches.
 
 **Allocation**, against the cluster's total capacity, at every event:
 
-1. in arrival order, every job gets 1 worker + its PS(s) if they fit;
+1. in arrival order, every job gets 1 worker + its PS(s) if they fit (a job that cannot
+   run with 1 worker on the empty cluster, :func:`.task_layout.least_width`, gets the
+   fewest it can run with);
 2. then, repeatedly, the single task with the largest drop in remaining time per unit of
    its dominant resource, gain = R/f(p, w) − R/f(p', w') over max_r(demand_r / total_r),
    is added, among: a worker to some job (w < N; with the PS the PS rule then needs) or a
@@ -26,23 +28,25 @@ R = the job's remaining mini-batches.
 
 **Placement** (:func:`.task_layout.fewest_machines`): the fewest machines that hold the job,
 its PSs and workers spread evenly over them; co-located when one machine holds it all. A job
-that no even spread holds at any width on the empty cluster is laid out first fit instead
-(:func:`.task_layout.spread_for`), so it runs rather than waits forever.
+that no even spread holds at any width on the empty cluster is laid out by the fallback of
+:func:`.task_layout.spread_for` instead (first fit), so it runs rather than waits forever.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
-from ...model import ClusterSnapshot, JobProfile, JobRequest, allreduce
+from ...model import ClusterSnapshot, JobProfile, JobRequest, Machine, allreduce
 from ..params import PlacementParams
+from ..program.eligibility import allowed
 from ..program.packing import EPS, fit_counts
 from .reallocation import Allocation, RunningJob
-from .task_layout import fewest_machines, first_fit, place_counts, ps_for
+from .task_layout import any_layout, fewest_machines, least_width, place_counts, ps_for
 from .timeline import Timeline
 
 FloatArray = npt.NDArray[np.float64]
@@ -150,31 +154,35 @@ class _Job:
         return self.workers, self.ps + 1, self.beta
 
 
-def first_tasks(jobs: tuple[RunningJob, ...], free: FloatArray) -> list[tuple[int, int]]:
-    """Step 1: in arrival order, one worker and its PS(s) for every job they fit; ``free``
-    (the total capacity) is reduced in place."""
+def first_tasks(
+    jobs: tuple[RunningJob, ...], free: FloatArray, least: Sequence[int] | None = None
+) -> list[tuple[int, int]]:
+    """Step 1: in arrival order, one worker (``least[i]`` for job i: the fewest it can
+    run with, :func:`.task_layout.least_width`; 1 for nearly every job) and its PS(s) for
+    every job they fit; ``free`` (the total capacity) is reduced in place."""
     n = len(jobs)
     if not n:
         return []
-    ps1 = [ps_for(j.request, 1) for j in jobs]
+    first = list(least) if least is not None else [1] * n
+    ps1 = [ps_for(j.request, w) for j, w in zip(jobs, first, strict=True)]
     demand = np.array(
         [
             tuple(
-                w + p * k
-                for w, p in zip(j.request.worker.as_tuple(), j.request.ps.as_tuple(), strict=True)
+                a * w + b * k
+                for a, b in zip(j.request.worker.as_tuple(), j.request.ps.as_tuple(), strict=True)
             )
-            for j, k in zip(jobs, ps1, strict=True)
+            for j, w, k in zip(jobs, first, ps1, strict=True)
         ]
     ).reshape(n, 3)
     total = demand.sum(axis=0)
     if (total <= free + EPS).all():  # all fit (the usual case): no loop
         free -= total
-        return [(1, k) for k in ps1]
+        return list(zip(first, ps1, strict=True))
     out: list[tuple[int, int]] = []
-    for row, k in zip(demand, ps1, strict=True):
+    for row, w, k in zip(demand, first, ps1, strict=True):
         if (row <= free + EPS).all():
             free -= row
-            out.append((1, k))
+            out.append((w, k))
         else:
             out.append((0, 0))
     return out
@@ -248,14 +256,29 @@ def _all_reach_their_own_end(state: list[_Job], free: FloatArray, share: FloatAr
 
 
 def allocate_counts(
-    jobs: tuple[RunningJob, ...], capacity: FloatArray, params: PlacementParams
+    jobs: tuple[RunningJob, ...],
+    capacity: FloatArray,
+    params: PlacementParams,
+    machines: Sequence[Machine] = (),
 ) -> list[tuple[int, int]]:
     """(workers, PSs) per job: Optimus's greedy against the total capacity. Only jobs that
-    run and can take a task (N > 1) enter step 2: a one-worker job has its one PS."""
+    run and can take a task (N > 1) enter step 2: a one-worker job has its one PS.
+    ``machines`` (in capacity order) give the nodes' GPU types, for the fewest workers
+    a typed job can run with."""
     total = capacity.sum(axis=0)
     free = total.copy()
     share = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
-    counts = first_tasks(jobs, free)
+    least = [
+        least_width(
+            j.request,
+            capacity,
+            fewest_machines,
+            any_layout,
+            allowed(j.request, machines) if machines else None,
+        )
+        for j in jobs
+    ]
+    counts = first_tasks(jobs, free, least)
     memo: dict[object, int] = {}
     state = [
         _Job(i, j, _theta(j, capacity, params, memo), *counts[i])
@@ -303,7 +326,7 @@ def reallocate_optimus(
 ) -> tuple[Allocation | None, ...]:
     """Optimus: marginal-gain greedy on a fitted speed model, fewest-machines placement."""
     capacity = Timeline.of(cluster, slot).capacity
-    counts = allocate_counts(jobs, capacity, params)
+    counts = allocate_counts(jobs, capacity, params, cluster.machines)
     return place_counts(
         jobs,
         counts,
@@ -311,5 +334,5 @@ def reallocate_optimus(
         fewest_machines,
         params.realloc_keep_placement,
         cluster.machines,
-        fallback=first_fit,
+        fallback=any_layout,
     )

@@ -17,9 +17,10 @@ against the cluster's **total** capacity; then this module places them:
      fits; with none left it waits until the next event.
    * a job that the policy's spread holds at **no** width even on the empty cluster (a
      fixed PS count whose PSs each fill a node, so that no *even* spread of its tasks
-     exists) is laid out by a **fallback** spread instead (Optimus and Tiresias: first
-     fit, :func:`spread_for`); without it such a job would wait forever and the replay
-     would stall. Every job the spread holds at some width on the empty cluster keeps it.
+     exists; a PS that fits only on a node before the workers', which block first fit
+     never tries) is laid out by a **fallback** spread instead (:func:`spread_for`,
+     :func:`any_layout`); without it such a job would wait forever and the replay would
+     stall. Every job the spread holds at some width on the empty cluster keeps it.
 
 With a fixed PS count S (``--ps S``) a job runs distributed only with S ≤ W ≤ ⌊S·B_ex/b_ex⌋
 workers and S PSs; other worker counts can only run co-located.
@@ -155,6 +156,20 @@ def first_fit(
     """First fit in node order, workers then PSs, each machine taking the longest run of
     the remaining tasks that fits (Slurm's block distribution, as ``fifo-*``)."""
     return block_first_fit(room, alpha, workers, beta, ps)
+
+
+def any_layout(
+    room: FloatArray, alpha: FloatArray, workers: int, beta: FloatArray, ps: int
+) -> tuple[IntArray, IntArray] | None:
+    """The fallback of :func:`spread_for`: the first layout found of block first fit
+    (workers, then PSs from the last worker's machine on: :func:`first_fit`), the same with
+    the PSs first (a PS that fits only on a machine before the workers'), and Optimus's
+    even spread (:func:`fewest_machines`)."""
+    got = block_first_fit(room, alpha, workers, beta, ps)
+    if got is None and ps > 0:
+        flipped = block_first_fit(room, beta, ps, alpha, workers)
+        got = None if flipped is None else (flipped[1], flipped[0])
+    return got if got is not None else fewest_machines(room, alpha, workers, beta, ps)
 
 
 def _pairs(counts: IntArray) -> Counts:
@@ -376,6 +391,41 @@ def spread_for(
         _NEVER[key] = cached
     return fallback if cached[1] else spread
 
+
+def least_width(
+    job: JobRequest,
+    capacity: FloatArray,
+    spread: Spread,
+    fallback: Spread,
+    ok: BoolArray | None = None,
+) -> int:
+    """The fewest workers the job can run with on the empty cluster (``capacity``, seen
+    through ``ok``) under :func:`spread_for`'s layout: 1 for nearly every job; more for a
+    job whose narrow shapes exist only co-located and never fit one machine (a fixed PS
+    count S lets it run distributed only from S workers on). An allocation that gives a
+    job fewer workers gives it a shape no room can ever hold, which starts nothing and,
+    when every job gets one, stalls the replay. 1 when no width fits (the job is then
+    never placed, as before). Memoized per job shape and capacity."""
+    own = spread_for(job, capacity, spread, fallback, ok)
+    key = (
+        job.max_workers, job.worker, job.ps, job.ps_count, job.profile.ps_per_worker,
+        job.is_allreduce, job.gpu_types, own,
+    )  # fmt: skip
+    cached = _LEAST.get(key)
+    if cached is None or not (cached[0] is capacity or np.array_equal(cached[0], capacity)):
+        least = 1
+        for w in range(1, job.max_workers + 1):
+            room = np.array(capacity, dtype=np.float64)
+            if place_one(job, w, ps_for(job, w), room, own, shed=False, ok=ok) is not None:
+                least = w
+                break
+        cached = (capacity, least)
+        _LEAST[key] = cached
+    return cached[1]
+
+
+#: :func:`least_width`'s answers: job shape → (the capacity it was found on, the width).
+_LEAST: dict[tuple[object, ...], tuple[FloatArray, int]] = {}
 
 #: :func:`spread_for`'s answers: job shape → (the capacity it was found on, never).
 _NEVER: dict[tuple[object, ...], tuple[FloatArray, bool]] = {}

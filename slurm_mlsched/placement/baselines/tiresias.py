@@ -23,8 +23,8 @@ the baseline DL-cluster papers compare against (MODEL.md §6). A re-allocating p
   Tiresias does for models whose tensors are skewed — here every model is a PS model;
   co-located when one machine holds the job, MODEL.md O3). A job that does not fit
   physically (fragmentation) waits until the next event. A job that no even spread holds
-  at any width even on the empty cluster is laid out first fit instead
-  (:func:`.task_layout.spread_for`): it would otherwise wait forever.
+  at any width even on the empty cluster is laid out by the fallback of
+  :func:`.task_layout.spread_for` (first fit): it would otherwise wait forever.
 * **Wake-ups**: the policy is also called when a running job's attained service crosses
   its queue's threshold (it may then be demoted and preempted), as Tiresias re-schedules
   on demotion.
@@ -44,7 +44,14 @@ from ..program.eligibility import allowed, masked
 from ..program.job_lp import FloatArray
 from ..program.packing import EPS
 from .reallocation import Allocation, RunningJob, service_rate
-from .task_layout import fewest_machines, first_fit, place_one, ps_for, spread_for, usage_rows
+from .task_layout import (
+    any_layout,
+    fewest_machines,
+    place_one,
+    ps_for,
+    spread_for,
+    usage_rows,
+)
 from .timeline import Timeline
 
 POLICY = "tiresias"
@@ -62,7 +69,7 @@ def widest(job: JobRequest, capacity: FloatArray) -> int:
     cached = _WIDEST.get(key)
     if cached is not None and cached[0] is capacity:
         return cached[1]
-    spread = spread_for(job, capacity, fewest_machines, first_fit)
+    spread = spread_for(job, capacity, fewest_machines, any_layout)
     for w in range(job.max_workers, 0, -1):
         room = np.array(capacity, dtype=np.float64)
         if place_one(job, w, ps_for(job, w), room, spread, shed=False) is not None:
@@ -148,6 +155,6 @@ def reallocate_tiresias(
             continue
         w, s, _ = _demand(jobs[i], capacity, machines)
         r = jobs[i].request
-        spread = spread_for(r, _seen_by(r, capacity, machines), fewest_machines, first_fit)
+        spread = spread_for(r, _seen_by(r, capacity, machines), fewest_machines, any_layout)
         out[i] = place_one(r, w, s, room, spread, shed=False, ok=allowed(r, machines))
     return tuple(out)
