@@ -220,7 +220,7 @@ def test_every_admitted_job_ends_under_every_reallocating_policy(
 ) -> None:
     cluster, jobs = case
     admitted, _ = admit(jobs, cluster)
-    for policy in ("optimus", "tiresias", "drf"):
+    for policy in ("optimus", "tiresias", "drf", "srtf"):
         result = simulate(admitted, cluster, policy, PARAMS)  # a stall raises
         assert all(o.decision is not None for o in result.outcomes), policy
 
@@ -248,3 +248,20 @@ def test_an_allocation_starts_each_job_at_a_width_it_can_run_with() -> None:
         result = simulate(sim_jobs([(j, 0.0) for j in jobs], 60.0), cluster, policy, PARAMS)
         ends = sorted(o.decision.end_slot for o in result.outcomes if o.decision is not None)
         assert len(ends) == 2 and ends[0] < ends[1], policy  # one after the other
+
+
+def test_srtf_lays_out_a_job_its_holes_first_spread_never_holds() -> None:
+    # nodes of 0, 1 and 2 GPUs with 4 CPUs each; two 1-GPU workers and a fixed two 4-CPU
+    # PSs. Holes first puts a worker on the 1-GPU node and one on the 2-GPU node, and no
+    # node has 4 CPUs left for the second PS; both workers on the 2-GPU node and a PS on
+    # each other node fit. srtf stalled (found by the property test above).
+    cluster = ClusterSnapshot(
+        tuple(Machine(f"m{g}", Resources(g, 4, 16384)) for g in range(3)), slot_seconds=60.0
+    )
+    job = make_job(
+        "j", workers=2, workload=107.54, worker=Resources(1, 1, 1024),
+        ps=Resources(0, 4, 1024), ps_count=2,
+    )  # fmt: skip
+    result = simulate(sim_jobs([(job, 0.0)], 60.0), cluster, "srtf", PARAMS)
+    (out,) = result.outcomes
+    assert out.decision is not None and out.decision.start_slot == 0

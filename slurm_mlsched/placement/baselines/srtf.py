@@ -25,7 +25,10 @@ as ``yu-rr`` and ``qssf`` know a job's work; ``tiresias`` does not.
   mean avg JCT ÷ ``yu-rr``'s 1.071 holes first, 1.092 with Optimus's fewest machines,
   which put the PS of a one-node CPU job on an empty node and so lost that node to
   workers on the Mustang weeks, 1.073 with the workers on the fewest machines and the
-  PSs holes first.)
+  PSs holes first.) A job that no holes-first spread holds at any width even on the empty
+  cluster (a fixed PS count whose PSs fit only where holes first put its workers) is laid
+  out by the fallback of :func:`.task_layout.spread_for` instead, so it runs rather than
+  waits forever.
 
 **Allocation**, at every event, in key order, with ``room`` the capacity minus every
 allocation kept or given so far *and* every running job's allocation not yet visited
@@ -60,7 +63,7 @@ from ..params import PlacementParams
 from ..program.eligibility import BoolArray, allowed, masked
 from ..program.packing import EPS, fit_counts
 from .reallocation import Allocation, RunningJob
-from .task_layout import _Fit, _largest, ps_for, usage_rows
+from .task_layout import Spread, _Fit, _largest, any_layout, ps_for, spread_for, usage_rows
 from .timeline import Timeline
 
 FloatArray = npt.NDArray[np.float64]
@@ -127,9 +130,16 @@ def tightest_spread(
     return None if p is None else (w, p)
 
 
-def _distributed(job: JobRequest, room: FloatArray, ok: BoolArray | None) -> Allocation | None:
-    """The most workers (≤ N, within the PS rule) the room holds spread, holes first."""
-    fit = _Fit(job, ps_for(job, job.max_workers), room.copy(), tightest_spread, ok)
+def _distributed(
+    job: JobRequest, room: FloatArray, ok: BoolArray | None, capacity: FloatArray | None = None
+) -> Allocation | None:
+    """The most workers (≤ N, within the PS rule) the room holds spread, holes first (or,
+    for a job holes first holds at no width on the empty cluster ``capacity``, by the
+    fallback layout of :func:`.task_layout.spread_for`)."""
+    spread: Spread = tightest_spread
+    if capacity is not None:
+        spread = spread_for(job, capacity, tightest_spread, any_layout, ok)
+    fit = _Fit(job, ps_for(job, job.max_workers), room.copy(), spread, ok)
     w = _largest(fit.distributed_fits, fit.lo, min(job.max_workers, fit.hi))
     if w < 1:
         return None
@@ -137,13 +147,18 @@ def _distributed(job: JobRequest, room: FloatArray, ok: BoolArray | None) -> All
 
 
 def best_shape(
-    job: JobRequest, room: FloatArray, slot_seconds: float, ok: BoolArray | None = None
+    job: JobRequest,
+    room: FloatArray,
+    slot_seconds: float,
+    ok: BoolArray | None = None,
+    capacity: FloatArray | None = None,
 ) -> Allocation | None:
     """The job's fastest shape in ``room`` (module docstring), or None; ``room`` is not
-    changed. ``ok``: the machines the job's GPU tasks may use (None: all)."""
+    changed. ``ok``: the machines the job's GPU tasks may use (None: all); ``capacity``:
+    the empty cluster, for a job no holes-first spread ever holds (:func:`_distributed`)."""
     view = masked(room, ok) if ok is not None else room
     colo = _colocated(job, view)
-    dist = _distributed(job, room, ok)
+    dist = _distributed(job, room, ok, capacity)
     if dist is None:
         return colo
     if colo is None:
@@ -166,7 +181,7 @@ def fastest_rate(
     key = (job, None if ok is None else ok.tobytes(), slot_seconds)
     rate = _FASTEST.get(key)
     if rate is None:
-        shape = best_shape(job, capacity, slot_seconds, ok)
+        shape = best_shape(job, capacity, slot_seconds, ok, capacity)
         rate = _FASTEST[key] = 0.0 if shape is None else shape.rate(job, slot_seconds)
     return rate
 
@@ -259,11 +274,11 @@ def reallocate_srtf(
             room += use[i]
             held -= use[i]
             reserved.discard(i)
-        chosen = best_shape(job, room, delta, ok)
+        chosen = best_shape(job, room, delta, ok, capacity)
         evict: list[int] = []
         if reserved:  # every job still reserved comes later in the order
             wider = room + held
-            faster = best_shape(job, wider, delta, ok)
+            faster = best_shape(job, wider, delta, ok, capacity)
             if faster is not None and (
                 chosen is None or faster.rate(job, delta) > chosen.rate(job, delta) + EPS
             ):
