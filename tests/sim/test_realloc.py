@@ -8,15 +8,13 @@ whole multiples of it, so run lengths are exact.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from slurm_mlsched.errors import PolicyStallError
 from slurm_mlsched.model import ClusterSnapshot, Form, Machine, Mode, Resources
 from slurm_mlsched.placement import PlacementParams, place
 from slurm_mlsched.placement.baselines.reallocation import Allocation, RunningJob
 from slurm_mlsched.placement.registry import get_reallocating, policy_names
-from slurm_mlsched.sim import SimJob, admit, compute_metrics, draw_utilities, sim_jobs, simulate
+from slurm_mlsched.sim import SimJob, compute_metrics, draw_utilities, sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from slurm_mlsched.sim.realloc import simulate_reallocating
 from tests.conftest import RESNET, make_cluster, make_job
@@ -187,42 +185,6 @@ def test_a_resumed_or_resized_job_pays_the_restart_cost() -> None:
         a = result.decisions[0]
         assert a.end_slot == end, restart
         assert dict(a.stats)["restarts"] == (1 if restart else 0)
-
-
-@st.composite
-def odd_shapes(draw: st.DrawFn) -> tuple[ClusterSnapshot, list[SimJob]]:
-    """Small clusters and jobs of CPU-only or GPU workers, PSs up to a node's CPUs and
-    fixed or automatic PS counts: the shapes where a layout rule can fail to exist."""
-    cpus = draw(st.sampled_from([2, 4, 8]))
-    machines = tuple(
-        Machine(f"m{i}", Resources(draw(st.sampled_from([0, 1, 2])), cpus, 16384))
-        for i in range(draw(st.integers(1, 4)))
-    )
-    entries = []
-    for i in range(draw(st.integers(1, 4))):
-        w = draw(st.integers(1, 4))
-        job = make_job(
-            f"j{i}",
-            workers=w,
-            workload=RESNET.nu_in(60.0) * w * draw(st.floats(0.5, 4.0)),
-            worker=Resources(draw(st.sampled_from([0, 1])), draw(st.integers(1, 2)), 1024),
-            ps=Resources(0, draw(st.integers(1, cpus)), 1024),
-            ps_count=draw(st.sampled_from([None, 1, 2])),
-        )
-        entries.append((job, 60.0 * draw(st.integers(0, 3))))
-    return ClusterSnapshot(machines, slot_seconds=60.0), sim_jobs(entries, 60.0)
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(odd_shapes())
-def test_every_admitted_job_ends_under_every_reallocating_policy(
-    case: tuple[ClusterSnapshot, list[SimJob]],
-) -> None:
-    cluster, jobs = case
-    admitted, _ = admit(jobs, cluster)
-    for policy in ("optimus", "tiresias", "drf", "srtf"):
-        result = simulate(admitted, cluster, policy, PARAMS)  # a stall raises
-        assert all(o.decision is not None for o in result.outcomes), policy
 
 
 def test_an_allocation_starts_each_job_at_a_width_it_can_run_with() -> None:
