@@ -110,7 +110,7 @@ class BelowBoundError(MlschedError):
 
 
 class PolicyStallError(MlschedError):
-    """A re-allocating policy (``optimus``, ``drf``, ``tiresias``) left every active job
+    """A re-allocating policy (``optimus``, ``drf``, ``tiresias``, ``srtf``) left every job
     waiting with none still to arrive: its allocation and layout place none of them on this
     cluster, although each fits it, so the replay cannot go on. A limit of that policy's
     port, not of the jobs: please report it (docs/formulation.md §12)."""

@@ -29,7 +29,8 @@ R = the job's remaining mini-batches.
 **Placement** (:func:`.task_layout.fewest_machines`): the fewest machines that hold the job,
 its PSs and workers spread evenly over them; co-located when one machine holds it all. A job
 that no even spread holds at any width on the empty cluster is laid out by the fallback of
-:func:`.task_layout.spread_for` instead (first fit), so it runs rather than waits forever.
+:func:`.task_layout.spread_for` instead (:func:`.task_layout.any_layout`), so it runs
+rather than waits forever.
 """
 
 from __future__ import annotations

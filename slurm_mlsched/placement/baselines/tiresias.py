@@ -24,7 +24,8 @@ the baseline DL-cluster papers compare against (MODEL.md §6). A re-allocating p
   co-located when one machine holds the job, MODEL.md O3). A job that does not fit
   physically (fragmentation) waits until the next event. A job that no even spread holds
   at any width even on the empty cluster is laid out by the fallback of
-  :func:`.task_layout.spread_for` (first fit): it would otherwise wait forever.
+  :func:`.task_layout.spread_for` (:func:`.task_layout.any_layout`): it would otherwise wait
+  forever.
 * **Wake-ups**: the policy is also called when a running job's attained service crosses
   its queue's threshold (it may then be demoted and preempted), as Tiresias re-schedules
   on demotion.
