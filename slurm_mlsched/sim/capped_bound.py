@@ -136,6 +136,15 @@ WORK_ABS = 1e-6
 TANGENT_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: … and at every 1/TANGENT_GRID of the work (points above 1 left out).
 TANGENT_GRID = 8
+#: … leaving out a tangent steeper than this (m₀/c, slots per unit share): a piece of a
+#: negligible rate (c = 2e-18 beside 1e-2 for the job's other pieces: a hull edge between
+#: two shapes of nearly the same rate) would put a coefficient of 4e17 in the LP, which
+#: HiGHS refuses (more than its 1e15). The smallest c of a job of several pieces in the
+#: 127 saved cells (the ladder's and the held-out ones) is 1.6e-7 (Mustang 2012-02-07 at
+#: Δ = 60 s): a steepest tangent of 6e6, far below this, so no saved bound changes.
+#: Leaving a tangent out only loosens the LP that *finds* the prices; every λ ≥ 0 gives a
+#: bound, and L is evaluated with the exact term (module docstring).
+TANGENT_SLOPE_MAX = 1e12
 #: The floor (module docstring): ν is searched in [FLOOR_NU_MIN, 1] …
 FLOOR_NU_MIN = 1e-3
 #: … by golden section with this many evaluations of the job's inner minimum …
@@ -806,6 +815,8 @@ def _tangent_rows(jobs: CappedJobs, job_of: IntArray, piece: IntArray, first_row
             hi.append(0.0)
             row += 1
             for m0 in duration_tangents(caps, at):
+                if m0 / c > TANGENT_SLOPE_MAX:
+                    continue  # a negligible piece: its term left out of this LP alone
                 rows += [row, row]
                 cols += [q, m]
                 vals += [1.0, -m0 / c]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,6 +43,7 @@ from slurm_mlsched.model import (
 from slurm_mlsched.model.speed import upper_rate
 from slurm_mlsched.placement import PlacementParams, policy_names
 from slurm_mlsched.placement.program.packing import fit_counts
+from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs
 from slurm_mlsched.sim import admit, sim_jobs, simulate
 from slurm_mlsched.sim.bounds import rank_bound, scalable_bound
 from slurm_mlsched.sim.capped_bound import (
@@ -661,3 +663,44 @@ def test_wide_jobs_wait_for_the_big_node() -> None:
             continue
         total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
         assert by_size <= total + 1e-6, policy
+
+
+def test_a_piece_of_a_negligible_share_of_the_rate_leaves_the_lp_solvable(
+    tmp_path: Path,
+) -> None:
+    # found by fuzzing `mlsub replay`: job j0's resource curve has a middle piece of
+    # 2e-18 of its rate (two shapes of nearly the same rate), whose tangents put 4e17 in
+    # the coarse LP; HiGHS refused it and the replay ended in error[internal]. The steep
+    # tangents are left out of the LP that finds the prices (any prices give a bound).
+    (tmp_path / "c.yaml").write_text(
+        "slot_seconds: 60\nnodes:\n"
+        "  - {name: n0, gpus: 1, cpus: 4, mem_gb: 16}\n"
+        "  - {name: n1, gpus: 2, cpus: 4, mem_gb: 16}\n"
+        "  - {name: n2, gpus: 0, cpus: 4, mem_gb: 16}\n"
+    )
+    common = "model: resnet-50, mem_per_worker: 1, mem_per_ps: 1"
+    (tmp_path / "j.yaml").write_text(
+        "jobs:\n"
+        f"  - {{id: j0, submit: 180, workers: 3, workload: 3000, ps: auto, gpus_per_worker: 1,"
+        f" cpus_per_worker: 2, cpus_per_ps: 1, {common}}}\n"
+        f"  - {{id: j1, submit: 180, workers: 3, workload: 400, ps: auto, gpus_per_worker: 0,"
+        f" cpus_per_worker: 2, cpus_per_ps: 3, {common}}}\n"
+        f"  - {{id: j2, submit: 180, workers: 3, workload: 3000, ps: 2, gpus_per_worker: 0,"
+        f" cpus_per_worker: 1, cpus_per_ps: 1, {common}}}\n"
+        f"  - {{id: j3, submit: 240, workers: 3, workload: 107.5, ps: 2, gpus_per_worker: 0,"
+        f" cpus_per_worker: 2, cpus_per_ps: 2, {common}}}\n"
+    )
+    opts = ReplayOptions(
+        trace=tmp_path / "j.yaml", policies=("yu-rr",), cluster=tmp_path / "c.yaml"
+    )
+    prepared = prepare_jobs(opts)
+    jobs, cluster = [j.request for j in prepared.admitted], prepared.cluster
+    data = capped_jobs(jobs, cluster.at_slot(0))
+    caps = data.cap[data.cap > 0]
+    assert caps.min() < 1e-12 * caps.max()  # the degenerate piece is there
+    value, _ = capped_bound(jobs, cluster.at_slot(0))
+    assert np.isfinite(value) and value >= float(data.fewest.sum()) - 1e-9
+    for policy in ("yu-rr", "fifo-bf", "drf"):
+        result = simulate(prepared.admitted, cluster, policy, PlacementParams())
+        total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
+        assert value <= total + 1e-6, policy
