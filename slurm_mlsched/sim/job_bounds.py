@@ -260,11 +260,15 @@ def _hull_pieces(
     of its pieces by rising rate (at most ``pieces`` of its lines kept: their maximum lies
     below it)."""
     hull = _lower_hull(points)
-    edges = [
-        ((y2 - y1) / (x2 - x1), y1 - (y2 - y1) / (x2 - x1) * x1)
-        for (x1, y1), (x2, y2) in itertools.pairwise(hull)
-        if x2 > x1
-    ]  # (slope, intercept) of each edge, slopes rising
+    edges: list[tuple[float, float]] = []  # (slope, intercept) of each edge, slopes rising
+    for (x1, y1), (x2, y2) in itertools.pairwise(hull):
+        if x2 <= x1:
+            continue
+        slope = (y2 - y1) / (x2 - x1)
+        if edges and slope <= edges[-1][0]:
+            continue  # collinear within rounding: the line is (nearly) the last one; a
+            # lower envelope of fewer lines is still below the hull
+        edges.append((slope, y1 - slope * x1))
     if not edges:
         return [(0.0, 0.0)]
     if len(edges) > pieces:

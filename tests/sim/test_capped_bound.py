@@ -704,3 +704,37 @@ def test_a_piece_of_a_negligible_share_of_the_rate_leaves_the_lp_solvable(
         result = simulate(prepared.admitted, cluster, policy, PlacementParams())
         total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
         assert value <= total + 1e-6, policy
+
+
+def test_two_edges_of_one_slope_within_rounding_make_one_piece(tmp_path: Path) -> None:
+    # found by fuzzing `mlsub replay`: a job's shapes gave two hull edges whose slopes came
+    # out equal in floating point, and the crossing of their lines divided by zero
+    # (error[internal]); the second, a line the first already is, is left out
+    (tmp_path / "c.yaml").write_text(
+        "slot_seconds: 600\nnodes:\n"
+        "  - {name: n0, gpus: 8, cpus: 2, mem_gb: 64, gpu_type: t4}\n"
+        "  - {name: n1, gpus: 2, cpus: 2, mem_gb: 64, gpu_type: v100}\n"
+        "  - {name: n2, gpus: 1, cpus: 2, mem_gb: 16, gpu_type: t4}\n"
+        "  - {name: n3, gpus: 0, cpus: 2, mem_gb: 64}\n"
+    )
+    (tmp_path / "j.yaml").write_text(
+        "jobs:\n"
+        "  - {id: j0, submit: 3343, workers: 6, model: inception-bn, workload: 20, ps: 1,"
+        " gpus_per_worker: 1, cpus_per_worker: 2, mem_per_worker: 1, cpus_per_ps: 2,"
+        " mem_per_ps: 1, gpu_type: 'v100,t4'}\n"
+        "  - {id: j1, submit: 1272, workers: 6, model: vgg-16, batches_per_epoch: 100,"
+        " epochs: 3, ps: 2, gpus_per_worker: 0, cpus_per_worker: 2, mem_per_worker: 1,"
+        " cpus_per_ps: 2, mem_per_ps: 1, gpu_type: v100}\n"
+    )
+    opts = ReplayOptions(
+        trace=tmp_path / "j.yaml", policies=("yu-rr",), cluster=tmp_path / "c.yaml"
+    )
+    prepared = prepare_jobs(opts)
+    jobs, cluster = [j.request for j in prepared.admitted], prepared.cluster
+    data = capped_jobs(jobs, cluster.at_slot(0))
+    assert (data.cap >= 0).all() and float(data.cap.sum()) > 0
+    value, _ = capped_bound(jobs, cluster.at_slot(0))
+    for policy in ("yu-rr", "srtf", "optimus"):
+        result = simulate(prepared.admitted, cluster, policy, PlacementParams())
+        total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
+        assert value <= total + 1e-6, policy
