@@ -38,7 +38,7 @@ from ..params import PlacementParams
 from ..program.eligibility import allowed
 from ..program.packing import EPS
 from .reallocation import Allocation, RunningJob
-from .task_layout import any_layout, first_fit, least_width, place_counts, ps_for
+from .task_layout import first_fit, least_width, place_counts, ps_for
 from .timeline import Timeline
 
 FloatArray = npt.NDArray[np.float64]
@@ -55,7 +55,7 @@ def _held(job: RunningJob, workers: int) -> FloatArray:
 def _least(job: RunningJob, capacity: FloatArray, machines: Sequence[Machine]) -> int:
     r = job.request
     ok = allowed(r, machines) if machines else None
-    return least_width(r, capacity, first_fit, any_layout, ok)
+    return least_width(r, capacity, first_fit, ok=ok)
 
 
 def allocate_counts(
@@ -101,11 +101,5 @@ def reallocate_drf(
     capacity = Timeline.of(cluster, slot).capacity
     counts = allocate_counts(jobs, capacity, cluster.machines)
     return place_counts(
-        jobs,
-        counts,
-        capacity,
-        first_fit,
-        params.realloc_keep_placement,
-        cluster.machines,
-        fallback=any_layout,
+        jobs, counts, capacity, first_fit, params.realloc_keep_placement, cluster.machines
     )

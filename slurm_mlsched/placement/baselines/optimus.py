@@ -47,7 +47,7 @@ from ..params import PlacementParams
 from ..program.eligibility import allowed
 from ..program.packing import EPS, fit_counts
 from .reallocation import Allocation, RunningJob
-from .task_layout import any_layout, fewest_machines, least_width, place_counts, ps_for
+from .task_layout import fewest_machines, least_width, place_counts, ps_for
 from .timeline import Timeline
 
 FloatArray = npt.NDArray[np.float64]
@@ -274,8 +274,7 @@ def allocate_counts(
             j.request,
             capacity,
             fewest_machines,
-            any_layout,
-            allowed(j.request, machines) if machines else None,
+            ok=allowed(j.request, machines) if machines else None,
         )
         for j in jobs
     ]
@@ -329,11 +328,5 @@ def reallocate_optimus(
     capacity = Timeline.of(cluster, slot).capacity
     counts = allocate_counts(jobs, capacity, params, cluster.machines)
     return place_counts(
-        jobs,
-        counts,
-        capacity,
-        fewest_machines,
-        params.realloc_keep_placement,
-        cluster.machines,
-        fallback=any_layout,
+        jobs, counts, capacity, fewest_machines, params.realloc_keep_placement, cluster.machines
     )

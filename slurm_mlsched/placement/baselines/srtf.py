@@ -63,7 +63,7 @@ from ..params import PlacementParams
 from ..program.eligibility import BoolArray, allowed, masked
 from ..program.packing import EPS, fit_counts
 from .reallocation import Allocation, RunningJob
-from .task_layout import Spread, _Fit, _largest, any_layout, ps_for, spread_for, usage_rows
+from .task_layout import Spread, _Fit, _largest, ps_for, spread_for, usage_rows
 from .timeline import Timeline
 
 FloatArray = npt.NDArray[np.float64]
@@ -138,7 +138,7 @@ def _distributed(
     fallback layout of :func:`.task_layout.spread_for`)."""
     spread: Spread = tightest_spread
     if capacity is not None:
-        spread = spread_for(job, capacity, tightest_spread, any_layout, ok)
+        spread = spread_for(job, capacity, tightest_spread, ok=ok)
     fit = _Fit(job, ps_for(job, job.max_workers), room.copy(), spread, ok)
     w = _largest(fit.distributed_fits, fit.lo, min(job.max_workers, fit.hi))
     if w < 1:

@@ -29,6 +29,7 @@ workers and S PSs; other worker counts can only run co-located.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +43,8 @@ from .reallocation import Allocation, Counts, RunningJob
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+
+_T = TypeVar("_T")
 
 Spread = Callable[[FloatArray, FloatArray, int, FloatArray, int], tuple[IntArray, IntArray] | None]
 """``spread(room, alpha, workers, beta, ps)`` -> per-machine (workers, PSs), or None."""
@@ -335,12 +338,11 @@ def place_counts(
     spread: Spread,
     keep: bool,
     machines: Sequence[Machine] = (),
-    fallback: Spread | None = None,
 ) -> tuple[Allocation | None, ...]:
-    """Allocations for ``jobs`` with the (workers, PSs) of ``counts`` (module docstring);
-    ``machines`` (in capacity order) give the nodes' GPU types for the jobs that name
-    some (:mod:`..eligibility`); ``fallback``: the spread of a job that ``spread`` holds at
-    no width on the empty cluster (:func:`spread_for`)."""
+    """Allocations for ``jobs`` with the (workers, PSs) of ``counts`` (module docstring),
+    each laid out by ``spread`` or, for a job ``spread`` holds at no width on the empty
+    cluster, by :func:`any_layout` (:func:`spread_for`); ``machines`` (in capacity order)
+    give the nodes' GPU types for the jobs that name some (:mod:`..eligibility`)."""
     room = np.array(capacity, dtype=np.float64)
     out: list[Allocation | None] = [None] * len(jobs)
     todo: list[int] = []
@@ -360,7 +362,7 @@ def place_counts(
         w, s = counts[i]
         request = jobs[i].request
         ok = allowed(request, machines) if machines else None
-        own = spread if fallback is None else spread_for(request, capacity, spread, fallback, ok)
+        own = spread_for(request, capacity, spread, ok=ok)
         out[i] = place_one(request, w, s, room, own, ok=ok)
     return tuple(out)
 
@@ -369,34 +371,29 @@ def spread_for(
     job: JobRequest,
     capacity: FloatArray,
     spread: Spread,
-    fallback: Spread,
+    fallback: Spread = any_layout,
     ok: BoolArray | None = None,
 ) -> Spread:
     """``spread``, or ``fallback`` when ``spread`` holds ``job`` at no width on the empty
     cluster (``capacity``, as the job's GPU types ``ok`` let it see it): a layout rule the
     job can never meet is replaced, the job is not left waiting for it (module docstring).
     The test is one :func:`place_one` with shedding on the empty cluster, which finds a
-    width whenever one exists (shedding finds the most workers that fit); memoized per
-    job shape and capacity."""
-    key = (
-        job.max_workers, job.worker, job.ps, job.ps_count, job.profile.ps_per_worker,
-        job.is_allreduce, job.gpu_types, spread, fallback,
-    )  # fmt: skip
-    cached = _NEVER.get(key)
-    if cached is None or not (cached[0] is capacity or np.array_equal(cached[0], capacity)):
+    width whenever one exists (shedding finds the most workers that fit); memoized
+    (:func:`_on_empty`)."""
+
+    def never() -> bool:
         room = np.array(capacity, dtype=np.float64)
         w = job.max_workers
-        never = place_one(job, w, ps_for(job, w), room, spread, ok=ok) is None
-        cached = (capacity, never)
-        _NEVER[key] = cached
-    return fallback if cached[1] else spread
+        return place_one(job, w, ps_for(job, w), room, spread, ok=ok) is None
+
+    return fallback if _on_empty(("never", spread, fallback), job, capacity, ok, never) else spread
 
 
 def least_width(
     job: JobRequest,
     capacity: FloatArray,
     spread: Spread,
-    fallback: Spread,
+    fallback: Spread = any_layout,
     ok: BoolArray | None = None,
 ) -> int:
     """The fewest workers the job can run with on the empty cluster (``capacity``, seen
@@ -405,27 +402,39 @@ def least_width(
     count S lets it run distributed only from S workers on). An allocation that gives a
     job fewer workers gives it a shape no room can ever hold, which starts nothing and,
     when every job gets one, stalls the replay. 1 when no width fits (the job is then
-    never placed, as before). Memoized per job shape and capacity."""
+    never placed, as before). Memoized (:func:`_on_empty`)."""
     own = spread_for(job, capacity, spread, fallback, ok)
-    key = (
-        job.max_workers, job.worker, job.ps, job.ps_count, job.profile.ps_per_worker,
-        job.is_allreduce, job.gpu_types, own,
-    )  # fmt: skip
-    cached = _LEAST.get(key)
-    if cached is None or not (cached[0] is capacity or np.array_equal(cached[0], capacity)):
-        least = 1
+
+    def least() -> int:
         for w in range(1, job.max_workers + 1):
             room = np.array(capacity, dtype=np.float64)
             if place_one(job, w, ps_for(job, w), room, own, shed=False, ok=ok) is not None:
-                least = w
-                break
-        cached = (capacity, least)
-        _LEAST[key] = cached
-    return cached[1]
+                return w
+        return 1
+
+    return _on_empty(("least", own), job, capacity, ok, least)
 
 
-#: :func:`least_width`'s answers: job shape → (the capacity it was found on, the width).
-_LEAST: dict[tuple[object, ...], tuple[FloatArray, int]] = {}
+def _on_empty(
+    what: tuple[object, ...],
+    job: JobRequest,
+    capacity: FloatArray,
+    ok: BoolArray | None,
+    compute: Callable[[], _T],
+) -> _T:
+    """``compute()``, memoized per question ``what``, job shape (what a layout reads of
+    the job) and the GPU types' mask ``ok``, for one capacity at a time per key (a replay
+    asks the same at every event)."""
+    key = (
+        *what, job.max_workers, job.worker, job.ps, job.ps_count, job.profile.ps_per_worker,
+        job.is_allreduce, None if ok is None else ok.tobytes(),
+    )  # fmt: skip
+    cached = _ON_EMPTY.get(key)
+    if cached is None or not (cached[0] is capacity or np.array_equal(cached[0], capacity)):
+        cached = (capacity, compute())
+        _ON_EMPTY[key] = cached
+    return cast(_T, cached[1])
 
-#: :func:`spread_for`'s answers: job shape → (the capacity it was found on, never).
-_NEVER: dict[tuple[object, ...], tuple[FloatArray, bool]] = {}
+
+#: :func:`_on_empty`'s answers: key → (the capacity they were found on, the answer).
+_ON_EMPTY: dict[tuple[object, ...], tuple[FloatArray, object]] = {}

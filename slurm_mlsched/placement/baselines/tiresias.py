@@ -46,7 +46,6 @@ from ..program.job_lp import FloatArray
 from ..program.packing import EPS
 from .reallocation import Allocation, RunningJob, service_rate
 from .task_layout import (
-    any_layout,
     fewest_machines,
     place_one,
     ps_for,
@@ -70,7 +69,7 @@ def widest(job: JobRequest, capacity: FloatArray) -> int:
     cached = _WIDEST.get(key)
     if cached is not None and cached[0] is capacity:
         return cached[1]
-    spread = spread_for(job, capacity, fewest_machines, any_layout)
+    spread = spread_for(job, capacity, fewest_machines)
     for w in range(job.max_workers, 0, -1):
         room = np.array(capacity, dtype=np.float64)
         if place_one(job, w, ps_for(job, w), room, spread, shed=False) is not None:
@@ -156,6 +155,6 @@ def reallocate_tiresias(
             continue
         w, s, _ = _demand(jobs[i], capacity, machines)
         r = jobs[i].request
-        spread = spread_for(r, _seen_by(r, capacity, machines), fewest_machines, any_layout)
+        spread = spread_for(r, _seen_by(r, capacity, machines), fewest_machines)
         out[i] = place_one(r, w, s, room, spread, shed=False, ok=allowed(r, machines))
     return tuple(out)
