@@ -35,8 +35,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from slurm_mlsched.model import ClusterSnapshot
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs
@@ -46,6 +44,7 @@ from slurm_mlsched.sim import SimJob, simulate
 from . import policy_table
 from .holdout import holdout_cells
 from .oracle_order import NOISE_SIGMA, scaled_keys
+from .param_ladder import jct_hours
 from .run import machine_facts
 from .sections import write_section
 
@@ -92,25 +91,9 @@ CLAUSES = (
 def figures(
     jobs: Sequence[SimJob], cluster: ClusterSnapshot, policy: str, params: PlacementParams
 ) -> dict[str, float]:
-    """avg, p50 and p99 JCT (h) of ``policy`` on the jobs, each from its submission."""
-    result = simulate(jobs, cluster, policy, params)
-    delta = cluster.slot_seconds
-    hours = (
-        np.array(
-            [
-                (o.decision.end_slot + 1) * delta - o.job.submit_s
-                for o in result.outcomes
-                if o.decision is not None
-            ]
-        )
-        / 3600.0
-    )
-    return {
-        "avg": float(hours.mean()),
-        "p50": float(np.percentile(hours, 50)),
-        "p99": float(np.percentile(hours, 99)),
-        "placed": float(len(hours)),
-    }
+    """avg, p50 and p99 JCT (h) of ``policy`` on the jobs, each from its submission
+    (:func:`bench.param_ladder.jct_hours`)."""
+    return jct_hours(simulate(jobs, cluster, policy, params))
 
 
 def measure(
