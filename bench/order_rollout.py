@@ -48,6 +48,7 @@ from slurm_mlsched.model import ClusterSnapshot, JobRequest
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.program.residual import residual_from
 from slurm_mlsched.placement.yu_rr import joint, late_binding
+from slurm_mlsched.placement.yu_rr.arrival import Arrival
 from slurm_mlsched.placement.yu_rr.late_binding import PendingJob
 from slurm_mlsched.placement.yu_rr.list_schedule import arrival_of, list_schedule
 from slurm_mlsched.placement.yu_rr.lookahead import forecast
@@ -103,12 +104,14 @@ def rolled_order(
     res = residual_from(snapshot, now)
     expected = forecast(recent, now, int(cfg.forecast_s / delta)) if cfg.forecast_s > 0 else ()
     after = [arrival_of(j, delta, res, params, max(j.arrival_slot, now)) for j in expected]
-    arrival = {
-        p.request.job_id: arrival_of(
-            p.request, delta, res, params, max(p.request.arrival_slot, now)
-        )
-        for p in queue
-    }
+    arrival: dict[str, Arrival] = {}  # built for the jobs a rollout lists, once each
+
+    def arrival_for(p: PendingJob) -> Arrival:
+        j = p.request
+        if j.job_id not in arrival:
+            arrival[j.job_id] = arrival_of(j, delta, res, params, max(j.arrival_slot, now))
+        return arrival[j.job_id]
+
     fixed: list[PendingJob] = []
     rest = list(queue)
     for _ in range(cfg.positions):
@@ -117,7 +120,7 @@ def rolled_order(
         best: tuple[int, int] | None = None
         for at in range(min(cfg.candidates, len(rest))):
             order = [*fixed, rest[at], *rest[:at], *rest[at + 1 :]][: cfg.depth]
-            listed, _ = list_schedule([*(arrival[p.request.job_id] for p in order), *after], res)
+            listed, _ = list_schedule([*(arrival_for(p) for p in order), *after], res)
             total = sum(x.term for x in listed)
             if best is None or total < best[0]:
                 best = (total, at)
