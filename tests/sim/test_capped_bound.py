@@ -44,7 +44,7 @@ from slurm_mlsched.model.speed import upper_rate
 from slurm_mlsched.placement import PlacementParams, policy_names
 from slurm_mlsched.placement.program.packing import fit_counts
 from slurm_mlsched.services.replay import ReplayOptions, prepare_jobs
-from slurm_mlsched.sim import admit, sim_jobs, simulate
+from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
 from slurm_mlsched.sim.bounds import rank_bound, scalable_bound
 from slurm_mlsched.sim.capped_bound import (
     WORK_ABS,
@@ -665,21 +665,47 @@ def test_wide_jobs_wait_for_the_big_node() -> None:
         assert by_size <= total + 1e-6, policy
 
 
+def _fuzzed(
+    tmp_path: Path, cluster_yaml: str, jobs_yaml: str
+) -> tuple[list[JobRequest], ClusterSnapshot, list[SimJob]]:
+    """A cluster and job list as `mlsub replay` reads them (the fuzzed instances below):
+    the admitted requests, the cluster and the admitted jobs."""
+    (tmp_path / "c.yaml").write_text(cluster_yaml)
+    (tmp_path / "j.yaml").write_text(jobs_yaml)
+    opts = ReplayOptions(
+        trace=tmp_path / "j.yaml", policies=("yu-rr",), cluster=tmp_path / "c.yaml"
+    )
+    prepared = prepare_jobs(opts)
+    admitted = list(prepared.admitted)
+    return [j.request for j in admitted], prepared.cluster, admitted
+
+
+def _totals(
+    jobs: list[SimJob], cluster: ClusterSnapshot, policies: tuple[str, ...]
+) -> dict[str, int]:
+    """Σ T_i of each policy on ``jobs``."""
+    out = {}
+    for policy in policies:
+        result = simulate(jobs, cluster, policy, PlacementParams())
+        out[policy] = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
+    return out
+
+
 def test_a_piece_of_a_negligible_share_of_the_rate_leaves_the_lp_solvable(
     tmp_path: Path,
 ) -> None:
     # found by fuzzing `mlsub replay`: job j0's resource curve has a middle piece of
-    # 2e-18 of its rate (two shapes of nearly the same rate), whose tangents put 4e17 in
-    # the coarse LP; HiGHS refused it and the replay ended in error[internal]. The steep
-    # tangents are left out of the LP that finds the prices (any prices give a bound).
-    (tmp_path / "c.yaml").write_text(
+    # c = 2e-18 beside 1e-2 for its others (two shapes of nearly the same rate), whose
+    # tangents put 4e17 in the coarse LP; HiGHS refused it and the replay ended in
+    # error[internal]. The steep tangents are left out of the LP that finds the prices
+    # (any prices give a bound).
+    common = "model: resnet-50, mem_per_worker: 1, mem_per_ps: 1"
+    jobs, cluster, admitted = _fuzzed(
+        tmp_path,
         "slot_seconds: 60\nnodes:\n"
         "  - {name: n0, gpus: 1, cpus: 4, mem_gb: 16}\n"
         "  - {name: n1, gpus: 2, cpus: 4, mem_gb: 16}\n"
-        "  - {name: n2, gpus: 0, cpus: 4, mem_gb: 16}\n"
-    )
-    common = "model: resnet-50, mem_per_worker: 1, mem_per_ps: 1"
-    (tmp_path / "j.yaml").write_text(
+        "  - {name: n2, gpus: 0, cpus: 4, mem_gb: 16}\n",
         "jobs:\n"
         f"  - {{id: j0, submit: 180, workers: 3, workload: 3000, ps: auto, gpus_per_worker: 1,"
         f" cpus_per_worker: 2, cpus_per_ps: 1, {common}}}\n"
@@ -688,21 +714,14 @@ def test_a_piece_of_a_negligible_share_of_the_rate_leaves_the_lp_solvable(
         f"  - {{id: j2, submit: 180, workers: 3, workload: 3000, ps: 2, gpus_per_worker: 0,"
         f" cpus_per_worker: 1, cpus_per_ps: 1, {common}}}\n"
         f"  - {{id: j3, submit: 240, workers: 3, workload: 107.5, ps: 2, gpus_per_worker: 0,"
-        f" cpus_per_worker: 2, cpus_per_ps: 2, {common}}}\n"
+        f" cpus_per_worker: 2, cpus_per_ps: 2, {common}}}\n",
     )
-    opts = ReplayOptions(
-        trace=tmp_path / "j.yaml", policies=("yu-rr",), cluster=tmp_path / "c.yaml"
-    )
-    prepared = prepare_jobs(opts)
-    jobs, cluster = [j.request for j in prepared.admitted], prepared.cluster
     data = capped_jobs(jobs, cluster.at_slot(0))
     caps = data.cap[data.cap > 0]
     assert caps.min() < 1e-12 * caps.max()  # the degenerate piece is there
     value, _ = capped_bound(jobs, cluster.at_slot(0))
     assert np.isfinite(value) and value >= float(data.fewest.sum()) - 1e-9
-    for policy in ("yu-rr", "fifo-bf", "drf"):
-        result = simulate(prepared.admitted, cluster, policy, PlacementParams())
-        total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
+    for policy, total in _totals(admitted, cluster, ("yu-rr", "fifo-bf", "drf")).items():
         assert value <= total + 1e-6, policy
 
 
@@ -710,31 +729,23 @@ def test_two_edges_of_one_slope_within_rounding_make_one_piece(tmp_path: Path) -
     # found by fuzzing `mlsub replay`: a job's shapes gave two hull edges whose slopes came
     # out equal in floating point, and the crossing of their lines divided by zero
     # (error[internal]); the second, a line the first already is, is left out
-    (tmp_path / "c.yaml").write_text(
+    jobs, cluster, admitted = _fuzzed(
+        tmp_path,
         "slot_seconds: 600\nnodes:\n"
         "  - {name: n0, gpus: 8, cpus: 2, mem_gb: 64, gpu_type: t4}\n"
         "  - {name: n1, gpus: 2, cpus: 2, mem_gb: 64, gpu_type: v100}\n"
         "  - {name: n2, gpus: 1, cpus: 2, mem_gb: 16, gpu_type: t4}\n"
-        "  - {name: n3, gpus: 0, cpus: 2, mem_gb: 64}\n"
-    )
-    (tmp_path / "j.yaml").write_text(
+        "  - {name: n3, gpus: 0, cpus: 2, mem_gb: 64}\n",
         "jobs:\n"
         "  - {id: j0, submit: 3343, workers: 6, model: inception-bn, workload: 20, ps: 1,"
         " gpus_per_worker: 1, cpus_per_worker: 2, mem_per_worker: 1, cpus_per_ps: 2,"
         " mem_per_ps: 1, gpu_type: 'v100,t4'}\n"
         "  - {id: j1, submit: 1272, workers: 6, model: vgg-16, batches_per_epoch: 100,"
         " epochs: 3, ps: 2, gpus_per_worker: 0, cpus_per_worker: 2, mem_per_worker: 1,"
-        " cpus_per_ps: 2, mem_per_ps: 1, gpu_type: v100}\n"
+        " cpus_per_ps: 2, mem_per_ps: 1, gpu_type: v100}\n",
     )
-    opts = ReplayOptions(
-        trace=tmp_path / "j.yaml", policies=("yu-rr",), cluster=tmp_path / "c.yaml"
-    )
-    prepared = prepare_jobs(opts)
-    jobs, cluster = [j.request for j in prepared.admitted], prepared.cluster
     data = capped_jobs(jobs, cluster.at_slot(0))
     assert (data.cap >= 0).all() and float(data.cap.sum()) > 0
     value, _ = capped_bound(jobs, cluster.at_slot(0))
-    for policy in ("yu-rr", "srtf", "optimus"):
-        result = simulate(prepared.admitted, cluster, policy, PlacementParams())
-        total = sum(o.decision.completion_slots for o in result.outcomes if o.decision)
+    for policy, total in _totals(admitted, cluster, ("yu-rr", "srtf", "optimus")).items():
         assert value <= total + 1e-6, policy
