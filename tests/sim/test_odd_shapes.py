@@ -5,22 +5,24 @@ stalled on such shapes (docs/formulation.md §12); these draws found three of th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_mlsched.model import ClusterSnapshot, Machine, Resources
 from slurm_mlsched.placement import PlacementParams
 from slurm_mlsched.placement.registry import policy_names
+from slurm_mlsched.services.replay import ReplayOptions
+from slurm_mlsched.services.replay.run import replay_params
 from slurm_mlsched.sim import SimJob, admit, sim_jobs, simulate
 from slurm_mlsched.sim.check import capacity_violations, decision_problems
 from tests.conftest import RESNET, make_job
 
 PARAMS = PlacementParams(restart_s=0.0)
-#: The replay's defaults for the queue policies: checkpoint-restart preemption with
-#: resize, regather and moves to a smaller node (``services.replay.run.replay_params``).
-PREEMPTING = PlacementParams(
-    preempt=True, preempt_resize=True, preempt_regather=True, preempt_defrag=True
-)
+#: The replay's own defaults (``mlsub replay``'s parameters, whatever they are now):
+#: checkpoint-restart preemption with resize, regather and moves to a smaller node.
+PREEMPTING = replay_params(ReplayOptions(trace=Path("unread.csv"), policies=("yu-rr",)), 0)
 
 
 @st.composite
