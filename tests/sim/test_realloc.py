@@ -123,12 +123,12 @@ def test_a_policy_that_never_runs_anything_cannot_end() -> None:
     assert err.value.code == "policy-stalled" and "--policy idle" in err.value.hint
 
 
-def test_a_job_whose_psses_each_fill_a_node_is_placed_by_every_reallocating_policy() -> None:
+def test_a_job_whose_ps_tasks_each_fill_a_node_is_placed_by_every_reallocating_policy() -> None:
     # found by the bound's property search: 3 machines of 1 GPU and 4 CPUs, one job of two
     # CPU-only workers and a fixed count of two 4-CPU PSs. Co-located it needs 5 CPUs; no
     # even spread holds 2 workers and 2 PSs (a machine with a PS has no CPU left), while
     # both workers on one machine and a PS on each of the others does. optimus and tiresias
-    # spread evenly and stalled; they fall back to first fit for such a job.
+    # spread evenly and stalled; such a job now gets the fallback layout (any_layout).
     cluster = ClusterSnapshot(
         tuple(Machine(f"m{i}", Resources(1, 4, 16384)) for i in range(3)), slot_seconds=60.0
     )
