@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import random
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -43,7 +42,7 @@ from slurm_mlsched.sim import SimJob, simulate
 
 from . import policy_table
 from .holdout import holdout_cells
-from .oracle_order import NOISE_SIGMA, scaled_keys
+from .oracle_order import NOISE_SIGMA, noise_scales, scaled_keys
 from .param_ladder import jct_hours
 from .run import machine_facts
 from .sections import write_section
@@ -110,11 +109,8 @@ def measure(
     reference = figures(jobs, cluster, clause.reference, params)[clause.metric]
     threshold = clause.factor * reference
     default = figures(jobs, cluster, "yu-rr", params)[clause.metric]
-    rng = random.Random(seed)
-    ids = sorted(j.request.job_id for j in jobs)
     values = []
-    for _ in range(draws):
-        scale = {job_id: math.exp(rng.gauss(0.0, sigma)) for job_id in ids}
+    for scale in noise_scales(jobs, draws, sigma, seed):
         with scaled_keys(scale):
             values.append(figures(jobs, cluster, "yu-rr", params)[clause.metric])
     return {

@@ -195,13 +195,22 @@ def noise(
     """Σ_i T_i under ``draws`` small random perturbations of the whole order (every job's
     key times e^{N(0, σ²)}, seeded): how much the cell's outcome moves when the order
     moves a little, the spread the search's gain is read against."""
+    return [
+        replay_total(jobs, cluster, params, scale)[0]
+        for scale in noise_scales(jobs, draws, sigma, seed)
+    ]
+
+
+def noise_scales(
+    jobs: Sequence[SimJob], draws: int, sigma: float = NOISE_SIGMA, seed: int = 0
+) -> Iterator[dict[str, float]]:
+    """The key noise's multipliers, ``draws`` times: every job's key times e^{N(0, σ²)},
+    drawn in job-id order from one generator seeded by ``seed`` (what :func:`noise` and
+    ``bench.clause_noise`` replay under)."""
     rng = random.Random(seed)
     ids = sorted(j.request.job_id for j in jobs)
-    out = []
     for _ in range(draws):
-        scale = {job_id: math.exp(rng.gauss(0.0, sigma)) for job_id in ids}
-        out.append(replay_total(jobs, cluster, params, scale)[0])
-    return out
+        yield {job_id: math.exp(rng.gauss(0.0, sigma)) for job_id in ids}
 
 
 def by_width(found: Search, jobs: Sequence[SimJob]) -> list[dict[str, int]]:
