@@ -39,7 +39,7 @@ def open_store(
     except BaseException:
         engine.dispose()
         raise
-    return SqlDecisionStore(engine, url, grace_s=grace_s)
+    return SqlDecisionStore(engine, url, grace_s=grace_s, busy_timeout_s=busy_timeout_s)
 
 
 __all__ = [

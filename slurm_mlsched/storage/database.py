@@ -4,7 +4,9 @@
   0700) before SQLite opens it; every connection sets ``busy_timeout`` and WAL mode, and
   transactions start with ``BEGIN IMMEDIATE`` so that one writer at a time holds the
   database from its first read (the per-cluster serialization of ``planning()``); reads
-  (history, show, export, …) begin a plain transaction and take no write lock. A file this
+  (history, show, export, …) begin a plain transaction and take no write lock. A writer
+  waits for the lock in line (:func:`begin_immediate`): as long as the lock keeps changing
+  hands, and fails once ``db_busy_timeout_s`` passes without that. A file this
   process cannot write (a read-only mount) is opened read-only (``mode=ro``, or
   ``immutable=1`` when not even its directory is writable): reading works, writing is a
   ``read-only`` store error.
@@ -15,6 +17,15 @@
   timeout (``db_busy_timeout_s``, as for SQLite), set once per connection in its startup
   options. A server that accepts connections and never answers is an error within
   :data:`PG_CONNECT_TIMEOUT_S`, raised once (the schema check does not connect again).
+  ``planning()`` waits for its row in line too (:func:`lock_in_line`).
+* **Waiting in line.** A burst of commands (sixteen ``mlsub`` submissions at once) queues
+  for the one lock; the last waits for the sum of the others' turns, which grows with the
+  burst and with the load of the machine, not because anything is stuck. So a wait fails
+  only when the lock has not changed hands for ``db_busy_timeout_s`` (one holder kept it
+  that long: the "locked" hint says exactly that), or when the whole wait reaches
+  :data:`QUEUE_WAIT_FACTOR` × ``db_busy_timeout_s``. Every wait stays bounded. (Measured
+  before: CI once failed one of sixteen concurrent submissions with "database is locked"
+  after the 30 s busy timeout while the others took their turns.)
 * Every driver error becomes one :class:`StoreError` whose hint names its cause (locked,
   read-only, corrupt, full, unreachable; out of date is :class:`SchemaOutOfDateError`):
   :func:`store_hint`.
@@ -28,19 +39,22 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
+from sqlalchemy import Connection, Engine, Executable, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from ..errors import SchemaOutOfDateError, StoreError
 
 if TYPE_CHECKING:  # Alembic is imported only when a schema must be created or upgraded
     from alembic.config import Config as AlembicConfig
+    from sqlalchemy.orm import Session
 
 #: The newest revision in migrations/ (a test checks it against Alembic's head). Every
 #: command compares the database's revision with it in one query, without importing
@@ -56,6 +70,12 @@ DEFAULT_UPGRADE_COMMAND = "mlsub db upgrade"
 READ_ONLY_OPTION = "mlsub_read_only"
 #: Seconds PostgreSQL may take to accept a connection and answer its start-up.
 PG_CONNECT_TIMEOUT_S = 2  # libpq's smallest; a silent server fails the command in ~3 s
+#: A wait for the store's lock that sees it change hands goes on, up to this many times
+#: ``db_busy_timeout_s`` in all (module docstring, "Waiting in line").
+QUEUE_WAIT_FACTOR = 10
+#: SQLite's primary result code for a lock another connection holds (extended codes keep
+#: it in their low byte).
+_SQLITE_BUSY = 5
 
 
 def migrations_dir() -> Path:
@@ -205,8 +225,131 @@ def _sqlite_events(engine: Engine, busy_timeout_s: float) -> None:
     def _on_begin(conn: Connection) -> None:
         # reads (the store's read-only engine view) take no write lock: they neither wait
         # behind a planner nor make one wait
-        read_only = conn.get_execution_options().get(READ_ONLY_OPTION)
-        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+        if conn.get_execution_options().get(READ_ONLY_OPTION):
+            conn.exec_driver_sql("BEGIN")
+            return
+        raw = conn.connection.driver_connection
+        assert isinstance(raw, sqlite3.Connection)
+        try:
+            begin_immediate(raw, busy_timeout_s)
+        except sqlite3.Error as exc:  # what db_errors turns into a StoreError
+            raise DBAPIError.instance("BEGIN IMMEDIATE", None, exc, sqlite3.Error) from None
+
+
+def begin_immediate(
+    raw: sqlite3.Connection,
+    busy_timeout_s: float,
+    *,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> None:
+    """``BEGIN IMMEDIATE`` on ``raw``, waiting in line (module docstring).
+
+    The wait goes in steps of at most 1 s (SQLite's own busy handler inside each). After a
+    step that did not get the lock, ``PRAGMA data_version`` tells whether another
+    connection committed meanwhile: the lock changed hands. The wait fails (SQLite's
+    "database is locked", with how long it waited) once ``busy_timeout_s`` passes with no
+    commit by anyone else, or once it has lasted :data:`QUEUE_WAIT_FACTOR` ×
+    ``busy_timeout_s``. The connection's busy timeout is set back afterwards."""
+    step_s = max(0.001, min(1.0, busy_timeout_s / 8, busy_timeout_s))
+    began = last_change = monotonic()
+    seen = _data_version(raw)
+    changes = 0
+    raw.execute(f"PRAGMA busy_timeout = {max(1, int(step_s * 1000))}")
+    try:
+        while True:
+            try:
+                raw.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise
+            now = monotonic()
+            version = _data_version(raw)
+            if version is not None and version != seen:
+                seen, last_change, changes = version, now, changes + 1
+            if now - last_change >= busy_timeout_s:
+                raise sqlite3.OperationalError(
+                    f"database is locked: waited {now - began:.1f} s for the write lock, "
+                    f"the last {now - last_change:.1f} s of it without another mlsub "
+                    f"finishing (it changed hands {changes} times before)"
+                )
+            if now - began >= QUEUE_WAIT_FACTOR * busy_timeout_s:
+                raise sqlite3.OperationalError(
+                    f"database is locked: waited {now - began:.1f} s in line for the write "
+                    f"lock ({QUEUE_WAIT_FACTOR} x db_busy_timeout_s), while it changed "
+                    f"hands {changes} times"
+                )
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {max(1, int(busy_timeout_s * 1000))}")
+
+
+#: PostgreSQL's codes for a wait cut short by lock_timeout or statement_timeout (both are
+#: db_busy_timeout_s; on a row lock either may fire first).
+_PG_WAIT_ENDED = frozenset({"55P03", "57014"})
+
+
+def lock_in_line(
+    session: Session,
+    lock: Sequence[Executable],
+    holder: Executable,
+    url: str,
+    busy_timeout_s: float,
+    *,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> None:
+    """PostgreSQL: execute the statements of ``lock`` (the ``INSERT … ON CONFLICT DO
+    NOTHING`` of the cluster's row, which waits for a planner that is inserting it, then
+    its ``SELECT … FOR UPDATE``), waiting in line (module docstring).
+
+    Each try waits in PostgreSQL's own queue for up to ``db_busy_timeout_s``
+    (``lock_timeout``) inside a savepoint. ``holder`` reads who holds the row (its
+    ``xmax``, the last locking transaction): when it changed during the try, the lock
+    changed hands and the wait goes on. It fails (a "locked" :class:`StoreError`) when a
+    whole try saw no change, or after :data:`QUEUE_WAIT_FACTOR` × ``busy_timeout_s``."""
+    began = monotonic()
+    seen = session.execute(holder).scalar()
+    changes = 0
+    while True:
+        try:
+            with session.begin_nested():
+                for statement in lock:
+                    session.execute(statement)
+            return
+        except SQLAlchemyError as exc:
+            if getattr(getattr(exc, "orig", None), "sqlstate", None) not in _PG_WAIT_ENDED:
+                raise
+        now = monotonic()
+        current = session.execute(holder).scalar()
+        if current == seen:
+            why = f"one holder kept it for the last {busy_timeout_s:g} s"
+        elif now - began >= QUEUE_WAIT_FACTOR * busy_timeout_s:
+            why = f"in line, {QUEUE_WAIT_FACTOR} x db_busy_timeout_s"
+        else:
+            seen, changes = current, changes + 1
+            continue
+        cause, hint = store_hint("lock timeout")
+        raise StoreError(
+            f"decision store {display_url(url)}: lock timeout: waited {now - began:.1f} s "
+            f"for the planning lock ({why}; it changed hands {changes} times before)",
+            hint=hint,
+            context={"url": display_url(url), "cause": cause},
+        )
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return bool(code & 0xFF == _SQLITE_BUSY)
+    return "database is locked" in str(exc)
+
+
+def _data_version(raw: sqlite3.Connection) -> int | None:
+    """SQLite's counter of commits by other connections (None when it cannot be read now)."""
+    try:
+        row = raw.execute("PRAGMA data_version").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return int(row[0])
 
 
 @contextmanager

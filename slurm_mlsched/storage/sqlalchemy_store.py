@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, Select, select
+from sqlalchemy import Engine, Select, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
@@ -25,7 +25,7 @@ from ..model.calibration import FitRow, ProfileFit
 from ..model.decision import placement_json
 from ..sbatch.launch import Launch
 from . import codec
-from .database import READ_ONLY_OPTION, db_errors
+from .database import READ_ONLY_OPTION, db_errors, lock_in_line
 from .models import (
     ClusterLockRow,
     DecisionRow,
@@ -57,8 +57,11 @@ from .states import RESERVING, DecisionState, can_move, reached
 class SqlDecisionStore:
     """A decision store on one SQLAlchemy engine (see the interface's contract)."""
 
-    def __init__(self, engine: Engine, url: str, *, grace_s: float) -> None:
+    def __init__(
+        self, engine: Engine, url: str, *, grace_s: float, busy_timeout_s: float = 30.0
+    ) -> None:
         self._engine = engine
+        self._busy_timeout_s = busy_timeout_s
         self._reader = engine.execution_options(**{READ_ONLY_OPTION: True})
         self._url = url
         self.grace_s = grace_s
@@ -82,10 +85,18 @@ class SqlDecisionStore:
     def _lock(self, session: Session, cluster: str) -> None:
         dialect = session.get_bind().dialect.name
         insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        session.execute(insert(ClusterLockRow).values(cluster=cluster).on_conflict_do_nothing())
-        session.execute(
-            select(ClusterLockRow).where(ClusterLockRow.cluster == cluster).with_for_update()
+        lock = (
+            insert(ClusterLockRow).values(cluster=cluster).on_conflict_do_nothing(),
+            select(ClusterLockRow).where(ClusterLockRow.cluster == cluster).with_for_update(),
         )
+        if dialect != "postgresql":  # SQLite: BEGIN IMMEDIATE already waited for the file
+            for statement in lock:
+                session.execute(statement)
+            return
+        holder = text("SELECT xmax::text FROM cluster_locks WHERE cluster = :c").bindparams(
+            c=cluster
+        )
+        lock_in_line(session, lock, holder, self._url, self._busy_timeout_s)
 
     def reservations(
         self, cluster: str, now: datetime, *, epoch: datetime, slot_seconds: float

@@ -1,6 +1,10 @@
 """Concurrency against the real cluster and both stores (issue 15): sixteen ``mlsub submit``
 processes at once, then six ``mlsub reconcile`` at once.
 
+CI saw one of the sixteen exit 7 ("database is locked" after the 30 s busy timeout) while
+the others took their turns at the lock; a wait now goes on while the lock changes hands
+(storage/database.py, "Waiting in line"), and a failure says how long each submit took.
+
 Measured before the fix: 31 of 64 submits exited 3 (``decision 11 is running; it cannot
 become submitted``), 7 of them with their job queued, because each submit's pre-submit
 refresh moved neighbours' decisions ahead of their owners. Now every submit must exit 0
@@ -18,6 +22,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -60,13 +65,19 @@ def test_sixteen_concurrent_submits_all_succeed_and_never_double_book(
     tasks.mkdir()
     script = probe_script(tmp_path / "probe.py", SHAPE)
 
+    took: dict[int, float] = {}
+
     def submit(k: int) -> subprocess.CompletedProcess[str]:
         (tasks / str(k)).mkdir()  # each job's tasks write their own files
-        return mlsub.run(
-            str(script), "--interpreter", sys.executable, "--name", f"c{k}", "--json",
-            "--", str(tasks / str(k)), "90",
-            check=False, timeout=300,
-        )  # fmt: skip
+        began = time.monotonic()
+        try:
+            return mlsub.run(
+                str(script), "--interpreter", sys.executable, "--name", f"c{k}", "--json",
+                "--", str(tasks / str(k)), "90",
+                check=False, timeout=300,
+            )  # fmt: skip
+        finally:
+            took[k] = time.monotonic() - began
 
     with ThreadPoolExecutor(SUBMITS) as pool:
         done = list(pool.map(submit, range(SUBMITS)))
@@ -76,7 +87,11 @@ def test_sixteen_concurrent_submits_all_succeed_and_never_double_book(
             out = json.loads(proc.stdout)
             cluster.jobs.append(int(out["slurm_job_id"]))
             outs.append(out)
-    failed = [(p.returncode, p.stderr[-400:]) for p in done if p.returncode != 0]
+    failed = [
+        (p.returncode, f"{took[k]:.1f} s", p.stderr[-400:])
+        for k, p in enumerate(done)
+        if p.returncode != 0
+    ]
     assert failed == [], failed
     assert all(o["warnings"] == [] for o in outs)
 
