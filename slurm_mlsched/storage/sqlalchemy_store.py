@@ -4,7 +4,8 @@ One session per call (or per ``planning`` block); rows are turned into frozen re
 before the session closes. Serialization per cluster (contract point 3): SQLite starts
 every transaction with ``BEGIN IMMEDIATE`` (:mod:`.database`), so the first statement of a
 ``planning`` block already holds the file's write lock; PostgreSQL locks the cluster's row
-of ``cluster_locks`` with ``SELECT … FOR UPDATE`` (inserting it first if needed).
+of ``cluster_locks`` with ``SELECT … FOR UPDATE`` (inserting it first if needed). Either
+waits in line: as long as the lock changes hands (:mod:`.database`, "Waiting in line").
 """
 
 from __future__ import annotations

@@ -14,11 +14,11 @@ architecture, GPU types, ``--sbatch`` options, ``--time``): 2,000 random example
 Fuzzing the command by hand found three inputs that ended in ``error[internal]`` (a
 baseline that stalled on a job no even spread held; two faults of the lower bound); they
 are regression tests in tests/sim. ``make fuzz`` draws fresh examples. Measured
-(2026-12-07): 3,000 random examples, 2,260 replayed and 740 refused as bad input, none
-internal; with one of those fixes reverted (the resource curve's edge of equal slope,
-7b97823), 6 of 600 random examples end in ``error[internal]``. Under CI the 40 examples
-are the same every run (tests/conftest.py), so this is a net, and ``make fuzz`` the
-search.
+(2026-12-07, with a flaw in one file of four and nodes of 1-32 CPUs drawn evenly): 3,000
+random examples, 2,260 replayed and 740 refused as bad input, none internal; with one of
+those fixes reverted (the resource curve's edge of equal slope, 7b97823), 6 of 600 random
+examples end in ``error[internal]``. Under CI the 40 examples are the same every run
+(tests/conftest.py), so this is a net, and ``make fuzz`` the search.
 """
 
 from __future__ import annotations

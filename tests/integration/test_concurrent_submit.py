@@ -88,7 +88,7 @@ def test_sixteen_concurrent_submits_all_succeed_and_never_double_book(
             cluster.jobs.append(int(out["slurm_job_id"]))
             outs.append(out)
     failed = [
-        (p.returncode, f"{took[k]:.1f} s", p.stderr[-400:])
+        (p.returncode, f"{took[k]:.1f} s", p.stderr[-700:])
         for k, p in enumerate(done)
         if p.returncode != 0
     ]
