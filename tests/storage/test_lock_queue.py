@@ -27,10 +27,11 @@ from tests.storage.helpers import new_decision
 
 
 def _plan_once(url: str, busy_timeout_s: float, hold_s: float = 0.0, job: str = "w") -> None:
+    decision = new_decision(job)  # placed before the lock: the hold is hold_s and a commit
     store = open_store(url, grace_s=0, busy_timeout_s=busy_timeout_s)
     try:
         with store.planning("c1") as tx:
-            tx.record(new_decision(job))
+            tx.record(decision)
             time.sleep(hold_s)
     finally:
         store.close()
@@ -38,16 +39,20 @@ def _plan_once(url: str, busy_timeout_s: float, hold_s: float = 0.0, job: str = 
 
 @contextmanager
 def _holders(url: str, count: int, hold_s: float) -> Iterator[list[BaseException]]:
-    """``count`` planners, each with its store open, asking for the lock 20 ms apart once
-    the context is entered, each holding it ``hold_s`` (and recording a decision: the
-    lock changes hands with a commit). The body runs 0.1 s after the last one asked."""
+    """``count`` planners, each with its store open and its decision placed, asking for
+    the lock 20 ms apart once the context is entered, each holding it ``hold_s`` (and
+    recording the decision: the lock changes hands with a commit). The body runs once one
+    of them holds the lock and the others have had time to ask (``count`` × 20 ms +
+    50 ms), so the body's planner meets a held lock even on a loaded machine."""
     errors: list[BaseException] = []
     _plan_once(url, 30.0, job="first")  # the schema and the cluster's lock row exist
     ready = threading.Barrier(count + 1)
+    held = threading.Event()
 
     def hold(k: int) -> None:
         try:
             store = open_store(url, grace_s=0, busy_timeout_s=30.0)
+            decision = new_decision(f"h{k}")
         except BaseException as exc:  # reported by the test
             errors.append(exc)
             ready.abort()
@@ -56,7 +61,8 @@ def _holders(url: str, count: int, hold_s: float) -> Iterator[list[BaseException
             ready.wait(timeout=30)
             time.sleep(0.02 * k)
             with store.planning("c1") as tx:
-                tx.record(new_decision(f"h{k}"))
+                held.set()
+                tx.record(decision)
                 time.sleep(hold_s)
         except BaseException as exc:
             errors.append(exc)
@@ -67,7 +73,8 @@ def _holders(url: str, count: int, hold_s: float) -> Iterator[list[BaseException
     for t in threads:
         t.start()
     ready.wait(timeout=30)
-    time.sleep(0.02 * count + 0.1)
+    held.wait(timeout=30)
+    time.sleep(0.02 * count + 0.05)
     try:
         yield errors
     finally:
@@ -76,24 +83,26 @@ def _holders(url: str, count: int, hold_s: float) -> Iterator[list[BaseException
 
 
 def test_a_waiter_outlives_the_busy_timeout_while_the_lock_changes_hands(db_url: str) -> None:
-    """Four planners ahead, 0.35 s each: the waiter's whole wait is longer than its 0.5 s
-    busy timeout (on PostgreSQL, whose queue is first come first served, by ~1 s), and it
-    must still get its turn."""
-    waiter = open_store(db_url, grace_s=0, busy_timeout_s=0.5)
+    """Six planners ahead, 0.3 s each: the waiter's whole wait is longer than its 1 s busy
+    timeout (on PostgreSQL, whose queue is first come first served, by ~0.5 s), and it
+    must still get its turn. (Each turn is well under the busy timeout, so a loaded
+    machine does not make the lock look stuck.)"""
+    waiter = open_store(db_url, grace_s=0, busy_timeout_s=1.0)
+    decision = new_decision("w")
     try:
-        with _holders(db_url, 4, 0.35) as errors:
+        with _holders(db_url, 6, 0.3) as errors:
             began = time.monotonic()
             with waiter.planning("c1") as tx:
                 took = time.monotonic() - began
-                tx.record(new_decision("w"))
+                tx.record(decision)
     finally:
         waiter.close()
     assert errors == []
     if db_url.startswith("postgresql"):  # SQLite's waiters are not served in order
-        assert took > 0.5, f"the waiter got the lock after {took:.2f} s: no queue was formed"
+        assert took > 1.0, f"the waiter got the lock after {took:.2f} s: no queue was formed"
     store = open_store(db_url, grace_s=0)
     try:
-        assert len(store.history()) == 6
+        assert len(store.history()) == 8
     finally:
         store.close()
 
@@ -101,13 +110,13 @@ def test_a_waiter_outlives_the_busy_timeout_while_the_lock_changes_hands(db_url:
 def test_one_holder_that_keeps_the_lock_fails_the_waiter_after_the_busy_timeout(
     db_url: str,
 ) -> None:
-    with _holders(db_url, 1, 2.0) as errors:
+    with _holders(db_url, 1, 3.0) as errors:
         began = time.monotonic()
         with pytest.raises(StoreError) as err:
             _plan_once(db_url, 0.5)
         took = time.monotonic() - began
     assert errors == []
-    assert 0.45 < took < 1.9, f"failed after {took:.2f} s for a 0.5 s busy timeout"
+    assert 0.45 < took < 2.5, f"failed after {took:.2f} s for a 0.5 s busy timeout"
     assert err.value.exit_code == 7
     assert err.value.context["cause"] == "locked", err.value
     assert "waited" in err.value.message, err.value.message
@@ -141,14 +150,14 @@ def _relay(path: Path, seconds: float) -> Iterator[None]:
 
 
 def test_sqlite_a_waiter_behind_a_relay_gets_the_lock_when_it_ends(tmp_path: Path) -> None:
-    """Measured before the fix: the waiter failed after its 0.3 s busy timeout."""
+    """Measured before the fix: the waiter failed after its 1 s busy timeout."""
     path = tmp_path / "d.db"
     open_store(f"sqlite:///{path}", grace_s=0).close()
-    with _relay(path, 1.2):
+    with _relay(path, 2.5):
         began = time.monotonic()
-        _plan_once(f"sqlite:///{path}", 0.3)
+        _plan_once(f"sqlite:///{path}", 1.0)
         took = time.monotonic() - began
-    assert took < QUEUE_WAIT_FACTOR * 0.3, took
+    assert took < QUEUE_WAIT_FACTOR * 1.0, took
 
 
 class _Busy:
