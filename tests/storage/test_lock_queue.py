@@ -9,8 +9,9 @@ locked" after the 30 s busy timeout while the other fifteen took their turns.
 
 from __future__ import annotations
 
-import multiprocessing
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -122,31 +123,39 @@ def test_one_holder_that_keeps_the_lock_fails_the_waiter_after_the_busy_timeout(
     assert "waited" in err.value.message, err.value.message
 
 
-def _run_relay(path: Path, seconds: float) -> None:
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-    conn.execute("CREATE TABLE IF NOT EXISTS relay (n INTEGER)")
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO relay VALUES (1)")
-        time.sleep(0.05)
-        conn.execute("COMMIT")
-    conn.close()
+#: The relay: a process of its own (plain sqlite3, so it starts in milliseconds) that says
+#: "ready" once it holds the lock the first time.
+_RELAY = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+conn.execute("CREATE TABLE IF NOT EXISTS relay (n INTEGER)")
+end = time.monotonic() + float(sys.argv[2])
+first = True
+while time.monotonic() < end:
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO relay VALUES (1)")
+    if first:
+        print("ready", flush=True)
+        first = False
+    time.sleep(0.05)
+    conn.execute("COMMIT")
+"""
 
 
 @contextmanager
 def _relay(path: Path, seconds: float) -> Iterator[None]:
     """Another process that commits a change every 50 ms and takes the lock again at once,
     for ``seconds``: the lock changes hands all the time, and a waiter polling SQLite's
-    busy handler seldom finds it free."""
-    proc = multiprocessing.get_context("fork").Process(target=_run_relay, args=(path, seconds))
-    proc.start()
-    time.sleep(0.2)
+    busy handler seldom finds it free. The body runs once it holds the lock."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _RELAY, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
     try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         yield
     finally:
         proc.terminate()
-        proc.join(timeout=30)
+        proc.wait(timeout=30)
 
 
 def test_sqlite_a_waiter_behind_a_relay_gets_the_lock_when_it_ends(tmp_path: Path) -> None:
