@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-forecast bench-oracle bench-order-rollout bench-clause-noise bench-regather bench-regret bench-hold bench-queue bench-scale bench-report clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-forecast bench-oracle bench-order-rollout bench-clause-noise bench-regather bench-regret bench-hold bench-queue bench-scale bench-report bench-burst clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -70,7 +70,7 @@ cluster-down:
 # Each writes its own section of docs/benchmarks.md (bench/sections.py).
 bench: venv
 	$(PY) -m bench.run --out docs/benchmarks.md
-	$(MAKE) bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-typed bench-preempt bench-widths bench-param bench-queue bench-scale bench-reliability bench-report
+	$(MAKE) bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-typed bench-preempt bench-widths bench-param bench-queue bench-scale bench-reliability bench-burst bench-report
 
 # Live planning latency: needs the local Slurm cluster (started here if it is not up).
 bench-live: venv
@@ -266,6 +266,10 @@ bench-scale: venv
 bench-reliability: venv
 	bash scripts/slurm-lab/start-cluster.sh >/dev/null
 	$(PY) -m bench.reliability --out docs/benchmarks.md
+
+# Sixteen mlsub plan --reserve at once on one store (SQLite, PostgreSQL): a burst on the lock.
+bench-burst: venv
+	$(PY) -m bench.lock_burst --out docs/benchmarks.md
 
 # mlsub report of 10,000 and 100,000 synthetic decisions, and the page in headless Chromium.
 bench-report: venv
