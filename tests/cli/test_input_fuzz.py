@@ -39,6 +39,28 @@ from typer.testing import CliRunner
 from slurm_mlsched.cli.app import app
 
 runner = CliRunner()
+
+
+def fuzzed(examples: int) -> settings:
+    """The settings of every test here: ``examples`` per run, no deadline (a replay of
+    several policies takes a second)."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+
+
+def run_holds(args: list[str], exits: set[int], said: str) -> Any:
+    """Run ``mlsub ARGS``; it must end with one of ``exits`` and never in an internal
+    error, and print one JSON document when it succeeds (returned, else None)."""
+    result = runner.invoke(app, args, env=ENV)
+    said += result.stderr[-800:]
+    assert "error[internal]" not in result.stderr, said
+    assert result.exit_code in exits, said
+    return json.loads(result.stdout) if result.exit_code == 0 else None
+
+
 ENV = {"MLSUB_FIXED_NOW": "2026-03-01T10:00:00Z", "MLSUB_DEBUG": ""}
 #: Documented exit codes of ``mlsub replay`` (docs/user-guide.md, exit codes).
 REPLAY_EXITS = {0, 3, 4}
@@ -117,11 +139,7 @@ def job_files(draw: st.DrawFn) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@fuzzed(40)
 @given(
     cluster=clusters(),
     jobs=job_files(),
@@ -137,12 +155,9 @@ def test_replay_ends_with_a_documented_exit_on_any_files(
         args = ["replay", f"{tmp}/jobs.yaml", "--cluster", f"{tmp}/cluster.yaml", "--json"]
         for policy in policies:
             args += ["-p", policy]
-        result = runner.invoke(app, [*args, *options], env=ENV)
-    said = f"{' '.join(args[4:])} {' '.join(options)}\n{cluster}{jobs}{result.stderr[-800:]}"
-    assert "error[internal]" not in result.stderr, said
-    assert result.exit_code in REPLAY_EXITS, said
-    if result.exit_code == 0:
-        printed: Any = json.loads(result.stdout)
+        said = f"{' '.join(args[4:])} {' '.join(options)}\n{cluster}{jobs}"
+        printed = run_holds([*args, *options], REPLAY_EXITS, said)
+    if printed is not None:
         assert set(printed["policies"]) == set(policies), said
 
 
@@ -195,22 +210,13 @@ def plan_options(draw: st.DrawFn) -> list[str]:
     return [word for pair in opts.items() for word in pair]
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@fuzzed(150)
 @given(cluster=clusters(), options=plan_options())
 def test_plan_ends_with_a_documented_exit_on_any_options(cluster: str, options: list[str]) -> None:
     with TemporaryDirectory() as tmp:
         (Path(tmp) / "cluster.yaml").write_text(cluster)
         args = ["plan", "--cluster", f"{tmp}/cluster.yaml", "--json", *options]
-        result = runner.invoke(app, args, env=ENV)
-    said = f"{' '.join(options)}\n{cluster}{result.stderr[-800:]}"
-    assert "error[internal]" not in result.stderr, said
-    assert result.exit_code in PLAN_EXITS, said
-    if result.exit_code == 0:
-        json.loads(result.stdout)
+        run_holds(args, PLAN_EXITS, f"{' '.join(options)}\n{cluster}")
 
 
 #: ``#SBATCH`` lines a script may carry that mlsub takes (or passes on to sbatch).
@@ -257,20 +263,11 @@ def scripts(draw: st.DrawFn) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@fuzzed(150)
 @given(cluster=clusters(), script=scripts())
 def test_plan_ends_with_a_documented_exit_on_any_script_header(cluster: str, script: str) -> None:
     with TemporaryDirectory() as tmp:
         (Path(tmp) / "cluster.yaml").write_text(cluster)
         (Path(tmp) / "train.py").write_text(script)
         args = ["plan", f"{tmp}/train.py", "--cluster", f"{tmp}/cluster.yaml", "--json"]
-        result = runner.invoke(app, args, env=ENV)
-    said = f"{script}{cluster}{result.stderr[-800:]}"
-    assert "error[internal]" not in result.stderr, said
-    assert result.exit_code in PLAN_EXITS, said
-    if result.exit_code == 0:
-        json.loads(result.stdout)
+        run_holds(args, PLAN_EXITS, f"{script}{cluster}")
