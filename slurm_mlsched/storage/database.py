@@ -239,6 +239,39 @@ def _sqlite_events(engine: Engine, busy_timeout_s: float) -> None:
             raise DBAPIError.instance("BEGIN IMMEDIATE", None, exc, sqlite3.Error) from None
 
 
+class _Line:
+    """One wait in line for the store's lock (module docstring, "Waiting in line"): after
+    each try that did not get the lock, :meth:`missed` is told what identifies the last
+    holder now (a witness; None when it cannot be read) and says why the wait ends, or
+    None to try again. The lock changed hands when the witness changed."""
+
+    def __init__(
+        self, busy_timeout_s: float, witness: object, monotonic: Callable[[], float]
+    ) -> None:
+        self.busy_timeout_s = busy_timeout_s
+        self.monotonic = monotonic
+        self.began = self.last_change = monotonic()
+        self.seen = witness
+        self.changes = 0
+
+    def missed(self, witness: object) -> str | None:
+        now = self.monotonic()
+        if witness is not None and witness != self.seen:
+            self.seen, self.last_change, self.changes = witness, now, self.changes + 1
+        waited, still = now - self.began, now - self.last_change
+        if still >= self.busy_timeout_s:
+            return (
+                f"waited {waited:.1f} s, the last {still:.1f} s of it without another mlsub "
+                f"finishing (it changed hands {self.changes} times before)"
+            )
+        if waited >= QUEUE_WAIT_FACTOR * self.busy_timeout_s:
+            return (
+                f"waited {waited:.1f} s in line ({QUEUE_WAIT_FACTOR} x db_busy_timeout_s), "
+                f"while it changed hands {self.changes} times"
+            )
+        return None
+
+
 def begin_immediate(
     raw: sqlite3.Connection,
     busy_timeout_s: float,
@@ -249,14 +282,11 @@ def begin_immediate(
 
     The wait goes in steps of at most 1 s (SQLite's own busy handler inside each). After a
     step that did not get the lock, ``PRAGMA data_version`` tells whether another
-    connection committed meanwhile: the lock changed hands. The wait fails (SQLite's
-    "database is locked", with how long it waited) once ``busy_timeout_s`` passes with no
-    commit by anyone else, or once it has lasted :data:`QUEUE_WAIT_FACTOR` ×
-    ``busy_timeout_s``. The connection's busy timeout is set back afterwards."""
+    connection committed meanwhile: the lock changed hands (:class:`_Line`). A wait that
+    ends is SQLite's "database is locked", with how long it waited. The connection's busy
+    timeout is set back afterwards."""
     step_s = max(0.001, min(1.0, busy_timeout_s / 8, busy_timeout_s))
-    began = last_change = monotonic()
-    seen = _data_version(raw)
-    changes = 0
+    line = _Line(busy_timeout_s, _data_version(raw), monotonic)
     raw.execute(f"PRAGMA busy_timeout = {max(1, int(step_s * 1000))}")
     try:
         while True:
@@ -266,22 +296,9 @@ def begin_immediate(
             except sqlite3.OperationalError as exc:
                 if not _busy(exc):
                     raise
-            now = monotonic()
-            version = _data_version(raw)
-            if version is not None and version != seen:
-                seen, last_change, changes = version, now, changes + 1
-            if now - last_change >= busy_timeout_s:
-                raise sqlite3.OperationalError(
-                    f"database is locked: waited {now - began:.1f} s for the write lock, "
-                    f"the last {now - last_change:.1f} s of it without another mlsub "
-                    f"finishing (it changed hands {changes} times before)"
-                )
-            if now - began >= QUEUE_WAIT_FACTOR * busy_timeout_s:
-                raise sqlite3.OperationalError(
-                    f"database is locked: waited {now - began:.1f} s in line for the write "
-                    f"lock ({QUEUE_WAIT_FACTOR} x db_busy_timeout_s), while it changed "
-                    f"hands {changes} times"
-                )
+            why = line.missed(_data_version(raw))
+            if why is not None:
+                raise sqlite3.OperationalError(f"database is locked: {why}")
     finally:
         raw.execute(f"PRAGMA busy_timeout = {max(1, int(busy_timeout_s * 1000))}")
 
@@ -305,13 +322,11 @@ def lock_in_line(
     its ``SELECT … FOR UPDATE``), waiting in line (module docstring).
 
     Each try waits in PostgreSQL's own queue for up to ``db_busy_timeout_s``
-    (``lock_timeout``) inside a savepoint. ``holder`` reads who holds the row (its
-    ``xmax``, the last locking transaction): when it changed during the try, the lock
-    changed hands and the wait goes on. It fails (a "locked" :class:`StoreError`) when a
-    whole try saw no change, or after :data:`QUEUE_WAIT_FACTOR` × ``busy_timeout_s``."""
-    began = monotonic()
-    seen = session.execute(holder).scalar()
-    changes = 0
+    (``lock_timeout``) inside a savepoint, so a try that saw no change of hands is a
+    whole busy timeout without one. ``holder`` reads who holds the row (its ``xmax``, the
+    last locking transaction): the witness of :class:`_Line`. A wait that ends is a
+    "locked" :class:`StoreError`."""
+    line = _Line(busy_timeout_s, session.execute(holder).scalar(), monotonic)
     while True:
         try:
             with session.begin_nested():
@@ -321,22 +336,14 @@ def lock_in_line(
         except SQLAlchemyError as exc:
             if getattr(getattr(exc, "orig", None), "sqlstate", None) not in _PG_WAIT_ENDED:
                 raise
-        now = monotonic()
-        current = session.execute(holder).scalar()
-        if current == seen:
-            why = f"one holder kept it for the last {busy_timeout_s:g} s"
-        elif now - began >= QUEUE_WAIT_FACTOR * busy_timeout_s:
-            why = f"in line, {QUEUE_WAIT_FACTOR} x db_busy_timeout_s"
-        else:
-            seen, changes = current, changes + 1
-            continue
-        cause, hint = store_hint("lock timeout")
-        raise StoreError(
-            f"decision store {display_url(url)}: lock timeout: waited {now - began:.1f} s "
-            f"for the planning lock ({why}; it changed hands {changes} times before)",
-            hint=hint,
-            context={"url": display_url(url), "cause": cause},
-        )
+        why = line.missed(session.execute(holder).scalar())
+        if why is not None:
+            cause, hint = store_hint("lock timeout")
+            raise StoreError(
+                f"decision store {display_url(url)}: lock timeout for the planning lock: {why}",
+                hint=hint,
+                context={"url": display_url(url), "cause": cause},
+            )
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
