@@ -379,14 +379,14 @@ def spread_for(
     job can never meet is replaced, the job is not left waiting for it (module docstring).
     The test is one :func:`place_one` with shedding on the empty cluster, which finds a
     width whenever one exists (shedding finds the most workers that fit); memoized
-    (:func:`_on_empty`)."""
+    (:func:`on_empty`)."""
 
     def never() -> bool:
         room = np.array(capacity, dtype=np.float64)
         w = job.max_workers
         return place_one(job, w, ps_for(job, w), room, spread, ok=ok) is None
 
-    return fallback if _on_empty(("never", spread, fallback), job, capacity, ok, never) else spread
+    return fallback if on_empty(("never", spread, fallback), job, capacity, ok, never) else spread
 
 
 def least_width(
@@ -402,7 +402,7 @@ def least_width(
     count S lets it run distributed only from S workers on). An allocation that gives a
     job fewer workers gives it a shape no room can ever hold, which starts nothing and,
     when every job gets one, stalls the replay. 1 when no width fits (the job is then
-    never placed, as before). Memoized (:func:`_on_empty`)."""
+    never placed, as before). Memoized (:func:`on_empty`)."""
     own = spread_for(job, capacity, spread, fallback, ok)
 
     def least() -> int:
@@ -412,10 +412,10 @@ def least_width(
                 return w
         return 1
 
-    return _on_empty(("least", own), job, capacity, ok, least)
+    return on_empty(("least", own), job, capacity, ok, least)
 
 
-def _on_empty(
+def on_empty(
     what: tuple[object, ...],
     job: JobRequest,
     capacity: FloatArray,
@@ -436,5 +436,5 @@ def _on_empty(
     return cast(_T, cached[1])
 
 
-#: :func:`_on_empty`'s answers: key → (the capacity they were found on, the answer).
+#: :func:`on_empty`'s answers: key → (the capacity they were found on, the answer).
 _ON_EMPTY: dict[tuple[object, ...], tuple[FloatArray, object]] = {}

@@ -47,6 +47,7 @@ from ..program.packing import EPS
 from .reallocation import Allocation, RunningJob, service_rate
 from .task_layout import (
     fewest_machines,
+    on_empty,
     place_one,
     ps_for,
     spread_for,
@@ -64,21 +65,18 @@ def queue_of(attained_s: float, thresholds: tuple[float, ...]) -> int:
 
 def widest(job: JobRequest, capacity: FloatArray) -> int:
     """The requested width N, or, for a job whose N workers can never run at once on this
-    cluster, the most workers that can (on the empty cluster)."""
-    key = (job.max_workers, job.worker, job.ps, job.ps_count, job.profile.ps_per_worker)
-    cached = _WIDEST.get(key)
-    if cached is not None and cached[0] is capacity:
-        return cached[1]
+    cluster, the most workers that can (on the empty cluster); memoized
+    (:func:`.task_layout.on_empty`)."""
     spread = spread_for(job, capacity, fewest_machines)
-    for w in range(job.max_workers, 0, -1):
-        room = np.array(capacity, dtype=np.float64)
-        if place_one(job, w, ps_for(job, w), room, spread, shed=False) is not None:
-            break
-    _WIDEST[key] = (capacity, w)
-    return w
 
+    def most() -> int:
+        for w in range(job.max_workers, 0, -1):
+            room = np.array(capacity, dtype=np.float64)
+            if place_one(job, w, ps_for(job, w), room, spread, shed=False) is not None:
+                return w
+        return 1
 
-_WIDEST: dict[tuple[object, ...], tuple[FloatArray, int]] = {}
+    return on_empty(("widest", spread), job, capacity, None, most)
 
 
 def _demand(
