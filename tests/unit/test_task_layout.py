@@ -22,6 +22,7 @@ from slurm_mlsched.placement.baselines.task_layout import (
     place_one,
     ps_for,
     spread_for,
+    widest_spread,
 )
 from slurm_mlsched.placement.program.packing import EPS
 from tests.conftest import make_job
@@ -215,3 +216,47 @@ def test_the_least_width_is_the_fewest_workers_a_job_can_run_with() -> None:
     assert least_width(fixed, capacity, first_fit, any_layout) == 2
     auto = make_job("auto", workers=3, workload=100.0, worker=Resources(0, 1, 1024))
     assert least_width(auto, capacity, first_fit, any_layout) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 8), st.integers(0, 32), st.integers(0, 256)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.integers(1, 24),
+    st.integers(0, 4),
+    st.integers(1, 8),
+    st.booleans(),
+)
+def test_the_widest_spread_is_the_most_workers_a_spread_holds(
+    rooms: list[tuple[int, int, int]], workers: int, gpu: int, cpu: int, fewest: bool
+) -> None:
+    """``widest_spread`` (srtf's distributed shape) places the largest count a one-at-a-
+    time scan down from ``workers`` finds a distributed layout for, where the scan places
+    it, and reduces the room by what it placed."""
+    job = make_job("j", workers=workers, worker=Resources(gpu, cpu, 1024 * cpu))
+    spread = fewest_machines if fewest else first_fit
+    room = np.array([[g, c, 1024.0 * m] for g, c, m in rooms], dtype=np.float64)
+    alpha, beta = np.asarray(job.worker.as_tuple()), np.asarray(job.ps.as_tuple())
+    lo, hi = job.min_distributed_workers(), job.max_distributed_workers()
+    most = next(
+        (
+            w
+            for w in range(min(workers, hi), lo - 1, -1)
+            if spread(room, alpha, w, beta, max(ps_for(job, w), job.ps_needed(w))) is not None
+        ),
+        0,
+    )
+    got_room = room.copy()
+    got = widest_spread(job, workers, got_room, spread)
+    if most < 1:
+        assert got is None and np.array_equal(got_room, room)
+        return
+    want_room = room.copy()
+    want = place_one(job, most, ps_for(job, workers) if most == workers else ps_for(job, most),
+                     want_room, spread, shed=False)  # fmt: skip
+    assert got is not None and got.total_workers == most
+    assert got == want
+    assert np.allclose(got_room, want_room, atol=EPS)

@@ -63,7 +63,7 @@ from ..params import PlacementParams
 from ..program.eligibility import BoolArray, allowed, masked
 from ..program.packing import EPS, fit_counts
 from .reallocation import Allocation, RunningJob
-from .task_layout import Spread, _Fit, _largest, ps_for, spread_for, usage_rows
+from .task_layout import Spread, spread_for, usage_rows, widest_spread
 from .timeline import Timeline
 
 FloatArray = npt.NDArray[np.float64]
@@ -139,11 +139,7 @@ def _distributed(
     spread: Spread = tightest_spread
     if capacity is not None:
         spread = spread_for(job, capacity, tightest_spread, ok=ok)
-    fit = _Fit(job, ps_for(job, job.max_workers), room.copy(), spread, ok)
-    w = _largest(fit.distributed_fits, fit.lo, min(job.max_workers, fit.hi))
-    if w < 1:
-        return None
-    return fit.place(w, job.max_workers)
+    return widest_spread(job, job.max_workers, room.copy(), spread, ok)
 
 
 def best_shape(

@@ -226,6 +226,23 @@ def place_one(
     return None
 
 
+def widest_spread(
+    job: JobRequest,
+    workers: int,
+    room: FloatArray,
+    spread: Spread,
+    ok: BoolArray | None = None,
+) -> Allocation | None:
+    """The most workers (at most ``workers``, within the job's distributed range and PS
+    rule) that ``spread`` lays out on ``room``, placed as :func:`place_one` places that
+    count (co-located if one machine holds it); ``room`` is reduced by what is placed.
+    None where no count fits. Distributed layouts only get easier with fewer workers, so
+    the count is found by bisection (:func:`_largest`)."""
+    fit = _Fit(job, ps_for(job, workers), room, spread, ok)
+    w = _largest(fit.distributed_fits, fit.lo, min(workers, fit.hi))
+    return fit.place(w, workers) if w >= 1 else None
+
+
 def _shed_to(fit: _Fit, workers: int) -> tuple[int, ...]:
     """The most workers below ``workers`` that fit, as a one-element tuple (none: ())."""
     best = max(
