@@ -351,9 +351,23 @@ assert set(OPTIONS) == {f.name for f in fields(JobOptions)} - SBATCH_ONLY, "OPTI
 # --- the header ----------------------------------------------------------------------------
 
 
-def parse_script_header(text: str, source: str) -> list[str]:
+class HeaderTokens(list[str]):
+    """The tokens of a script's ``# mlsub:`` lines, with the line each came from
+    (``lines[i]`` for ``self[i]``), so that a bad value's error names its line."""
+
+    lines: list[int]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines = []
+
+    def line_of(self, index: int) -> int | None:
+        return self.lines[index] if 0 <= index < len(self.lines) else None
+
+
+def parse_script_header(text: str, source: str) -> HeaderTokens:
     """The tokens of the ``# mlsub:`` lines at the top of a script (pure)."""
-    tokens: list[str] = []
+    tokens = HeaderTokens()
     lines = text.splitlines()
     start = 1 if lines and lines[0].startswith("#!") else 0
     for number, line in enumerate(lines[start:], start=start + 1):
@@ -366,7 +380,9 @@ def parse_script_header(text: str, source: str) -> list[str]:
         if not body.startswith("mlsub:"):
             continue
         try:
-            tokens.extend(shlex.split(body[len("mlsub:") :]))
+            words = shlex.split(body[len("mlsub:") :])
+            tokens.extend(words)
+            tokens.lines.extend([number] * len(words))
         except ValueError as exc:
             raise InputError(
                 f"{source} line {number}: cannot read the '# mlsub:' line: {exc}",
@@ -376,19 +392,24 @@ def parse_script_header(text: str, source: str) -> list[str]:
     return tokens
 
 
-def read_script_header(path: str | Path) -> list[str]:
+def read_script_header(path: str | Path) -> HeaderTokens:
     """Read ``path`` and return its header tokens."""
     source = str(path)
     text = read_script_text(path)
     return parse_script_header(text, source)
 
 
-def _header_values(args: Sequence[str], source: str) -> dict[str, str]:
-    """``--flag value`` / ``--flag=value`` tokens -> raw values by field name (last wins)."""
+def _header_values(
+    args: Sequence[str], source: str, at: dict[str, int] | None = None
+) -> dict[str, str]:
+    """``--flag value`` / ``--flag=value`` tokens -> raw values by field name (last wins);
+    ``at`` receives the index of each field's flag token."""
     out: dict[str, str] = {}
     i = 0
     while i < len(args):
         token = args[i]
+        if at is not None and (name := _BY_FLAG.get(token.partition("=")[0])) is not None:
+            at[name] = i
         flag, eq, inline = token.partition("=")
         name = _BY_FLAG.get(flag)
         if name is None:
@@ -429,6 +450,7 @@ def merge_options(
     source that names an option gives all its lines.
     """
     sbatch = sbatch_header or SbatchHeader()
+    at: dict[str, int] = {}  # field -> index of its flag in header_args
     cli = {}
     for name, value in cli_overrides.items():
         if name not in OPTIONS:
@@ -438,16 +460,50 @@ def merge_options(
     layers: list[tuple[str, Mapping[str, object]]] = [
         ("the config's [job] table", dict(config_defaults or {})),
         ("#SBATCH lines", dict(sbatch.job_values)),
-        (header_source, _header_values(header_args, header_source)),
+        (header_source, _header_values(header_args, header_source, at)),
         ("the command line", cli),
     ]
     merged: dict[str, object] = {}
-    for _, layer in layers:
-        merged.update({k: v for k, v in layer.items() if k != "sbatch"})
-    converted = {name: OPTIONS[name][1](OPTIONS[name][0], raw) for name, raw in merged.items()}
+    origin: dict[str, str] = {}
+    for where, layer in layers:
+        for name, value in layer.items():
+            if name != "sbatch":
+                merged[name], origin[name] = value, where
+    converted: dict[str, object] = {}
+    for name, raw in merged.items():
+        try:
+            converted[name] = OPTIONS[name][1](OPTIONS[name][0], raw)
+        except InputError as err:
+            line = None
+            if origin[name] == "#SBATCH lines":
+                line = sbatch.lines.get(name)
+            elif origin[name] == header_source and isinstance(header_args, HeaderTokens):
+                number = header_args.line_of(at.get(name, -1))
+                line = None if number is None else (header_source, number)
+            raise _placed(err, origin[name], line) from None
     converted["sbatch"] = _carried(layers, sbatch.carried)
     converted["narrowing"] = sbatch.narrowing
     return replace(JobOptions(), **converted)  # type: ignore[arg-type]
+
+
+def _placed(err: InputError, layer: str, line: tuple[str, int] | None) -> InputError:
+    """``err`` of a value, saying where the value was written: the ``#SBATCH`` line
+    (``file:line``), the script's ``# mlsub:`` line (``line``: the header read from a
+    file), else the header or the config's ``[job]`` table (a command-line value needs
+    no place: its option is where)."""
+    if layer == "the command line":
+        return err
+    context = dict(err.context)
+    if layer == "#SBATCH lines" and line is not None:
+        place = f"{line[0]}:{line[1]}"
+        context.update(file=line[0], line=line[1])
+    elif line is not None:  # a '# mlsub:' line, as the header's other errors name it
+        place = f"{line[0]} line {line[1]}"
+        context.update(file=line[0], line=line[1])
+    else:
+        place = layer
+        context["file"] = layer
+    return InputError(f"{place}: {err.message}", hint=err.hint, context=context, code=err.code)
 
 
 def _carried(

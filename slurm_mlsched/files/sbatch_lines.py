@@ -254,6 +254,8 @@ class SbatchHeader:
     job_values: dict[str, str] = field(default_factory=dict)  # JobOptions field -> raw value
     carried: tuple[SbatchLine, ...] = ()
     narrowing: NodeFilter = field(default_factory=NodeFilter)
+    #: JobOptions field -> (file, line) of the line that set its value (for the value's error)
+    lines: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 # --- the tokenizer and the header ---------------------------------------------------------------
@@ -453,12 +455,14 @@ def sort_lines(lines: Sequence[SbatchLine], source: str) -> SbatchHeader:
     """The lines' effects: job-option values (last wins), carried lines (in order) and the
     node filter."""
     job_values: dict[str, str] = {}
+    where: dict[str, tuple[str, int]] = {}
     carried: list[SbatchLine] = []
     filt = NodeFilter()
     for parsed in lines:
         option = parsed.option
         if option.job_option is not None:
             job_values[option.job_option] = parsed.value or ""
+            where[option.job_option] = (source, parsed.line)
         elif option.kind == Kind.CARRIED:
             carried.append(parsed)
         elif option.kind == Kind.NARROWS:
@@ -467,7 +471,8 @@ def sort_lines(lines: Sequence[SbatchLine], source: str) -> SbatchHeader:
                 typed, _ = gres_gpus(parsed.value or "", _no_error)
                 if typed is not None:
                     job_values["gpu_type"] = typed
-    return SbatchHeader(job_values, tuple(carried), filt)
+                    where["gpu_type"] = (source, parsed.line)
+    return SbatchHeader(job_values, tuple(carried), filt, where)
 
 
 def _narrow(filt: NodeFilter, parsed: SbatchLine, source: str) -> NodeFilter:

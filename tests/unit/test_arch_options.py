@@ -69,9 +69,11 @@ def test_bad_values_say_what_where_and_how(flag: str, value: str, valid: str) ->
     with pytest.raises(InputError) as info:
         merge_options([flag, value], {})
     err = info.value
-    assert err.message.startswith(f"option {flag} is not a") and repr(value) in err.message
+    where = "'# mlsub:' header"  # a header value's error says where it was written
+    assert err.message.startswith(f"{where}: option {flag} is not a")
+    assert repr(value) in err.message
     assert err.hint == f"write {flag} {valid}"
-    assert err.context == {"option": flag, "value": value}
+    assert err.context == {"option": flag, "value": value, "file": where}
 
 
 def test_an_allreduce_job_with_ps_is_refused() -> None:

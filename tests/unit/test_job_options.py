@@ -17,10 +17,12 @@ from slurm_mlsched.files.job_options import (
     read_script_header,
     to_request,
 )
+from slurm_mlsched.files.sbatch_lines import parse_sbatch_lines, sort_lines
 from slurm_mlsched.model import Form, Resources
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "train_resnet.py"
 BASE = ["--workers", "4", "--batches-per-epoch", "100", "--model", "resnet-50"]
+OPTIONS_BY_FLAG = {flag: name for name, (flag, _) in OPTIONS.items()}
 
 
 def merged(*header: str, **cli: object) -> JobOptions:
@@ -154,15 +156,42 @@ def test_every_option_has_a_flag() -> None:
 )
 def test_bad_values_name_the_option_and_value(flag: str, value: str, problem: str) -> None:
     err = input_error(merge_options, [flag, value], {})
+    assert err.message.startswith("'# mlsub:' header: ")  # where it was written
     assert flag in err.message
     assert repr(value) in err.message
     assert problem in err.message
-    assert err.context == {"option": flag, "value": value}
+    assert err.context == {"option": flag, "value": value, "file": "'# mlsub:' header"}
+    on_the_line = input_error(merge_options, [], {OPTIONS_BY_FLAG[flag]: value})
+    assert on_the_line.message == err.message.removeprefix("'# mlsub:' header: ")
+    assert on_the_line.context == {"option": flag, "value": value}
 
 
 def test_bad_flag_values_too() -> None:
     err = input_error(merge_options, [], {"workers": 0})
     assert "--workers" in err.message and "0" in err.message
+
+
+def test_a_bad_value_names_the_line_it_was_written_on(tmp_path: Path) -> None:
+    """A value's error names where it was written: the ``# mlsub:`` line of the script,
+    the ``#SBATCH`` line (file:line), or the config's ``[job]`` table; the command line's
+    needs no place (its option is where)."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "#!/usr/bin/env python3\n# mlsub: --model resnet-50 --epochs 1\n"
+        "# mlsub: --batches-per-epoch 10\n# mlsub: --name x --workers two\nprint(1)\n"
+    )
+    source = f"{script} '# mlsub:' header"
+    err = input_error(merge_options, read_script_header(script), {}, header_source=source)
+    assert err.message.startswith(f"{source} line 4: option --workers must be a whole number")
+    assert err.context["file"] == source and err.context["line"] == 4
+    # a value the command line overrides is not read, so it is no error
+    assert merge_options(read_script_header(script), {"workers": 2}).workers == 2
+    sbatch = sort_lines(parse_sbatch_lines("#!/bin/sh\n#SBATCH -J ok\n#SBATCH -t x1\n", "s"), "s")
+    err = input_error(merge_options, BASE, {}, sbatch_header=sbatch)
+    assert err.message.startswith("s:3: option --time is not a Slurm time limit")
+    assert (err.context["file"], err.context["line"]) == ("s", 3)
+    err = input_error(merge_options, [], {}, config_defaults={"epochs": "lots"})
+    assert err.message.startswith("the config's [job] table: option --epochs")
 
 
 def test_unknown_header_option_lists_the_valid_ones() -> None:
