@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-forecast bench-oracle bench-order-rollout bench-clause-noise bench-regather bench-regret bench-hold bench-queue bench-scale bench-report bench-burst clean cluster-up cluster-down
+.PHONY: venv pyslurm demo demo-ddp examples-deps test unit fuzz lint typecheck bench bench-live bench-agreement bench-policies bench-sweep bench-holdout bench-anatomy bench-typed bench-preempt bench-widths bench-param bench-resize bench-price bench-aging bench-gain bench-migrate bench-group bench-forecast bench-oracle bench-order-rollout bench-clause-noise bench-regather bench-regret bench-hold bench-queue bench-scale bench-report bench-burst bench-fuzz clean cluster-up cluster-down
 
 venv: $(STAMP)
 
@@ -270,6 +270,11 @@ bench-reliability: venv
 # Sixteen mlsub plan --reserve at once on one store (SQLite, PostgreSQL): a burst on the lock.
 bench-burst: venv
 	$(PY) -m bench.lock_burst --out docs/benchmarks.md
+
+# What fuzzed input made mlsub replay / mlsub plan do: the fuzz tests at 25 x a CI run's
+# examples from a drawn (stored) seed, counted by exit code. No Slurm.
+bench-fuzz: venv
+	$(PY) -m bench.fuzz_tally --out docs/benchmarks.md
 
 # mlsub report of 10,000 and 100,000 synthetic decisions, and the page in headless Chromium.
 bench-report: venv

@@ -8,30 +8,33 @@ every input: the command ends with a documented exit code (0 replayed, 3 bad inp
 job no node can ever hold), never with an internal error or a stalled policy (exit 1),
 and with ``--json`` a replay that ran prints one JSON document. ``mlsub plan --cluster``
 is fuzzed the same way over its job options (width, task sizes, PS count, form,
-architecture, GPU types, ``--sbatch`` options, ``--time``): 2,000 random examples
-(2026-12-07) planned 855, found 735 that never fit and 410 bad inputs, none internal.
-``mlsub plan SCRIPT --cluster`` is fuzzed over the script's header: ``#SBATCH`` lines
-mlsub takes, ``# mlsub:`` lines, one refused or malformed line in four and one line of
-any Unicode in four: 3,000 random examples planned 959, found 1,154 that never fit and
-887 bad inputs (each message naming the line), none internal.
+architecture, GPU types, ``--sbatch`` options, ``--time``), and ``mlsub plan SCRIPT
+--cluster`` over the script's header: ``#SBATCH`` lines mlsub takes, ``# mlsub:`` lines,
+one refused or malformed line in four and one line of any Unicode in four (each bad
+input's message must name the line).
 
 Fuzzing the command by hand found three inputs that ended in ``error[internal]`` (a
 baseline that stalled on a job no even spread held; two faults of the lower bound); they
-are regression tests in tests/sim. ``make fuzz`` draws fresh examples. Measured
-(2026-12-07, with a flaw in one file of four and nodes of 1-32 CPUs drawn evenly): 3,000
-random examples, 2,260 replayed and 740 refused as bad input, none internal; with one of
-those fixes reverted (the resource curve's edge of equal slope, 7b97823), 6 of 600 random
-examples end in ``error[internal]``. Under CI the 40 examples are the same every run
-(tests/conftest.py), so this is a net, and ``make fuzz`` the search.
+are regression tests in tests/sim. With one of those fixes reverted (the resource curve's
+edge of equal slope, 7b97823), 6 of 600 random replay examples ended in
+``error[internal]`` (2026-12-07, by hand). Under CI the examples are the same every run
+(tests/conftest.py), so this is a net; ``make fuzz`` draws fresh ones, and ``make
+bench-fuzz`` (bench/fuzz_tally.py) runs these tests at 25 × the examples from a stored
+seed and writes what the commands did, counted by exit, to docs/benchmarks.md ("Fuzzed
+input"): $MLSUB_FUZZ_SCALE scales the examples and $MLSUB_FUZZ_TALLY receives the counts.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -41,20 +44,37 @@ from slurm_mlsched.cli.app import app
 runner = CliRunner()
 
 
+#: Each test's examples are scaled by $MLSUB_FUZZ_SCALE (``make bench-fuzz``; 1 otherwise).
+SCALE = float(os.environ.get("MLSUB_FUZZ_SCALE") or 1)
+#: The exits each test's runs ended with ("internal" for an internal error), written as
+#: JSON to $MLSUB_FUZZ_TALLY after the module's tests when that is set (bench/fuzz_tally.py).
+TALLY: defaultdict[str, Counter[str]] = defaultdict(Counter)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _write_tally() -> Iterator[None]:
+    yield
+    if path := os.environ.get("MLSUB_FUZZ_TALLY"):
+        Path(path).write_text(json.dumps({k: dict(v) for k, v in TALLY.items()}))
+
+
 def fuzzed(examples: int) -> settings:
-    """The settings of every test here: ``examples`` per run, no deadline (a replay of
-    several policies takes a second)."""
+    """The settings of every test here: ``examples`` per run (times :data:`SCALE`), no
+    deadline (a replay of several policies takes a second)."""
     return settings(
-        max_examples=examples,
+        max_examples=max(1, round(examples * SCALE)),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     )
 
 
-def run_holds(args: list[str], exits: set[int], said: str) -> Any:
+def run_holds(kind: str, args: list[str], exits: set[int], said: str) -> Any:
     """Run ``mlsub ARGS``; it must end with one of ``exits`` and never in an internal
-    error, and print one JSON document when it succeeds (returned, else None)."""
+    error, and print one JSON document when it succeeds (returned, else None). The exit
+    is counted in :data:`TALLY` under ``kind``."""
     result = runner.invoke(app, args, env=ENV)
+    internal = "error[internal]" in result.stderr
+    TALLY[kind]["internal" if internal else str(result.exit_code)] += 1
     said += result.stderr[-800:]
     assert "error[internal]" not in result.stderr, said
     assert result.exit_code in exits, said
@@ -156,7 +176,7 @@ def test_replay_ends_with_a_documented_exit_on_any_files(
         for policy in policies:
             args += ["-p", policy]
         said = f"{' '.join(args[4:])} {' '.join(options)}\n{cluster}{jobs}"
-        printed = run_holds([*args, *options], REPLAY_EXITS, said)
+        printed = run_holds("replay", [*args, *options], REPLAY_EXITS, said)
     if printed is not None:
         assert set(printed["policies"]) == set(policies), said
 
@@ -216,7 +236,7 @@ def test_plan_ends_with_a_documented_exit_on_any_options(cluster: str, options: 
     with TemporaryDirectory() as tmp:
         (Path(tmp) / "cluster.yaml").write_text(cluster)
         args = ["plan", "--cluster", f"{tmp}/cluster.yaml", "--json", *options]
-        run_holds(args, PLAN_EXITS, f"{' '.join(options)}\n{cluster}")
+        run_holds("plan options", args, PLAN_EXITS, f"{' '.join(options)}\n{cluster}")
 
 
 #: ``#SBATCH`` lines a script may carry that mlsub takes (or passes on to sbatch).
@@ -270,4 +290,4 @@ def test_plan_ends_with_a_documented_exit_on_any_script_header(cluster: str, scr
         (Path(tmp) / "cluster.yaml").write_text(cluster)
         (Path(tmp) / "train.py").write_text(script)
         args = ["plan", f"{tmp}/train.py", "--cluster", f"{tmp}/cluster.yaml", "--json"]
-        run_holds(args, PLAN_EXITS, f"{script}{cluster}")
+        run_holds("plan script", args, PLAN_EXITS, f"{script}{cluster}")
