@@ -408,8 +408,6 @@ def _header_values(
     i = 0
     while i < len(args):
         token = args[i]
-        if at is not None and (name := _BY_FLAG.get(token.partition("=")[0])) is not None:
-            at[name] = i
         flag, eq, inline = token.partition("=")
         name = _BY_FLAG.get(flag)
         if name is None:
@@ -418,6 +416,8 @@ def _header_values(
                 hint=f"valid options: {', '.join(sorted(_BY_FLAG))}",
                 context={"file": source, "option": token},
             )
+        if at is not None:
+            at[name] = i
         if eq:
             out[name] = inline
             i += 1
@@ -431,6 +431,12 @@ def _header_values(
                 context={"file": source, "option": flag},
             )
     return out
+
+
+#: Where merge_options' values come from, besides the script's header (its ``header_source``).
+CONFIG_LAYER = "the config's [job] table"
+SBATCH_LAYER = "#SBATCH lines"
+CLI_LAYER = "the command line"
 
 
 def merge_options(
@@ -458,10 +464,10 @@ def merge_options(
         if value is not None:
             cli[name] = value
     layers: list[tuple[str, Mapping[str, object]]] = [
-        ("the config's [job] table", dict(config_defaults or {})),
-        ("#SBATCH lines", dict(sbatch.job_values)),
+        (CONFIG_LAYER, dict(config_defaults or {})),
+        (SBATCH_LAYER, dict(sbatch.job_values)),
         (header_source, _header_values(header_args, header_source, at)),
-        ("the command line", cli),
+        (CLI_LAYER, cli),
     ]
     merged: dict[str, object] = {}
     origin: dict[str, str] = {}
@@ -474,35 +480,27 @@ def merge_options(
         try:
             converted[name] = OPTIONS[name][1](OPTIONS[name][0], raw)
         except InputError as err:
-            line = None
-            if origin[name] == "#SBATCH lines":
-                line = sbatch.lines.get(name)
-            elif origin[name] == header_source and isinstance(header_args, HeaderTokens):
-                number = header_args.line_of(at.get(name, -1))
-                line = None if number is None else (header_source, number)
-            raise _placed(err, origin[name], line) from None
+            if origin[name] == CLI_LAYER:  # its option is where
+                raise
+            if origin[name] == SBATCH_LAYER and name in sbatch.lines:
+                file, number = sbatch.lines[name]
+                raise _placed(err, f"{file}:{number}", file, number) from None
+            if origin[name] == header_source and isinstance(header_args, HeaderTokens):
+                written = header_args.line_of(at.get(name, -1))
+                if written is not None:
+                    place = f"{header_source} line {written}"
+                    raise _placed(err, place, header_source, written) from None
+            raise _placed(err, origin[name], origin[name]) from None
     converted["sbatch"] = _carried(layers, sbatch.carried)
     converted["narrowing"] = sbatch.narrowing
     return replace(JobOptions(), **converted)  # type: ignore[arg-type]
 
 
-def _placed(err: InputError, layer: str, line: tuple[str, int] | None) -> InputError:
-    """``err`` of a value, saying where the value was written: the ``#SBATCH`` line
-    (``file:line``), the script's ``# mlsub:`` line (``line``: the header read from a
-    file), else the header or the config's ``[job]`` table (a command-line value needs
-    no place: its option is where)."""
-    if layer == "the command line":
-        return err
-    context = dict(err.context)
-    if layer == "#SBATCH lines" and line is not None:
-        place = f"{line[0]}:{line[1]}"
-        context.update(file=line[0], line=line[1])
-    elif line is not None:  # a '# mlsub:' line, as the header's other errors name it
-        place = f"{line[0]} line {line[1]}"
-        context.update(file=line[0], line=line[1])
-    else:
-        place = layer
-        context["file"] = layer
+def _placed(err: InputError, place: str, file: str, line: int | None = None) -> InputError:
+    """``err`` of a value, prefixed with where the value was written: its ``#SBATCH`` line
+    (``file:line``), its ``# mlsub:`` line, else the header or the config's ``[job]``
+    table."""
+    context = {**err.context, "file": file, **({} if line is None else {"line": line})}
     return InputError(f"{place}: {err.message}", hint=err.hint, context=context, code=err.code)
 
 
