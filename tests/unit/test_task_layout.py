@@ -51,13 +51,18 @@ def scan(job, workers, ps, room, spread):  # type: ignore[no-untyped-def]
     return None
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
+def machine_rooms(most: int) -> st.SearchStrategy[list[tuple[int, int, int]]]:
+    """1 to ``most`` machines' free (GPUs, CPUs, GiB of memory)."""
+    return st.lists(
         st.tuples(st.integers(0, 8), st.integers(0, 32), st.integers(0, 256)),
         min_size=1,
-        max_size=12,
-    ),
+        max_size=most,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    machine_rooms(12),
     st.integers(1, 40),
     st.integers(0, 4),
     st.integers(1, 8),
@@ -219,17 +224,7 @@ def test_the_least_width_is_the_fewest_workers_a_job_can_run_with() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, 8), st.integers(0, 32), st.integers(0, 256)),
-        min_size=1,
-        max_size=8,
-    ),
-    st.integers(1, 24),
-    st.integers(0, 4),
-    st.integers(1, 8),
-    st.booleans(),
-)
+@given(machine_rooms(8), st.integers(1, 24), st.integers(0, 4), st.integers(1, 8), st.booleans())
 def test_the_widest_spread_is_the_most_workers_a_spread_holds(
     rooms: list[tuple[int, int, int]], workers: int, gpu: int, cpu: int, fewest: bool
 ) -> None:
