@@ -10,8 +10,10 @@ and with ``--json`` a replay that ran prints one JSON document. ``mlsub plan --c
 is fuzzed the same way over its job options (width, task sizes, PS count, form,
 architecture, GPU types, ``--sbatch`` options, ``--time``), and ``mlsub plan SCRIPT
 --cluster`` over the script's header: ``#SBATCH`` lines mlsub takes, ``# mlsub:`` lines,
-one refused or malformed line in four and one line of any Unicode in four (each bad
-input's message must name the line).
+one refused or malformed line in four and one line of any Unicode in four. (A bad
+value's message names the line it was written on, tests/unit/test_job_options.py; what
+two options together refuse, such as ``--model`` beside ``--step-time``, names the two
+options, not their lines.)
 
 Fuzzing the command by hand found three inputs that ended in ``error[internal]`` (a
 baseline that stalled on a job no even spread held; two faults of the lower bound); they
