@@ -280,12 +280,12 @@ def begin_immediate(
 ) -> None:
     """``BEGIN IMMEDIATE`` on ``raw``, waiting in line (module docstring).
 
-    The wait goes in steps of at most 1 s (SQLite's own busy handler inside each). After a
-    step that did not get the lock, ``PRAGMA data_version`` tells whether another
-    connection committed meanwhile: the lock changed hands (:class:`_Line`). A wait that
-    ends is SQLite's "database is locked", with how long it waited. The connection's busy
-    timeout is set back afterwards."""
-    step_s = max(0.001, min(1.0, busy_timeout_s / 8, busy_timeout_s))
+    The wait goes in steps of min(1 s, ``busy_timeout_s`` / 8), SQLite's own busy handler
+    inside each. After a step that did not get the lock, ``PRAGMA data_version`` tells
+    whether another connection committed meanwhile: the lock changed hands
+    (:class:`_Line`). A wait that ends is SQLite's "database is locked", with how long it
+    waited. The connection's busy timeout is set back afterwards."""
+    step_s = max(0.001, min(1.0, busy_timeout_s / 8))
     line = _Line(busy_timeout_s, _data_version(raw), monotonic)
     raw.execute(f"PRAGMA busy_timeout = {max(1, int(step_s * 1000))}")
     try:

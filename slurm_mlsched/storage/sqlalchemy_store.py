@@ -58,9 +58,7 @@ from .states import RESERVING, DecisionState, can_move, reached
 class SqlDecisionStore:
     """A decision store on one SQLAlchemy engine (see the interface's contract)."""
 
-    def __init__(
-        self, engine: Engine, url: str, *, grace_s: float, busy_timeout_s: float = 30.0
-    ) -> None:
+    def __init__(self, engine: Engine, url: str, *, grace_s: float, busy_timeout_s: float) -> None:
         self._engine = engine
         self._busy_timeout_s = busy_timeout_s
         self._reader = engine.execution_options(**{READ_ONLY_OPTION: True})
