@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .run import machine_facts
+from .run import machine_facts, measured_on
 from .sections import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,12 +64,12 @@ def measure(scale: float, seed: int) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
-    m, r = result["machine"], result["run"]
+    r = result["run"]
     lines = [
         "## Fuzzed input: what the commands did (`make bench-fuzz`)",
         "",
         f"Written by `python -m bench.fuzz_tally` (raw counts in `bench/out/fuzz.json`). "
-        f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}; ended {m['date']}. "
+        f"{measured_on(result['machine'])} (the date: when the run ended). "
         f"The three hypothesis tests of `{TESTS}` with fresh random examples "
         f"(`--hypothesis-seed={r['seed']}`), {r['scale']:g} × the examples a CI run draws, "
         f"in {r['wall_s']:.0f} s. Each must end with a documented exit (0 done, 3 bad "

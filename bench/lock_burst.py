@@ -26,7 +26,7 @@ from slurm_mlsched.storage import open_store
 from tests.storage.postgres import postgres_server
 
 from .reliability import ROOT, env_for, mlsub
-from .run import machine_facts
+from .run import machine_facts, measured_on
 from .sections import write_section
 
 BURST, RUNS = 16, 3
@@ -86,11 +86,10 @@ def measure() -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
-    m = result["machine"]
     lines = [
         "## A burst on the store's lock (`make bench-burst`)",
         "",
-        f"Measured {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}. "
+        f"{measured_on(result['machine'])}. "
         f"{BURST} `mlsub plan examples/train_resnet.py --cluster examples/cluster.yaml "
         "--reserve` at once on one store (each a whole process recording a decision under "
         f"the planning lock), {RUNS} runs per store and busy timeout. A wait goes on while "

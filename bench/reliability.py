@@ -47,7 +47,7 @@ from tests.reliability_checks import node_capacity, overbookings, silent_server
 from tests.storage.postgres import postgres_server
 from tests.traces.test_trace_fuzz import FIXTURES, GENERIC_COLUMNS, SEEDS, mutate, mutate_json
 
-from .run import machine_facts
+from .run import machine_facts, measured_on
 from .sections import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -320,7 +320,7 @@ def render(result: dict[str, Any]) -> str:
     lines = [
         "## Reliability (`make bench-reliability`)",
         "",
-        f"Measured {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}; "
+        f"{measured_on(m)}; "
         "the local 4-node Slurm cluster, SQLite files and a local PostgreSQL server.",
         "",
         f"**Concurrency**: {SUBMITS} `mlsub submit` at once (one GPU worker + one PS each; "

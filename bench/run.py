@@ -227,6 +227,11 @@ def machine_facts() -> dict[str, str]:
     }
 
 
+def measured_on(m: dict[str, str]) -> str:
+    """ "Measured DATE on CPU (N cores), Python X" from :func:`machine_facts`."""
+    return f"Measured {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}"
+
+
 def render(res: dict[str, Any]) -> str:
     m, q, lp, rd, lat = res["machine"], res["quality"], res["lp"], res["rounding"], res["latency"]
     lines = [
